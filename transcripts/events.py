@@ -1,0 +1,321 @@
+"""The event vocabulary: what may be appended to a run's log, checked before it is stored."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+Role = Literal["user", "assistant", "system", "tool"]
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class _Data(BaseModel):
+    # Extra fields are kept in the stored event; the projector ignores them.
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class TextPart(_Data):
+    type: Literal["text"]
+    text: str
+
+
+class ReasoningPart(_Data):
+    type: Literal["reasoning"]
+    text: str
+    signature: str | None = None
+
+
+class ToolCallPart(_Data):
+    type: Literal["tool-call"]
+    toolCallId: NonEmpty
+    toolName: NonEmpty
+    input: Any = None
+
+
+class ToolResultPart(_Data):
+    type: Literal["tool-result"]
+    toolCallId: NonEmpty
+    toolName: str = ""
+    output: Any = None
+    isError: bool = False
+
+
+class FilePart(_Data):
+    type: Literal["file"]
+    mimeType: NonEmpty
+    url: NonEmpty
+    name: str | None = None
+
+
+Part = Annotated[
+    TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart,
+    Field(discriminator="type"),
+]
+
+
+class MessageStart(_Data):
+    role: Role
+    messageId: str | None = None
+    agentId: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class TextDelta(_Data):
+    delta: str
+
+
+class Reasoning(_Data):
+    text: str
+    signature: str | None = None
+
+
+class ToolCall(_Data):
+    toolCallId: NonEmpty
+    toolName: NonEmpty
+    input: Any = None
+
+
+class ToolResult(_Data):
+    toolCallId: NonEmpty
+    toolName: str | None = None
+    output: Any = None
+    isError: bool = False
+
+
+class File(_Data):
+    mimeType: NonEmpty
+    url: NonEmpty
+    name: str | None = None
+
+
+class StepStarted(_Data):
+    pass
+
+
+class StepFinished(_Data):
+    finishReason: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+class Error(_Data):
+    message: str
+    code: str | int | None = None
+
+
+class CompleteMessage(_Data):
+    role: Role
+    parts: list[Part]
+    id: str | None = None
+    metadata: dict[str, Any] | None = None
+    createdAt: str | None = None
+
+    @field_validator("createdAt")
+    @classmethod
+    def _iso_timestamp(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parsed = datetime.fromisoformat(value)
+            except ValueError:
+                raise ValueError("createdAt must be an ISO 8601 timestamp") from None
+            if parsed.tzinfo is None:
+                raise ValueError("createdAt must carry a timezone (e.g. Z)")
+        return value
+
+
+class MessageEnd(_Data):
+    pass
+
+
+DATA_SCHEMAS: dict[str, type[_Data]] = {
+    "message-start": MessageStart,
+    "text-delta": TextDelta,
+    "reasoning": Reasoning,
+    "tool-call": ToolCall,
+    "tool-result": ToolResult,
+    "file": File,
+    "step-started": StepStarted,
+    "step-finished": StepFinished,
+    "error": Error,
+    "message": CompleteMessage,
+    "message-end": MessageEnd,
+}
+KINDS = tuple(DATA_SCHEMAS)
+OPEN_KIND_PREFIXES = ("data-", "system.")
+MAX_KIND_LENGTH = 200
+
+
+def is_known_kind(kind: str) -> bool:
+    """Whether kind belongs to the v1 vocabulary (including data-* and system.*)."""
+    if kind in DATA_SCHEMAS:
+        return True
+    return any(kind.startswith(p) and len(kind) > len(p) for p in OPEN_KIND_PREFIXES)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input, located by a path such as events[3].data.delta."""
+
+    path: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}
+
+
+@dataclass(frozen=True)
+class CheckedEvent:
+    """An event that passed validation, with its JSON text ready for storage."""
+
+    seq: int
+    kind: str
+    data: Any
+    at: datetime | None
+    data_json: str
+
+
+class InvalidEvents(ValueError):
+    """Raised when a batch holds events that may not be stored; nothing of it is stored."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(f"{first.path}: {first.message}{more}")
+
+
+def _locate_unstorable(value: Any, path: str) -> Problem | None:
+    """Find the first value PostgreSQL's jsonb cannot store, for a precise error message."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return Problem(path, "NUL characters (\\u0000) cannot be stored; remove or escape them")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return Problem(path, "text is not valid Unicode (lone surrogate)")
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return Problem(path, "NaN and Infinity are not valid JSON numbers")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return Problem(path, "object keys must be strings")
+            problem = _locate_unstorable(key, f"{path}.{key}") or _locate_unstorable(
+                item, f"{path}.{key}"
+            )
+            if problem:
+                return problem
+        return None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = _locate_unstorable(item, f"{path}[{index}]")
+            if problem:
+                return problem
+        return None
+    if value is None or isinstance(value, bool | int | float):
+        return None
+    return Problem(path, f"{type(value).__name__} is not a JSON value")
+
+
+def to_storable_json(value: Any, path: str) -> str:
+    """Serialize value for a jsonb column, or raise InvalidEvents saying where it cannot be."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text.encode("utf-8")
+    except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
+        problem = _locate_unstorable(value, path) or Problem(path, "not a storable JSON value")
+        raise InvalidEvents([problem]) from None
+    if "\\u0000" in text:
+        problem = _locate_unstorable(value, path)
+        if problem:
+            raise InvalidEvents([problem])
+    return text
+
+
+def _pydantic_problems(exc: ValidationError, prefix: str) -> list[Problem]:
+    problems = []
+    for err in exc.errors():
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+        problems.append(Problem(prefix + loc, err["msg"]))
+    return problems
+
+
+_AT = TypeAdapter(datetime)
+
+
+def check_event(raw: Any, index: int) -> CheckedEvent:
+    """Validate one event envelope and its data against the vocabulary."""
+    where = f"events[{index}]"
+    if not isinstance(raw, dict):
+        raise InvalidEvents([Problem(where, "an event must be a JSON object")])
+    problems: list[Problem] = []
+    seq = raw.get("seq")
+    if type(seq) is not int or seq < 1:
+        problems.append(Problem(f"{where}.seq", "seq must be a positive integer"))
+    kind = raw.get("kind")
+    if not isinstance(kind, str) or not kind:
+        problems.append(Problem(f"{where}.kind", "kind must be a non-empty string"))
+    elif len(kind) > MAX_KIND_LENGTH:
+        problems.append(Problem(f"{where}.kind", f"kind is longer than {MAX_KIND_LENGTH}"))
+    elif not is_known_kind(kind):
+        problems.append(
+            Problem(
+                f"{where}.kind",
+                f"unknown event kind {kind!r}; expected one of {', '.join(KINDS)},"
+                " data-<name> or system.<name>",
+            )
+        )
+    data = raw.get("data", {})
+    at: datetime | None = None
+    if raw.get("at") is not None:
+        try:
+            at = _AT.validate_python(raw["at"])
+        except ValidationError:
+            problems.append(Problem(f"{where}.at", "at must be an ISO 8601 timestamp"))
+        else:
+            if at.tzinfo is None:
+                problems.append(Problem(f"{where}.at", "at must carry a timezone (e.g. Z)"))
+    schema = DATA_SCHEMAS.get(kind) if isinstance(kind, str) else None
+    if schema is not None:
+        if not isinstance(data, dict):
+            problems.append(Problem(f"{where}.data", "data must be a JSON object"))
+        else:
+            try:
+                schema.model_validate(data)
+            except ValidationError as exc:
+                problems.extend(_pydantic_problems(exc, f"{where}.data"))
+    if problems:
+        raise InvalidEvents(problems)
+    assert isinstance(seq, int) and isinstance(kind, str)
+    return CheckedEvent(seq, kind, data, at, to_storable_json(data, f"{where}.data"))
+
+
+def check_events(raw_events: Any) -> list[CheckedEvent]:
+    """Validate a batch; every problem of every event is reported together."""
+    if not isinstance(raw_events, list):
+        raise InvalidEvents([Problem("events", "events must be a list")])
+    checked: list[CheckedEvent] = []
+    problems: list[Problem] = []
+    for index, raw in enumerate(raw_events):
+        try:
+            checked.append(check_event(raw, index))
+        except InvalidEvents as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InvalidEvents(problems)
+    for index in range(1, len(checked)):
+        if checked[index].seq != checked[index - 1].seq + 1:
+            raise InvalidEvents(
+                [
+                    Problem(
+                        f"events[{index}].seq",
+                        f"seqs in a batch must be consecutive: expected {checked[index - 1].seq + 1}"
+                        f", got {checked[index].seq}",
+                    )
+                ]
+            )
+    return checked

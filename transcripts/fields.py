@@ -1,0 +1,50 @@
+"""Model fields."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from ulid import ULID
+
+
+def to_uuid(value: Any) -> uuid.UUID:
+    """Parse a ULID string (or UUID) into the UUID stored by PostgreSQL."""
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, ULID):
+        return value.to_uuid()
+    if isinstance(value, str):
+        try:
+            return ULID.from_str(value).to_uuid() if len(value) == 26 else uuid.UUID(value)
+        except ValueError as exc:
+            raise ValidationError(f"{value!r} is not a valid ULID.", code="invalid") from exc
+    raise ValidationError(f"{value!r} is not a valid ULID.", code="invalid")
+
+
+class ULIDField(models.UUIDField):  # type: ignore[type-arg]
+    """A ULID kept in a native uuid column and exposed as a 26-character string."""
+
+    description = "ULID"
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> str | None:
+        if value is None:
+            return None
+        return str(ULID.from_uuid(value))
+
+    def to_python(self, value: Any) -> Any:
+        if value is None or value == "":
+            return None
+        return str(ULID.from_uuid(to_uuid(value)))
+
+    def get_prep_value(self, value: Any) -> Any:
+        if value is None or value == "":
+            return None
+        return to_uuid(value)
+
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        if value is None:
+            return None
+        return value if prepared and isinstance(value, uuid.UUID) else to_uuid(value)

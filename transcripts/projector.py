@@ -1,0 +1,405 @@
+"""The projector: a pure function from a run's events to canonical messages.
+
+No database, no clock, no randomness: the same events (and fork point) always give the same
+messages, ids included. A snapshot is the projector's state as JSON; projecting the events
+after a snapshot gives exactly what projecting from seq 1 gives.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from transcripts.ids import derived_ulid, is_ulid, ulid_timestamp_ms
+
+SCHEMA_VERSION = 1
+SNAPSHOT_VERSION = 1
+CONTENT_ROLES = ("user", "assistant", "system")
+
+
+@dataclass(frozen=True)
+class Projection:
+    """What a run's events amount to."""
+
+    messages: list[dict[str, Any]]
+    seq_ranges: list[tuple[int, int]]
+    errors: list[dict[str, Any]]
+    annotations: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    last_seq: int
+    open: bool
+
+
+def _timestamp_ms(at: Any) -> int | None:
+    if at is None:
+        return None
+    if isinstance(at, datetime):
+        moment = at
+    else:
+        try:
+            moment = datetime.fromisoformat(str(at))
+        except ValueError:
+            return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
+    """Sum numeric counters; nested detail objects are summed key by key."""
+    for key, value in usage.items():
+        if isinstance(value, bool):
+            total[key] = value
+        elif isinstance(value, int | float):
+            previous = total.get(key)
+            total[key] = (previous if isinstance(previous, int | float) else 0) + value
+        elif isinstance(value, Mapping):
+            nested = total.get(key)
+            if not isinstance(nested, dict):
+                nested = {}
+                total[key] = nested
+            _add_usage(nested, value)
+        elif value is not None:
+            total[key] = value
+
+
+@dataclass
+class Projector:
+    """Folds events into messages. Use project() unless you need incremental updates."""
+
+    run_id: str
+    parent_id: str | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    seq_ranges: list[list[int]] = field(default_factory=list)
+    is_open: bool = False
+    # Text of the open message's last part, kept as chunks so long streams stay linear.
+    chunks: list[str] = field(default_factory=list)
+    last_seq: int = 0
+    last_ms: int = 0
+    tool_names: dict[str, str] = field(default_factory=dict)
+    used_ids: list[str] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    steps_started: int = 0
+
+    # --- snapshots -------------------------------------------------------------------------
+
+    def to_snapshot(self) -> dict[str, Any]:
+        """The full state as JSON-able data."""
+        self._flush()
+        return {
+            "version": SNAPSHOT_VERSION,
+            "runId": self.run_id,
+            "parentId": self.parent_id,
+            "messages": copy.deepcopy(self.messages),
+            "seqRanges": [list(r) for r in self.seq_ranges],
+            "isOpen": self.is_open,
+            "lastSeq": self.last_seq,
+            "lastMs": self.last_ms,
+            "toolNames": dict(self.tool_names),
+            "usedIds": list(self.used_ids),
+            "errors": copy.deepcopy(self.errors),
+            "annotations": copy.deepcopy(self.annotations),
+            "metadata": copy.deepcopy(self.metadata),
+            "stepsStarted": self.steps_started,
+        }
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Mapping[str, Any]) -> Projector:
+        """Rebuild a projector from to_snapshot() output."""
+        if snapshot.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"unsupported snapshot version {snapshot.get('version')!r}")
+        return cls(
+            run_id=snapshot["runId"],
+            parent_id=snapshot["parentId"],
+            messages=copy.deepcopy(snapshot["messages"]),
+            seq_ranges=[list(r) for r in snapshot["seqRanges"]],
+            is_open=snapshot["isOpen"],
+            last_seq=snapshot["lastSeq"],
+            last_ms=snapshot["lastMs"],
+            tool_names=dict(snapshot["toolNames"]),
+            used_ids=list(snapshot["usedIds"]),
+            errors=copy.deepcopy(snapshot["errors"]),
+            annotations=copy.deepcopy(snapshot["annotations"]),
+            metadata=copy.deepcopy(snapshot["metadata"]),
+            steps_started=snapshot["stepsStarted"],
+        )
+
+    # --- output ----------------------------------------------------------------------------
+
+    def result(self) -> Projection:
+        """The messages so far (the last one may still be open)."""
+        self._flush()
+        return Projection(
+            messages=copy.deepcopy(self.messages),
+            seq_ranges=[(r[0], r[1]) for r in self.seq_ranges],
+            errors=copy.deepcopy(self.errors),
+            annotations=copy.deepcopy(self.annotations),
+            metadata=copy.deepcopy(self.metadata),
+            last_seq=self.last_seq,
+            open=self.is_open,
+        )
+
+    # --- folding ---------------------------------------------------------------------------
+
+    def apply_all(self, events: Iterable[Mapping[str, Any]]) -> Projector:
+        """Apply events in order; returns self."""
+        for event in events:
+            self.apply(event)
+        return self
+
+    def apply(self, event: Mapping[str, Any]) -> None:
+        """Apply one event (already validated at append time)."""
+        seq = int(event["seq"])
+        if seq <= self.last_seq:
+            raise ValueError(f"event seq {seq} is not after {self.last_seq}")
+        self.last_seq = seq
+        kind = str(event["kind"])
+        data = event.get("data")
+        data = data if isinstance(data, Mapping) else {}
+        at_ms = _timestamp_ms(event.get("at"))
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, seq, data, at_ms)
+        elif kind.startswith(("data-", "system.")):
+            self._annotate(seq, kind, event.get("data"))
+        else:
+            # The ledger rejects unknown kinds on append, so this only meets corrupt input.
+            raise ValueError(f"unknown event kind {kind!r} at seq {seq}")
+
+    # --- message boundaries ----------------------------------------------------------------
+
+    def _open_message(
+        self,
+        seq: int,
+        at_ms: int | None,
+        role: str,
+        *,
+        requested_id: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: str | None = None,
+    ) -> dict[str, Any]:
+        self._close()
+        index = len(self.messages)
+        if at_ms is None:
+            at_ms = self.last_ms or ulid_timestamp_ms(self.run_id)
+        self.last_ms = max(self.last_ms, at_ms)
+        if is_ulid(requested_id) and requested_id not in self.used_ids:
+            message_id = str(requested_id)
+        else:
+            message_id = derived_ulid(self.last_ms, index, self.run_id, index)
+        self.used_ids.append(message_id)
+        meta: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION}
+        if metadata:
+            meta.update(copy.deepcopy(dict(metadata)))
+            meta["schemaVersion"] = SCHEMA_VERSION
+        if requested_id is not None and message_id != requested_id:
+            meta["sourceMessageId"] = requested_id
+        parent = self.messages[-1]["id"] if self.messages else self.parent_id
+        message = {
+            "id": message_id,
+            "parentMessageId": parent,
+            "role": role,
+            "parts": [],
+            "createdAt": created_at or _iso(self.last_ms),
+            "metadata": meta,
+        }
+        self.messages.append(message)
+        self.seq_ranges.append([seq, seq])
+        self.is_open = True
+        return message
+
+    def _close(self) -> None:
+        self._flush()
+        self.is_open = False
+
+    def _touch(self, seq: int) -> None:
+        if self.seq_ranges:
+            self.seq_ranges[-1][1] = seq
+
+    def _content_message(self, seq: int, at_ms: int | None) -> dict[str, Any]:
+        """The open message that content goes into; a tool message makes way for a new one."""
+        if self.is_open and self.messages[-1]["role"] in CONTENT_ROLES:
+            self._touch(seq)
+            return self.messages[-1]
+        return self._open_message(seq, at_ms, "assistant")
+
+    def _flush(self) -> None:
+        """Move buffered text into the last part."""
+        if self.chunks:
+            part = self.messages[-1]["parts"][-1]
+            part["text"] = part["text"] + "".join(self.chunks)
+            self.chunks = []
+
+    def _append_text(self, message: dict[str, Any], part_type: str, text: str) -> None:
+        parts = message["parts"]
+        last = parts[-1] if parts else None
+        if last is not None and last["type"] == part_type and "signature" not in last:
+            self.chunks.append(text)
+            return
+        self._flush()
+        parts.append({"type": part_type, "text": text})
+
+    def _add_part(self, message: dict[str, Any], part: dict[str, Any]) -> None:
+        self._flush()
+        message["parts"].append(part)
+
+    def _last_assistant(self) -> dict[str, Any] | None:
+        for message in reversed(self.messages):
+            if message["role"] == "assistant":
+                return message
+        return None
+
+    def _annotate(self, seq: int, kind: str, data: Any) -> None:
+        note = {"seq": seq, "kind": kind, "data": copy.deepcopy(data)}
+        if self.is_open:
+            self._touch(seq)
+            self.messages[-1]["metadata"].setdefault("annotations", []).append(note)
+        else:
+            self.annotations.append(note)
+
+    # --- handlers --------------------------------------------------------------------------
+
+    def _on_message_start(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+        metadata = dict(data.get("metadata") or {})
+        if data.get("agentId") is not None:
+            metadata["agentId"] = data["agentId"]
+        self._open_message(
+            seq, at_ms, str(data["role"]), requested_id=data.get("messageId"), metadata=metadata
+        )
+
+    def _on_text_delta(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+        self._append_text(self._content_message(seq, at_ms), "text", str(data["delta"]))
+
+    def _on_reasoning(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+        message = self._content_message(seq, at_ms)
+        self._append_text(message, "reasoning", str(data["text"]))
+        if data.get("signature") is not None:
+            self._flush()
+            message["parts"][-1]["signature"] = data["signature"]
+
+    def _on_tool_call(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+        message = self._content_message(seq, at_ms)
+        call_id, name = str(data["toolCallId"]), str(data["toolName"])
+        self.tool_names[call_id] = name
+        part = {
+            "type": "tool-call",
+            "toolCallId": call_id,
+            "toolName": name,
+            "input": copy.deepcopy(data.get("input")),
+        }
+        self._add_part(message, part)
+
+    def _on_tool_result(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+        if self.is_open and self.messages[-1]["role"] == "tool":
+            message = self.messages[-1]
+            self._touch(seq)
+        else:
+            message = self._open_message(seq, at_ms, "tool")
+        call_id = str(data["toolCallId"])
+        part = {
+            "type": "tool-result",
+            "toolCallId": call_id,
+            "toolName": data.get("toolName") or self.tool_names.get(call_id, ""),
+            "output": copy.deepcopy(data.get("output")),
+            "isError": bool(data.get("isError", False)),
+        }
+        self._add_part(message, part)
+
+    def _on_file(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+        part = {"type": "file", "mimeType": data["mimeType"], "url": data["url"]}
+        if data.get("name") is not None:
+            part["name"] = data["name"]
+        self._add_part(self._content_message(seq, at_ms), part)
+
+    def _on_step_started(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+        self.steps_started += 1
+        self.metadata["stepCount"] = self.steps_started
+        if self.is_open:
+            self._touch(seq)
+
+    def _on_step_finished(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+        target = self._last_assistant()
+        meta = target["metadata"] if target is not None else self.metadata
+        step: dict[str, Any] = {"seq": seq}
+        if data.get("finishReason") is not None:
+            step["finishReason"] = data["finishReason"]
+            meta["finishReason"] = data["finishReason"]
+        if data.get("usage"):
+            step["usage"] = copy.deepcopy(dict(data["usage"]))
+            usage = meta.setdefault("usage", {})
+            _add_usage(usage, data["usage"])
+        meta.setdefault("steps", []).append(step)
+        if target is not None and data.get("usage"):
+            _add_usage(self.metadata.setdefault("usage", {}), data["usage"])
+        if target is not None and self.is_open and self.messages[-1] is target:
+            self._touch(seq)
+
+    def _on_error(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+        error = {"seq": seq, "message": data["message"]}
+        if data.get("code") is not None:
+            error["code"] = data["code"]
+        if self.is_open:
+            self._touch(seq)
+            self.messages[-1]["metadata"].setdefault("errors", []).append(error)
+        self.errors.append(error)
+
+    def _on_message(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+        message = self._open_message(
+            seq,
+            at_ms,
+            str(data["role"]),
+            requested_id=data.get("id"),
+            metadata=data.get("metadata"),
+            created_at=data.get("createdAt"),
+        )
+        message["parts"] = copy.deepcopy(list(data["parts"]))
+        for part in message["parts"]:
+            if part.get("type") == "tool-call":
+                self.tool_names[str(part["toolCallId"])] = str(part["toolName"])
+        self._close()
+
+    def _on_message_end(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+        if self.is_open:
+            self._touch(seq)
+        self._close()
+
+
+_HANDLERS = {
+    "message-start": Projector._on_message_start,
+    "text-delta": Projector._on_text_delta,
+    "reasoning": Projector._on_reasoning,
+    "tool-call": Projector._on_tool_call,
+    "tool-result": Projector._on_tool_result,
+    "file": Projector._on_file,
+    "step-started": Projector._on_step_started,
+    "step-finished": Projector._on_step_finished,
+    "error": Projector._on_error,
+    "message": Projector._on_message,
+    "message-end": Projector._on_message_end,
+}
+
+
+def project(
+    events: Iterable[Mapping[str, Any]],
+    *,
+    run_id: str,
+    parent_id: str | None = None,
+    snapshot: Mapping[str, Any] | None = None,
+) -> Projection:
+    """Project events (after snapshot, when given) into canonical messages."""
+    if snapshot is not None:
+        projector = Projector.from_snapshot(snapshot)
+        if projector.run_id != run_id or projector.parent_id != parent_id:
+            raise ValueError("snapshot belongs to another run or fork point")
+    else:
+        projector = Projector(run_id=run_id, parent_id=parent_id)
+    return projector.apply_all(events).result()
