@@ -107,6 +107,7 @@ WHITENOISE_AUTOREFRESH = DEBUG
 TASKS = {
     "default": {
         "BACKEND": "django_tasks_db.DatabaseBackend",
+        "QUEUES": ["default", "generation"],
     }
 }
 
@@ -123,3 +124,10 @@ TRANSCRIPTS_SNAPSHOT_EVERY = int(os.environ.get("TRANSCRIPTS_SNAPSHOT_EVERY", "5
 TRANSCRIPTS_MAX_BODY_BYTES = int(os.environ.get("TRANSCRIPTS_MAX_BODY_BYTES", str(5 * 1024 * 1024)))
 TRANSCRIPTS_MAX_BATCH_EVENTS = int(os.environ.get("TRANSCRIPTS_MAX_BATCH_EVENTS", "5000"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = TRANSCRIPTS_MAX_BODY_BYTES
+
+# Generation: leases, re-queueing and the OpenAI-compatible generator (key only from the env).
+TRANSCRIPTS_LEASE_SECONDS = float(os.environ.get("TRANSCRIPTS_LEASE_SECONDS", "30"))
+TRANSCRIPTS_REQUEUE_EXPIRED = _env_bool("TRANSCRIPTS_REQUEUE_EXPIRED", False)
+TRANSCRIPTS_EXTERNAL_WEBHOOK_URL = os.environ.get("TRANSCRIPTS_EXTERNAL_WEBHOOK_URL", "")
+TRANSCRIPTS_OPENAI_BASE_URL = os.environ.get("TRANSCRIPTS_OPENAI_BASE_URL", "")
+TRANSCRIPTS_OPENAI_MODEL = os.environ.get("TRANSCRIPTS_OPENAI_MODEL", "")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import secrets
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,9 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-demo", action="store_true", help="do not load the demo data")
         parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+        parser.add_argument(
+            "--no-worker", action="store_true", help="do not start a generation worker alongside"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
@@ -28,16 +33,28 @@ class Command(BaseCommand):
         self._ensure_admin()
         import uvicorn
 
+        worker = None
+        if not options["no_worker"]:
+            worker = subprocess.Popen(
+                [sys.executable, "manage.py", "worker", "--interval", "0.1", "--no-reload"],
+                cwd=settings.BASE_DIR,
+            )
+            self.stdout.write("Started a generation worker (manage.py worker).")
         url = f"http://{options['host']}:{options['port']}/"
         self.stdout.write(self.style.SUCCESS(f"Transcripts is serving on {url}"))
-        uvicorn.run(
-            "config.asgi:application",
-            host=options["host"],
-            port=options["port"],
-            workers=options["workers"],
-            log_level="info",
-            lifespan="off",
-        )
+        try:
+            uvicorn.run(
+                "config.asgi:application",
+                host=options["host"],
+                port=options["port"],
+                workers=options["workers"],
+                log_level="info",
+                lifespan="off",
+            )
+        finally:
+            if worker is not None:
+                worker.terminate()
+                worker.wait(timeout=10)
 
     def _ensure_admin(self) -> None:
         user_model = get_user_model()

@@ -1,0 +1,198 @@
+"""Generation: start runs for a generator, and the worker loop that streams them into the ledger."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from transcripts import ledger
+from transcripts.errors import Conflict, InvalidInput, LedgerError, RunClosed
+from transcripts.generators import (
+    EXTERNAL,
+    GENERATORS,
+    GenerationRequest,
+    GeneratorError,
+    get_generator,
+)
+from transcripts.models import Message, Run, RunStatus, Thread
+from transcripts.selectors import path_to
+
+logger = logging.getLogger(__name__)
+
+FLUSH_SECONDS = 0.05
+FLUSH_EVENTS = 64
+
+
+def lease_seconds() -> float:
+    """How long a worker's lease lasts without a heartbeat."""
+    return float(getattr(settings, "TRANSCRIPTS_LEASE_SECONDS", 30))
+
+
+def worker_name() -> str:
+    """This process's worker identity."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _clean_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
+    params = dict(parameters or {})
+    for key in ("temperature", "maxTokens", "delayMs"):
+        if params.get(key) in ("", None):
+            params.pop(key, None)
+    try:
+        if "temperature" in params:
+            params["temperature"] = float(params["temperature"])
+            if not 0 <= params["temperature"] <= 2:
+                raise ValueError
+        if "maxTokens" in params:
+            params["maxTokens"] = int(params["maxTokens"])
+            if not 1 <= params["maxTokens"] <= 100_000:
+                raise ValueError
+        if "delayMs" in params:
+            params["delayMs"] = max(0.0, float(params["delayMs"]))
+    except (TypeError, ValueError):
+        raise InvalidInput(
+            "temperature must be between 0 and 2 and maxTokens between 1 and 100000",
+            parameters=params,
+        ) from None
+    if params.get("systemPrompt") in ("", None):
+        params.pop("systemPrompt", None)
+    return params
+
+
+def start_generation(
+    *,
+    thread: Thread,
+    fork_from: Any = ledger.HEAD,
+    generator: str = "demo",
+    model: str = "",
+    parameters: Mapping[str, Any] | None = None,
+    prefix: list[dict[str, Any]] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Run:
+    """Queue a run for generator, forked from fork_from; prefix events (an edit) come first."""
+    if generator != EXTERNAL and generator not in GENERATORS:
+        raise InvalidInput(f"unknown generator {generator!r}", field="generator")
+    params = _clean_parameters(parameters)
+    if not model and generator != EXTERNAL:
+        model = get_generator(generator).default_model()
+    with transaction.atomic():
+        run, _ = ledger.begin_run(
+            thread=thread,
+            fork_from=fork_from,
+            status=RunStatus.QUEUED,
+            generator=generator,
+            model=model,
+            parameters=params,
+            metadata=metadata,
+        )
+        if prefix:
+            ledger.append_events(run=run, events=prefix)
+        from transcripts import tasks
+
+        if generator == EXTERNAL:
+            if getattr(settings, "TRANSCRIPTS_EXTERNAL_WEBHOOK_URL", ""):
+                transaction.on_commit(lambda: tasks.notify_external_webhook.enqueue(run.id))
+        else:
+            transaction.on_commit(lambda: tasks.generate_run.enqueue(run.id))
+    return run
+
+
+def conversation_for(run: Run) -> list[dict[str, Any]]:
+    """The canonical messages a generator continues: the path to the fork point, then the run's."""
+    history: list[dict[str, Any]] = []
+    if run.fork_from_id:
+        fork = Message.objects.select_related("thread").get(pk=run.fork_from_id)
+        history = [m.as_canonical() for m in path_to(fork)]
+    return history + ledger.project_run(run).messages
+
+
+class _Batcher:
+    """Numbers events and appends them in small batches, renewing the lease as it goes."""
+
+    def __init__(self, run: Run, worker: str) -> None:
+        self.run = run
+        self.worker = worker
+        self.next_seq = run.last_seq + 1
+        self.pending: list[dict[str, Any]] = []
+        self.flushed_any = False
+        self.last_flush = time.monotonic()
+
+    def add(self, kind: str, data: dict[str, Any]) -> None:
+        self.pending.append({"seq": self.next_seq, "kind": kind, "data": data})
+        self.next_seq += 1
+        due = time.monotonic() - self.last_flush >= FLUSH_SECONDS
+        if not self.flushed_any or due or len(self.pending) >= FLUSH_EVENTS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            ledger.append_events(run=self.run, events=self.pending)
+            self.pending = []
+            self.flushed_any = True
+        ledger.renew_lease(run=self.run, worker=self.worker, lease_seconds=lease_seconds())
+        self.last_flush = time.monotonic()
+
+
+def generate(run_id: str, *, worker: str | None = None) -> str:
+    """Claim the run, stream its generator's events into the ledger and commit; returns status."""
+    worker = worker or worker_name()
+    try:
+        run = ledger.claim_run(run=run_id, worker=worker, lease_seconds=lease_seconds())
+    except (RunClosed, Conflict) as exc:
+        logger.info("run %s not generated: %s", run_id, exc)
+        return "skipped"
+    request = GenerationRequest(
+        run_id=run.id,
+        messages=conversation_for(run),
+        model=run.model,
+        parameters=dict(run.parameters),
+    )
+    batcher = _Batcher(run, worker)
+    try:
+        for kind, data in get_generator(run.generator).stream(request):
+            batcher.add(kind, data)
+        batcher.flush()
+        ledger.commit_run(run=run.id)
+        return RunStatus.COMMITTED
+    except RunClosed:
+        # Cancelled (or closed otherwise) while streaming: stop quietly, keep what was stored.
+        return Run.objects.get(pk=run.id).status
+    except (GeneratorError, LedgerError) as exc:
+        return _fail(run.id, str(exc), type(exc).__name__)
+    except Exception as exc:
+        logger.exception("generator %s crashed on run %s", run.generator, run.id)
+        return _fail(run.id, f"{type(exc).__name__}: {exc}", "generator_crashed")
+
+
+def _fail(run_id: str, message: str, code: str) -> str:
+    try:
+        ledger.fail_run(run=run_id, error={"message": message, "code": code})
+    except LedgerError:
+        pass
+    return RunStatus.FAILED
+
+
+def reap_expired_runs() -> list[str]:
+    """Fail runs whose worker died; with TRANSCRIPTS_REQUEUE_EXPIRED, queue a fresh attempt."""
+    expired = ledger.expire_leases()
+    if getattr(settings, "TRANSCRIPTS_REQUEUE_EXPIRED", False):
+        for run in Run.objects.filter(pk__in=expired).select_related("thread"):
+            try:
+                start_generation(
+                    thread=run.thread,
+                    fork_from=run.fork_from_id,
+                    generator=run.generator,
+                    model=run.model,
+                    parameters=run.parameters,
+                    metadata={"retryOf": run.id},
+                )
+            except LedgerError as exc:
+                logger.warning("could not re-queue run %s: %s", run.id, exc)
+    return expired

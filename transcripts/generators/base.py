@@ -1,0 +1,45 @@
+"""The generator interface."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+# (kind, data) of one event of the v1 vocabulary; the runner numbers them.
+StreamEvent = tuple[str, dict[str, Any]]
+
+
+class GeneratorError(Exception):
+    """A generator could not produce its output (bad configuration, provider error)."""
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What a generator is asked: the conversation so far and the parameters."""
+
+    run_id: str
+    messages: list[dict[str, Any]]
+    model: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt override, if any."""
+        value = self.parameters.get("systemPrompt")
+        return str(value) if value else None
+
+
+class Generator:
+    """Produces the events of a run. Subclasses set name and implement stream()."""
+
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+
+    def default_model(self) -> str:
+        """The model used when the run names none."""
+        return ""
+
+    def stream(self, request: GenerationRequest) -> Iterator[StreamEvent]:
+        """Yield events as they become available."""
+        raise NotImplementedError

@@ -1,0 +1,130 @@
+"""Any OpenAI-compatible Chat Completions endpoint, streamed with the official openai SDK."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from django.conf import settings
+
+from transcripts.formats.openai import export_openai
+from transcripts.formats.tree import TreeThread
+from transcripts.generators.base import GenerationRequest, Generator, GeneratorError, StreamEvent
+
+_USAGE_KEYS = {
+    "prompt_tokens": "inputTokens",
+    "completion_tokens": "outputTokens",
+    "total_tokens": "totalTokens",
+}
+_FINISH = {"tool_calls": "tool-calls", "content_filter": "content-filter", "function_call": "tool-calls"}
+
+
+def _setting(name: str, env: str, default: str = "") -> str:
+    return str(getattr(settings, name, "") or os.environ.get(env, "") or default)
+
+
+def _usage(raw: Any) -> dict[str, Any]:
+    data = raw.model_dump(exclude_none=True) if hasattr(raw, "model_dump") else dict(raw)
+    usage: dict[str, Any] = {_USAGE_KEYS.get(k, k): v for k, v in data.items()}
+    return usage
+
+
+def _parse_arguments(text: str) -> Any:
+    try:
+        return json.loads(text) if text else {}
+    except ValueError:
+        # Models do emit broken JSON; keep it rather than lose it.
+        return text
+
+
+class OpenAIChatGenerator(Generator):
+    """Streams from OpenAI, vLLM, llama.cpp, Ollama, OpenRouter… (key from the environment)."""
+
+    name: ClassVar[str] = "openai"
+    label: ClassVar[str] = "OpenAI-compatible"
+
+    def default_model(self) -> str:
+        return _setting("TRANSCRIPTS_OPENAI_MODEL", "TRANSCRIPTS_OPENAI_MODEL", "gpt-4o-mini")
+
+    def build_messages(self, request: GenerationRequest) -> list[dict[str, Any]]:
+        """The Chat Completions messages for the conversation so far."""
+        history = [m for m in request.messages if not m.get("metadata", {}).get("hidden")]
+        if request.system_prompt:
+            history = [m for m in history if m.get("role") != "system"]
+        exported = export_openai(TreeThread(title="", messages=history, active_leaf=None))
+        messages: list[dict[str, Any]] = exported["messages"]
+        if request.system_prompt:
+            messages.insert(0, {"role": "system", "content": request.system_prompt})
+        return messages
+
+    def stream(self, request: GenerationRequest) -> Iterator[StreamEvent]:
+        import openai
+
+        api_key = _setting("TRANSCRIPTS_OPENAI_API_KEY", "OPENAI_API_KEY")
+        base_url = _setting("TRANSCRIPTS_OPENAI_BASE_URL", "OPENAI_BASE_URL") or None
+        if not api_key and base_url is None:
+            raise GeneratorError("set OPENAI_API_KEY (or TRANSCRIPTS_OPENAI_BASE_URL)")
+        client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=120)
+        params = request.parameters
+        kwargs: dict[str, Any] = {
+            "model": request.model or self.default_model(),
+            "messages": self.build_messages(request),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if params.get("temperature") is not None:
+            kwargs["temperature"] = float(params["temperature"])
+        if params.get("maxTokens"):
+            kwargs["max_tokens"] = int(params["maxTokens"])
+        if params.get("tools"):
+            kwargs["tools"] = params["tools"]
+        try:
+            stream = client.chat.completions.create(**kwargs)
+            yield from self._events(stream)
+        except openai.OpenAIError as exc:
+            raise GeneratorError(f"{type(exc).__name__}: {exc}") from exc
+
+    def _events(self, stream: Any) -> Iterator[StreamEvent]:
+        calls: dict[int, dict[str, str]] = {}
+        finish: str | None = None
+        usage: dict[str, Any] | None = None
+        yield ("step-started", {})
+        for chunk in stream:
+            if getattr(chunk, "usage", None):
+                usage = _usage(chunk.usage)
+            for choice in chunk.choices or []:
+                delta = choice.delta
+                extra = delta.model_extra or {} if hasattr(delta, "model_extra") else {}
+                thinking = extra.get("reasoning_content") or extra.get("reasoning")
+                if thinking:
+                    yield ("reasoning", {"text": str(thinking)})
+                if delta.content:
+                    yield ("text-delta", {"delta": delta.content})
+                for call in delta.tool_calls or []:
+                    slot = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                    if call.id:
+                        slot["id"] = call.id
+                    if call.function and call.function.name:
+                        slot["name"] += call.function.name
+                    if call.function and call.function.arguments:
+                        slot["arguments"] += call.function.arguments
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+        for index in sorted(calls):
+            call = calls[index]
+            yield (
+                "tool-call",
+                {
+                    "toolCallId": call["id"] or f"call_{index}",
+                    "toolName": call["name"] or "unknown",
+                    "input": _parse_arguments(call["arguments"]),
+                },
+            )
+        finished: dict[str, Any] = {}
+        if finish:
+            finished["finishReason"] = _FINISH.get(finish, finish)
+        if usage:
+            finished["usage"] = usage
+        yield ("step-finished", finished)

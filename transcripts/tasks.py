@@ -1,0 +1,37 @@
+"""Background tasks (Django Tasks API; run them with `manage.py db_worker`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.request
+
+from django.conf import settings
+from django_tasks import task
+
+from transcripts import generation
+from transcripts.models import Run
+
+logger = logging.getLogger(__name__)
+
+
+@task(queue_name="generation")
+def generate_run(run_id: str) -> str:
+    """Generate one run with its generator; reaps dead workers' runs first."""
+    generation.reap_expired_runs()
+    return generation.generate(run_id)
+
+
+@task()
+def notify_external_webhook(run_id: str) -> int:
+    """Tell an outside stream layer that a run is queued for it."""
+    url = getattr(settings, "TRANSCRIPTS_EXTERNAL_WEBHOOK_URL", "")
+    run = Run.objects.get(pk=run_id)
+    body = json.dumps(
+        {"event": "run.queued", "runId": run.id, "threadId": run.thread_id, "model": run.model}
+    ).encode()
+    request = urllib.request.Request(
+        url, data=body, headers={"content-type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        return int(response.status)
