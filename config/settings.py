@@ -23,9 +23,8 @@ if not SECRET_KEY:
     if not DEBUG:
         raise RuntimeError("Set DJANGO_SECRET_KEY when DJANGO_DEBUG is off.")
     SECRET_KEY = "insecure-local-development-key-do-not-use-in-production"
-ALLOWED_HOSTS = [
-    h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
-]
+_hosts = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+ALLOWED_HOSTS = [h.strip() for h in _hosts.split(",") if h.strip()]
 if DEBUG:
     ALLOWED_HOSTS.append("testserver")
 CSRF_TRUSTED_ORIGINS = [

@@ -10,9 +10,7 @@ from transcripts.models import Message, Run, Thread
 
 def events(*items: tuple[str, dict[str, Any]], start: int = 1) -> list[dict[str, Any]]:
     """Number (kind, data) pairs into events from seq start."""
-    return [
-        {"seq": start + i, "kind": kind, "data": data} for i, (kind, data) in enumerate(items)
-    ]
+    return [{"seq": start + i, "kind": kind, "data": data} for i, (kind, data) in enumerate(items)]
 
 
 def user_message(text: str) -> tuple[str, dict[str, Any]]:

@@ -124,9 +124,17 @@ def _regenerations() -> None:
         ("demo-2", "One elephant stands\nholding every row you wrote\nnever forgetting"),
     ]
     for model, text in answers:
-        _run(thread, _Script().add("step-started").say(text).add(
-            "step-finished", finishReason="stop", usage={"inputTokens": 14, "outputTokens": 19}
-        ), fork_from=prompt.id, model=model)
+        _run(
+            thread,
+            _Script()
+            .add("step-started")
+            .say(text)
+            .add(
+                "step-finished", finishReason="stop", usage={"inputTokens": 14, "outputTokens": 19}
+            ),
+            fork_from=prompt.id,
+            model=model,
+        )
     # The user edits the prompt: a run forked from the prompt's parent (none: a new root).
     edited = _run(thread, _Script().user("Write a haiku about PostgreSQL's MVCC."), fork_from=None)
     _run(

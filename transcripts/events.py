@@ -230,9 +230,9 @@ def to_storable_json(value: Any, path: str) -> str:
         problem = _locate_unstorable(value, path) or Problem(path, "not a storable JSON value")
         raise InvalidEvents([problem]) from None
     if "\\u0000" in text:
-        problem = _locate_unstorable(value, path)
-        if problem:
-            raise InvalidEvents([problem])
+        nul = _locate_unstorable(value, path)
+        if nul:
+            raise InvalidEvents([nul])
     return text
 
 
@@ -313,8 +313,8 @@ def check_events(raw_events: Any) -> list[CheckedEvent]:
                 [
                     Problem(
                         f"events[{index}].seq",
-                        f"seqs in a batch must be consecutive: expected {checked[index - 1].seq + 1}"
-                        f", got {checked[index].seq}",
+                        "seqs in a batch must be consecutive: expected"
+                        f" {checked[index - 1].seq + 1}, got {checked[index].seq}",
                     )
                 ]
             )

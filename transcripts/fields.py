@@ -24,10 +24,13 @@ def to_uuid(value: Any) -> uuid.UUID:
     raise ValidationError(f"{value!r} is not a valid ULID.", code="invalid")
 
 
-class ULIDField(models.UUIDField):  # type: ignore[type-arg]
+class ULIDField(models.Field[str | uuid.UUID, str]):
     """A ULID kept in a native uuid column and exposed as a 26-character string."""
 
     description = "ULID"
+
+    def get_internal_type(self) -> str:
+        return "UUIDField"
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> str | None:
         if value is None:

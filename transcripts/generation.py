@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -172,10 +173,8 @@ def generate(run_id: str, *, worker: str | None = None) -> str:
 
 
 def _fail(run_id: str, message: str, code: str) -> str:
-    try:
+    with contextlib.suppress(LedgerError):
         ledger.fail_run(run=run_id, error={"message": message, "code": code})
-    except LedgerError:
-        pass
     return RunStatus.FAILED
 
 

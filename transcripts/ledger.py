@@ -447,7 +447,7 @@ def commit_run(*, run: Run | str) -> Run:
     Message.objects.bulk_create(rows, batch_size=500)
     _supersede_others(run)
     now = timezone.now()
-    thread.head_id = rows[-1].id if rows else (fork.id if fork else None)
+    thread.head = rows[-1] if rows else fork
     thread.updated_at = now
     thread.save(update_fields=["head", "updated_at"])
     run.status = RunStatus.COMMITTED

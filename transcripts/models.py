@@ -137,8 +137,6 @@ class MessageManager(models.Manager["Message"]):
 class Message(models.Model):
     """A canonical message materialized from a committed run."""
 
-    objects = MessageManager()
-
     id = ULIDField(primary_key=True, default=new_ulid, editable=False)
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages")
@@ -164,6 +162,8 @@ class Message(models.Model):
         output_field=SearchVectorField(),
         db_persist=True,
     )
+
+    objects = MessageManager()
 
     class Meta:
         constraints = [

@@ -204,7 +204,7 @@ class Projector:
         if requested_id is not None and message_id != requested_id:
             meta["sourceMessageId"] = requested_id
         parent = self.messages[-1]["id"] if self.messages else self.parent_id
-        message = {
+        message: dict[str, Any] = {
             "id": message_id,
             "parentMessageId": parent,
             "role": role,
@@ -253,10 +253,7 @@ class Projector:
         message["parts"].append(part)
 
     def _last_assistant(self) -> dict[str, Any] | None:
-        for message in reversed(self.messages):
-            if message["role"] == "assistant":
-                return message
-        return None
+        return next((m for m in reversed(self.messages) if m["role"] == "assistant"), None)
 
     def _annotate(self, seq: int, kind: str, data: Any) -> None:
         note = {"seq": seq, "kind": kind, "data": copy.deepcopy(data)}

@@ -59,8 +59,6 @@ def search_threads(threads: QuerySet[Thread], query: str) -> QuerySet[Thread]:
     return threads.filter(Exists(hits) | Q(title__icontains=query))
 
 
-
-
 def runs_at_fork_point(thread: Thread, fork_from_id: str | None) -> QuerySet[Run]:
     """Every run that forked from the given message (None: new roots), newest first."""
     return Run.objects.filter(thread=thread, fork_from_id=fork_from_id).order_by("-created_at")

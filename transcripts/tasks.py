@@ -33,5 +33,5 @@ def notify_external_webhook(run_id: str) -> int:
     request = urllib.request.Request(
         url, data=body, headers={"content-type": "application/json"}, method="POST"
     )
-    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+    with urllib.request.urlopen(request, timeout=10) as response:
         return int(response.status)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import FormatError
 
@@ -83,7 +83,7 @@ def kind(value: Any) -> str:
     return type(value).__name__
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     """Whether value is a JSON integer (booleans are not)."""
     return isinstance(value, int) and not isinstance(value, bool)
 

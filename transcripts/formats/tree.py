@@ -77,6 +77,7 @@ def derive_title(messages: list[dict[str, Any]]) -> str:
         for part in message["parts"]:
             if part.get("type") == "text" and part["text"].strip():
                 line = part["text"].strip().splitlines()[0]
+                line = str(line)
                 return line if len(line) <= 80 else line[:79] + "…"
     return ""
 

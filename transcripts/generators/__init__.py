@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from transcripts.generators.base import Generator, GeneratorError, GenerationRequest, StreamEvent
+from transcripts.generators.base import GenerationRequest, Generator, GeneratorError, StreamEvent
 from transcripts.generators.demo import DemoGenerator
 from transcripts.generators.openai_chat import OpenAIChatGenerator
 

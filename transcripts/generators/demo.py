@@ -105,7 +105,11 @@ class DemoGenerator(Generator):
             )
             yield ("step-started", {})
         text = " ".join(
-            [rng.choice(_OPENINGS), *rng.sample(_BODIES, k=rng.randint(1, 3)), rng.choice(_CLOSINGS)]
+            [
+                rng.choice(_OPENINGS),
+                *rng.sample(_BODIES, k=rng.randint(1, 3)),
+                rng.choice(_CLOSINGS),
+            ]
         )
         count = 0
         for token in _tokens(text):

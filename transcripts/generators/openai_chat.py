@@ -18,7 +18,11 @@ _USAGE_KEYS = {
     "completion_tokens": "outputTokens",
     "total_tokens": "totalTokens",
 }
-_FINISH = {"tool_calls": "tool-calls", "content_filter": "content-filter", "function_call": "tool-calls"}
+_FINISH = {
+    "tool_calls": "tool-calls",
+    "content_filter": "content-filter",
+    "function_call": "tool-calls",
+}
 
 
 def _setting(name: str, env: str, default: str = "") -> str:

@@ -2,14 +2,14 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import transcripts.fields
-import transcripts.ids
 from django.conf import settings
 from django.db import migrations, models
 
+import transcripts.fields
+import transcripts.ids
+
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -18,123 +18,254 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('prefix', models.CharField(db_index=True, max_length=16)),
-                ('token_hash', models.CharField(max_length=64, unique=True)),
-                ('scopes', models.JSONField(default=list)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("prefix", models.CharField(db_index=True, max_length=16)),
+                ("token_hash", models.CharField(max_length=64, unique=True)),
+                ("scopes", models.JSONField(default=list)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Message',
+            name="Message",
             fields=[
-                ('id', transcripts.fields.ULIDField(default=transcripts.ids.new_ulid, editable=False, primary_key=True, serialize=False)),
-                ('depth', models.PositiveIntegerField()),
-                ('position', models.PositiveIntegerField(default=0)),
-                ('role', models.CharField(max_length=20)),
-                ('parts', models.JSONField(default=list)),
-                ('metadata', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField()),
-                ('active', models.BooleanField(default=False)),
-                ('first_seq', models.PositiveIntegerField(default=0)),
-                ('last_seq', models.PositiveIntegerField(default=0)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='children', to='transcripts.message')),
+                (
+                    "id",
+                    transcripts.fields.ULIDField(
+                        default=transcripts.ids.new_ulid,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("depth", models.PositiveIntegerField()),
+                ("position", models.PositiveIntegerField(default=0)),
+                ("role", models.CharField(max_length=20)),
+                ("parts", models.JSONField(default=list)),
+                ("metadata", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField()),
+                ("active", models.BooleanField(default=False)),
+                ("first_seq", models.PositiveIntegerField(default=0)),
+                ("last_seq", models.PositiveIntegerField(default=0)),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="children",
+                        to="transcripts.message",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', transcripts.fields.ULIDField(default=transcripts.ids.new_ulid, editable=False, primary_key=True, serialize=False)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('streaming', 'Streaming'), ('committed', 'Committed'), ('superseded', 'Superseded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='streaming', max_length=20)),
-                ('last_seq', models.PositiveIntegerField(default=0)),
-                ('error', models.JSONField(blank=True, null=True)),
-                ('usage', models.JSONField(blank=True, default=dict)),
-                ('generator', models.CharField(blank=True, default='', max_length=100)),
-                ('model', models.CharField(blank=True, default='', max_length=200)),
-                ('parameters', models.JSONField(blank=True, default=dict)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('first_event_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('snapshot', models.JSONField(blank=True, null=True)),
-                ('snapshot_seq', models.PositiveIntegerField(default=0)),
-                ('lease_owner', models.CharField(blank=True, default='', max_length=200)),
-                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('fork_from', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='forked_runs', to='transcripts.message')),
-                ('superseded_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='superseded_runs', to='transcripts.run')),
+                (
+                    "id",
+                    transcripts.fields.ULIDField(
+                        default=transcripts.ids.new_ulid,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("streaming", "Streaming"),
+                            ("committed", "Committed"),
+                            ("superseded", "Superseded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="streaming",
+                        max_length=20,
+                    ),
+                ),
+                ("last_seq", models.PositiveIntegerField(default=0)),
+                ("error", models.JSONField(blank=True, null=True)),
+                ("usage", models.JSONField(blank=True, default=dict)),
+                ("generator", models.CharField(blank=True, default="", max_length=100)),
+                ("model", models.CharField(blank=True, default="", max_length=200)),
+                ("parameters", models.JSONField(blank=True, default=dict)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("first_event_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("snapshot", models.JSONField(blank=True, null=True)),
+                ("snapshot_seq", models.PositiveIntegerField(default=0)),
+                ("lease_owner", models.CharField(blank=True, default="", max_length=200)),
+                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "fork_from",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="forked_runs",
+                        to="transcripts.message",
+                    ),
+                ),
+                (
+                    "superseded_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="superseded_runs",
+                        to="transcripts.run",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='message',
-            name='run',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='transcripts.run'),
+            model_name="message",
+            name="run",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="messages",
+                to="transcripts.run",
+            ),
         ),
         migrations.CreateModel(
-            name='Thread',
+            name="Thread",
             fields=[
-                ('id', transcripts.fields.ULIDField(default=transcripts.ids.new_ulid, editable=False, primary_key=True, serialize=False)),
-                ('title', models.CharField(blank=True, default='', max_length=500)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('agents', models.JSONField(blank=True, default=dict)),
-                ('hidden', models.BooleanField(default=False)),
-                ('locked', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('head', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transcripts.message')),
-                ('parent_thread', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='child_threads', to='transcripts.thread')),
+                (
+                    "id",
+                    transcripts.fields.ULIDField(
+                        default=transcripts.ids.new_ulid,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("title", models.CharField(blank=True, default="", max_length=500)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("agents", models.JSONField(blank=True, default=dict)),
+                ("hidden", models.BooleanField(default=False)),
+                ("locked", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "head",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="transcripts.message",
+                    ),
+                ),
+                (
+                    "parent_thread",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="child_threads",
+                        to="transcripts.thread",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='run',
-            name='thread',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='transcripts.thread'),
+            model_name="run",
+            name="thread",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="runs",
+                to="transcripts.thread",
+            ),
         ),
         migrations.AddField(
-            model_name='message',
-            name='thread',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='transcripts.thread'),
+            model_name="message",
+            name="thread",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="messages",
+                to="transcripts.thread",
+            ),
         ),
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('seq', models.PositiveIntegerField()),
-                ('kind', models.CharField(max_length=200)),
-                ('data', models.JSONField(default=dict)),
-                ('at', models.DateTimeField()),
-                ('run', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='transcripts.run')),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='transcripts.thread')),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                ("seq", models.PositiveIntegerField()),
+                ("kind", models.CharField(max_length=200)),
+                ("data", models.JSONField(default=dict)),
+                ("at", models.DateTimeField()),
+                (
+                    "run",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="transcripts.run",
+                    ),
+                ),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="transcripts.thread",
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='thread',
-            index=models.Index(fields=['-updated_at'], name='thread_updated_idx'),
+            model_name="thread",
+            index=models.Index(fields=["-updated_at"], name="thread_updated_idx"),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['thread', 'fork_from', 'status'], name='run_fork_point_idx'),
+            model_name="run",
+            index=models.Index(fields=["thread", "fork_from", "status"], name="run_fork_point_idx"),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(condition=models.Q(('status__in', ['queued', 'streaming'])), fields=['status', 'created_at'], name='run_open_idx'),
+            model_name="run",
+            index=models.Index(
+                condition=models.Q(("status__in", ["queued", "streaming"])),
+                fields=["status", "created_at"],
+                name="run_open_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(fields=['run', 'position'], name='message_run_position_idx'),
+            model_name="message",
+            index=models.Index(fields=["run", "position"], name="message_run_position_idx"),
         ),
         migrations.AddConstraint(
-            model_name='message',
-            constraint=models.UniqueConstraint(condition=models.Q(('active', True)), fields=('thread', 'depth'), name='message_one_active_per_depth'),
+            model_name="message",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("active", True)),
+                fields=("thread", "depth"),
+                name="message_one_active_per_depth",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='event',
-            constraint=models.UniqueConstraint(fields=('run', 'seq'), name='event_run_seq_uniq'),
+            model_name="event",
+            constraint=models.UniqueConstraint(fields=("run", "seq"), name="event_run_seq_uniq"),
         ),
     ]

@@ -7,19 +7,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('transcripts', '0001_initial'),
+        ("transcripts", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='message',
-            name='search',
-            field=models.GeneratedField(db_persist=True, expression=django.db.models.expressions.RawSQL("to_tsvector('simple'::regconfig, coalesce(jsonb_path_query_array(parts, '$[*].text')::text, ''))", []), output_field=django.contrib.postgres.search.SearchVectorField()),
+            model_name="message",
+            name="search",
+            field=models.GeneratedField(
+                db_persist=True,
+                expression=django.db.models.expressions.RawSQL(
+                    "to_tsvector('simple'::regconfig, coalesce(jsonb_path_query_array(parts, '$[*].text')::text, ''))",
+                    [],
+                ),
+                output_field=django.contrib.postgres.search.SearchVectorField(),
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['search'], name='message_search_idx'),
+            model_name="message",
+            index=django.contrib.postgres.indexes.GinIndex(
+                fields=["search"], name="message_search_idx"
+            ),
         ),
     ]

@@ -1,0 +1,152 @@
+"""Generation end to end: a real worker process, the ledger and PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from tests.factories import ask, conversation, user_message
+from tests.generation.support import run_status, wait_for
+from transcripts import ledger
+from transcripts.errors import InvalidInput, ThreadLocked
+from transcripts.generation import reap_expired_runs, start_generation
+from transcripts.models import Message, Run, RunStatus
+
+pytestmark = pytest.mark.django_db(transaction=True)
+FAST = {"delayMs": 0}
+
+
+def _committed(run_id: str) -> bool:
+    return run_status(run_id) == RunStatus.COMMITTED
+
+
+def test_it_regenerates_an_answer_and_supersedes_the_old_one(start_worker):
+    thread = conversation(turns=1)
+    prompt = Message.objects.get(thread=thread, active=True, role="user")
+    old_answer = Message.objects.get(thread=thread, active=True, role="assistant")
+    start_worker()
+    run = start_generation(thread=thread, fork_from=prompt.id, parameters=FAST)
+    assert run.status == RunStatus.QUEUED
+    wait_for(lambda: _committed(run.id), what="the regeneration to commit")
+
+    old_answer.refresh_from_db()
+    assert not old_answer.active
+    new_path = list(Message.objects.filter(thread=thread, active=True).order_by("depth"))
+    assert new_path[0] == prompt
+    assert all(m.run_id == run.id for m in new_path[1:])
+    assert Run.objects.get(pk=old_answer.run_id).superseded_by_id == run.id
+    thread.refresh_from_db()
+    assert thread.head_id == new_path[-1].id
+    assert any(p["type"] == "text" and p["text"] for p in new_path[-1].parts)
+
+
+def test_it_edits_a_user_message_and_answers_the_edit(start_worker):
+    thread = conversation(turns=1)
+    edited = user_message("an edited question")
+    start_worker()
+    run = start_generation(
+        thread=thread, fork_from=None, prefix=[{"seq": 1, **_event(edited)}], parameters=FAST
+    )
+    wait_for(lambda: _committed(run.id), what="the edit to commit")
+    path = list(Message.objects.filter(thread=thread, active=True).order_by("depth"))
+    assert path[0].parts == [{"type": "text", "text": "an edited question"}]
+    assert path[0].run_id == run.id and path[-1].role == "assistant"
+
+
+def test_it_replies_at_the_head(start_worker):
+    thread = conversation(turns=1)
+    ask(thread, "and a follow-up?")
+    start_worker()
+    run = start_generation(thread=thread, parameters=FAST)
+    wait_for(lambda: _committed(run.id), what="the reply to commit")
+    path = list(Message.objects.filter(thread=thread, active=True).order_by("depth"))
+    assert [m.role for m in path[:3]] == ["user", "assistant", "user"]
+    assert path[2].parts[0]["text"] == "and a follow-up?"
+    assert path[-1].run_id == run.id
+
+
+def test_it_stops_when_the_run_is_cancelled_mid_stream(start_worker):
+    thread = conversation(turns=1)
+    start_worker()
+    run = start_generation(thread=thread, parameters={"delayMs": 150, "maxTokens": 400})
+    wait_for(lambda: Run.objects.get(pk=run.id).last_seq >= 2, what="the first tokens")
+    ledger.cancel_run(run=run.id)
+    stored = Run.objects.get(pk=run.id).last_seq
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
+    assert stored >= 2
+    assert not Message.objects.filter(run=run).exists()
+    # The worker's next append is refused: no event lands after the cancel.
+    time.sleep(0.6)
+    assert Run.objects.get(pk=run.id).last_seq == stored
+
+
+def test_a_killed_worker_leaves_a_failed_run_once_its_lease_expires(start_worker, settings):
+    settings.TRANSCRIPTS_LEASE_SECONDS = 1
+    thread = conversation(turns=1)
+    worker = start_worker(TRANSCRIPTS_LEASE_SECONDS="1")
+    run = start_generation(thread=thread, parameters={"delayMs": 300})
+    wait_for(lambda: Run.objects.get(pk=run.id).last_seq >= 1, what="the worker to start")
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    wait_for(
+        lambda: bool(reap_expired_runs()) or run_status(run.id) == "failed",
+        timeout=10,
+        what="the lease to expire",
+    )
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED
+    assert run.error is not None and run.error["code"] == "lease_expired"
+    assert run.last_seq >= 1
+
+
+def test_a_killed_worker_s_run_is_queued_again_when_configured(start_worker, settings):
+    settings.TRANSCRIPTS_LEASE_SECONDS = 1
+    settings.TRANSCRIPTS_REQUEUE_EXPIRED = True
+    thread = conversation(turns=1)
+    worker = start_worker(TRANSCRIPTS_LEASE_SECONDS="1")
+    run = start_generation(thread=thread, parameters={"delayMs": 300})
+    wait_for(lambda: Run.objects.get(pk=run.id).last_seq >= 1, what="the worker to start")
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    wait_for(lambda: bool(reap_expired_runs()), timeout=10, what="the lease to expire")
+    retry = Run.objects.get(metadata__retryOf=run.id)
+    assert retry.fork_from_id == run.fork_from_id and retry.parameters == run.parameters
+    start_worker()
+    retry.parameters = FAST
+    retry.save(update_fields=["parameters"])
+    wait_for(lambda: run_status(retry.id) in ("committed", "streaming"), what="the retry")
+    assert run_status(run.id) == RunStatus.FAILED
+
+
+def test_a_locked_thread_refuses_generation():
+    thread = conversation(turns=1)
+    thread.locked = True
+    thread.save()
+    with pytest.raises(ThreadLocked):
+        start_generation(thread=thread)
+
+
+def test_bad_parameters_are_refused_and_nothing_is_queued():
+    thread = conversation(turns=1)
+    before = Run.objects.count()
+    with pytest.raises(InvalidInput):
+        start_generation(thread=thread, parameters={"temperature": "hot"})
+    with pytest.raises(InvalidInput):
+        start_generation(thread=thread, generator="nope")
+    assert Run.objects.count() == before
+
+
+def _event(item):
+    kind, data = item
+    return {"kind": kind, "data": data}
+
+
+def test_the_external_generator_leaves_the_run_queued():
+    thread = conversation(turns=1)
+    run = start_generation(thread=thread, generator="external", model="my-agent")
+    assert run_status(run.id) == RunStatus.QUEUED
+    assert run.generator == "external" and run.model == "my-agent"
