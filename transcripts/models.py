@@ -152,6 +152,9 @@ class Message(models.Model):
     active = models.BooleanField(default=False)
     first_seq = models.PositiveIntegerField(default=0)
     last_seq = models.PositiveIntegerField(default=0)
+    flagged_at = models.DateTimeField(null=True, blank=True)
+    flag_reason = models.TextField(blank=True, default="")
+    redacted_at = models.DateTimeField(null=True, blank=True)
     # Full-text search over the text and reasoning of every message, on every branch.
     search = models.GeneratedField(
         expression=RawSQL(
@@ -221,3 +224,89 @@ class ApiToken(models.Model):
     def generate(cls) -> str:
         """A new random token string."""
         return "tr_" + secrets.token_urlsafe(32)
+
+
+class AuditRecord(models.Model):
+    """Who did what to which object, when and why. Kept when the object is deleted."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    actor_name = models.CharField(max_length=150, blank=True, default="")
+    action = models.CharField(max_length=50)
+    target_type = models.CharField(max_length=50)
+    target_id = models.CharField(max_length=64)
+    thread_id = models.CharField(max_length=26, blank=True, default="", db_index=True)
+    reason = models.TextField(blank=True, default="")
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        permissions = [
+            ("moderate", "Can hide, lock, flag and handle reports"),
+            ("redact", "Can redact messages irreversibly"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.actor_name or 'system'} {self.action} {self.target_type} {self.target_id}"
+
+
+class ReportStatus(models.TextChoices):
+    OPEN = "open"
+    RESOLVED = "resolved"
+    DISMISSED = "dismissed"
+
+
+class Report(models.Model):
+    """A viewer's report of a message, waiting in the moderation queue."""
+
+    REASONS = [
+        ("harmful", "Harmful or unsafe"),
+        ("incorrect", "Factually incorrect"),
+        ("privacy", "Personal or secret data"),
+        ("spam", "Spam or abuse"),
+        ("other", "Other"),
+    ]
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="reports")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="reports")
+    reporter = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reason = models.CharField(max_length=20, choices=REASONS)
+    note = models.TextField(blank=True, default="")
+    status = models.CharField(
+        max_length=20, choices=ReportStatus.choices, default=ReportStatus.OPEN, db_index=True
+    )
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution_note = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Report {self.pk} on {self.message_id} ({self.status})"
+
+
+class RunRating(models.Model):
+    """A reader's verdict on a run at a fork point: preferred or not, with a note."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="ratings")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="ratings")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    preferred = models.BooleanField(default=True)
+    note = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "user"], name="run_rating_one_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{'preferred' if self.preferred else 'rated'} {self.run_id}"

@@ -1,0 +1,164 @@
+"""The moderation service: permissions, audit records, and what each action does."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import ask, conversation, events, make_run
+from transcripts import ledger, moderation
+from transcripts.errors import Conflict, InvalidInput, ThreadLocked
+from transcripts.models import AuditRecord, Event, Message, Report, Run, Thread
+from transcripts.selectors import search_threads, visible_threads
+
+pytestmark = pytest.mark.django_db
+SECRET = "hunter2-very-secret-token"
+
+
+def _secret_thread() -> tuple[Thread, Message]:
+    thread = conversation(turns=1)
+    ask(thread, "what is my password?")
+    run = make_run(
+        thread,
+        ("reasoning", {"text": f"the password is {SECRET}"}),
+        ("text-delta", {"delta": "Your password is "}),
+        ("text-delta", {"delta": SECRET}),
+        ("tool-call", {"toolCallId": "c1", "toolName": "vault", "input": {"q": SECRET}}),
+    )
+    return thread, run.messages.get()
+
+
+def test_it_hides_and_unhides_a_thread_with_audit_records(moderator):
+    thread = conversation()
+    moderation.hide_thread(user=moderator, thread=thread, reason="spam")
+    assert not visible_threads().filter(pk=thread.pk).exists()
+    assert visible_threads(include_hidden=True).filter(pk=thread.pk).exists()
+    moderation.unhide_thread(user=moderator, thread=thread)
+    assert visible_threads().filter(pk=thread.pk).exists()
+    actions = list(AuditRecord.objects.order_by("created_at").values_list("action", "reason"))
+    assert actions == [("hide", "spam"), ("unhide", "")]
+    assert {a.actor_name for a in AuditRecord.objects.all()} == {"moderator"}
+
+
+def test_a_locked_thread_refuses_new_runs_and_events(moderator):
+    thread = conversation()
+    open_run, _ = ledger.begin_run(thread=thread)
+    moderation.lock_thread(user=moderator, thread=thread, reason="legal hold")
+    with pytest.raises(ThreadLocked):
+        ledger.begin_run(thread=thread)
+    with pytest.raises(ThreadLocked):
+        ledger.append_events(run=open_run, events=events(("text-delta", {"delta": "x"})))
+    moderation.unlock_thread(user=moderator, thread=thread)
+    ledger.append_events(run=open_run, events=events(("text-delta", {"delta": "x"})))
+
+
+def test_a_viewer_may_not_moderate(viewer):
+    thread, message = _secret_thread()
+    for action in (
+        lambda: moderation.hide_thread(user=viewer, thread=thread),
+        lambda: moderation.lock_thread(user=viewer, thread=thread),
+        lambda: moderation.flag_message(user=viewer, message=message, reason="x"),
+        lambda: moderation.redact_message(user=viewer, message=message, reason="x"),
+        lambda: moderation.delete_thread(user=viewer, thread=thread, reason="x"),
+    ):
+        with pytest.raises(moderation.PermissionDenied):
+            action()
+    thread.refresh_from_db()
+    assert not thread.hidden and not thread.locked
+    assert not AuditRecord.objects.exists()
+
+
+def test_a_moderator_may_not_redact_but_an_admin_may(moderator, admin_user):
+    _, message = _secret_thread()
+    with pytest.raises(moderation.PermissionDenied):
+        moderation.redact_message(user=moderator, message=message, reason="pii")
+    moderation.redact_message(user=admin_user, message=message, reason="pii")
+
+
+def test_flagging_needs_a_reason_and_is_recorded(moderator):
+    _, message = _secret_thread()
+    with pytest.raises(InvalidInput):
+        moderation.flag_message(user=moderator, message=message, reason="  ")
+    moderation.flag_message(user=moderator, message=message, reason="leaks a password")
+    message.refresh_from_db()
+    assert message.flagged_at is not None and message.flag_reason == "leaks a password"
+    moderation.unflag_message(user=moderator, message=message)
+    message.refresh_from_db()
+    assert message.flagged_at is None
+    assert [a.action for a in AuditRecord.objects.order_by("created_at")] == ["flag", "unflag"]
+
+
+def test_redaction_leaves_no_trace_of_the_text(admin_user):
+    thread, message = _secret_thread()
+    assert search_threads(Thread.objects.all(), SECRET).exists()
+    moderation.redact_message(user=admin_user, message=message, reason="credential leak")
+
+    message.refresh_from_db()
+    assert message.parts == moderation.REDACTED_PARTS
+    assert message.metadata["redacted"] is True
+    assert SECRET not in str(Message.objects.filter(thread=thread).values_list("parts", "metadata"))
+    assert SECRET not in str(list(Event.objects.filter(thread=thread).values_list("data")))
+    assert SECRET not in str([e.as_dict() for e in ledger.replay(run=message.run_id)])
+    assert SECRET not in str(ledger.project_run(message.run_id).messages)
+    assert not search_threads(Thread.objects.all(), SECRET).exists()
+    record = AuditRecord.objects.get(action="redact")
+    assert record.reason == "credential leak" and record.details["scrubbedEvents"] == 4
+
+
+def test_redaction_is_irreversible_and_cannot_be_repeated(admin_user):
+    _, message = _secret_thread()
+    moderation.redact_message(user=admin_user, message=message, reason="pii")
+    with pytest.raises(Conflict):
+        moderation.redact_message(user=admin_user, message=message, reason="again")
+
+
+def test_redaction_keeps_the_other_messages_and_the_tree(admin_user):
+    thread, message = _secret_thread()
+    before = list(
+        Message.objects.filter(thread=thread).order_by("depth").values_list("id", "active")
+    )
+    question = Message.objects.get(thread=thread, depth=2)
+    moderation.redact_message(user=admin_user, message=message, reason="pii")
+    after = list(
+        Message.objects.filter(thread=thread).order_by("depth").values_list("id", "active")
+    )
+    assert before == after
+    question.refresh_from_db()
+    assert question.parts == [{"type": "text", "text": "what is my password?"}]
+
+
+def test_deleting_a_thread_keeps_its_audit_record(admin_user):
+    thread, _ = _secret_thread()
+    thread_id = thread.id
+    moderation.delete_thread(user=admin_user, thread=thread, reason="user asked (GDPR)")
+    assert not Thread.objects.filter(pk=thread_id).exists()
+    assert not Run.objects.filter(thread_id=thread_id).exists()
+    record = AuditRecord.objects.get(action="delete")
+    assert record.thread_id == thread_id and record.reason == "user asked (GDPR)"
+
+
+def test_a_viewer_reports_and_a_moderator_resolves(viewer, moderator):
+    _, message = _secret_thread()
+    with pytest.raises(InvalidInput):
+        moderation.report_message(user=viewer, message=message, reason="boring")
+    report = moderation.report_message(user=viewer, message=message, reason="privacy", note="pw")
+    assert Report.objects.filter(status="open").count() == 1
+    with pytest.raises(moderation.PermissionDenied):
+        moderation.close_report(user=viewer, report=report, status="resolved")
+    moderation.close_report(user=moderator, report=report, status="resolved", note="redacted")
+    report.refresh_from_db()
+    assert report.status == "resolved" and report.resolved_by == moderator
+    with pytest.raises(Conflict):
+        moderation.close_report(user=moderator, report=report, status="dismissed")
+    assert [a.action for a in AuditRecord.objects.order_by("created_at")] == [
+        "report",
+        "resolve_report",
+    ]
+
+
+def test_staff_reading_a_hidden_thread_is_recorded(moderator):
+    thread = conversation()
+    moderation.record_hidden_view(user=moderator, thread=thread)
+    assert not AuditRecord.objects.exists()
+    moderation.hide_thread(user=moderator, thread=thread)
+    moderation.record_hidden_view(user=moderator, thread=thread)
+    assert AuditRecord.objects.filter(action="view_hidden", thread_id=thread.id).count() == 1
