@@ -1,11 +1,6 @@
-"""Test set-up: a throwaway embedded PostgreSQL unless DATABASE_URL is given."""
+"""Test set-up.
 
-from __future__ import annotations
-
-import os
-
-if not os.environ.get("DATABASE_URL"):
-    from config.database import throwaway_database_url
-
-    # Set before Django reads its settings, so the tests and any subprocess they start use it.
-    os.environ["DATABASE_URL"] = throwaway_database_url()
+Without DATABASE_URL the tests run on a throwaway embedded PostgreSQL, started by
+config.database when the settings load under pytest (pytest-django loads them before any
+conftest), and deleted when the test run ends.
+"""

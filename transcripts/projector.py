@@ -192,8 +192,10 @@ class Projector:
         if at_ms is None:
             at_ms = self.last_ms or ulid_timestamp_ms(self.run_id)
         self.last_ms = max(self.last_ms, at_ms)
-        if is_ulid(requested_id) and requested_id not in self.used_ids:
-            message_id = str(requested_id)
+        # ULIDs are case-insensitive; the database hands them back upper-case, so must we.
+        wanted = requested_id.upper() if is_ulid(requested_id) else None
+        if wanted is not None and wanted not in self.used_ids:
+            message_id = wanted
         else:
             message_id = derived_ulid(self.last_ms, index, self.run_id, index)
         self.used_ids.append(message_id)
@@ -201,7 +203,7 @@ class Projector:
         if metadata:
             meta.update(copy.deepcopy(dict(metadata)))
             meta["schemaVersion"] = SCHEMA_VERSION
-        if requested_id is not None and message_id != requested_id:
+        if requested_id is not None and message_id != wanted:
             meta["sourceMessageId"] = requested_id
         parent = self.messages[-1]["id"] if self.messages else self.parent_id
         message: dict[str, Any] = {

@@ -65,22 +65,35 @@ def _export_message(message: dict[str, Any]) -> list[dict[str, Any]]:
         else:
             result["content"] = content
     else:
-        result["content"] = _text_content(texts) if texts else None
+        raw_arguments = extra_of(message, "openai").get("arguments", {})
         calls = [
             {
                 "id": part["toolCallId"],
                 "type": "function",
-                "function": {"name": part["toolName"], "arguments": dump_json_text(part["input"])},
+                "function": {
+                    "name": part["toolName"],
+                    "arguments": _arguments(part, raw_arguments),
+                },
             }
             for part in parts
             if part["type"] == "tool-call"
         ]
+        if texts or not calls:
+            result["content"] = _text_content(texts) if texts else ""
         if calls:
             result["tool_calls"] = calls
     agent = message["metadata"].get("agentId")
     if role != "tool" and isinstance(agent, str) and _NAME.match(agent):
         result["name"] = agent
     return [result]
+
+
+def _arguments(part: dict[str, Any], raw_arguments: Any) -> str:
+    """The source's own argument text when it still says the same, else compact JSON."""
+    raw = raw_arguments.get(part["toolCallId"]) if isinstance(raw_arguments, dict) else None
+    if isinstance(raw, str) and parse_json_text(raw) == part["input"]:
+        return raw
+    return dump_json_text(part["input"])
 
 
 def _text_content(texts: list[str]) -> str | list[dict[str, Any]]:
@@ -195,6 +208,10 @@ def _import_message(
             if call_part is not None:
                 tool_names[call_part["toolCallId"]] = call_part["toolName"]
                 parts.append(call_part)
+                arguments = call["function"].get("arguments")
+                if isinstance(arguments, str) and arguments != dump_json_text(call_part["input"]):
+                    raw = {call_part["toolCallId"]: arguments}
+                    set_extra(metadata, "openai", {"arguments": raw})
         return make_message(key, None, "assistant", parts, metadata=metadata)
     problems.add(f"{path}.role", "expected system, developer, user, assistant or tool")
     return None

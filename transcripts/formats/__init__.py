@@ -1,0 +1,175 @@
+"""Pure converters between canonical messages and external transcript formats."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .ai_sdk import export_ai_sdk, import_ai_sdk
+from .anthropic import export_anthropic, import_anthropic
+from .canonical import FORMAT_NAME, export_canonical, import_canonical
+from .chatgpt import import_chatgpt, iter_chatgpt
+from .errors import FormatError
+from .gemini import export_gemini, import_gemini
+from .markdown import export_markdown
+from .openai import export_openai, import_openai
+from .pydantic_ai import export_pydantic_ai, import_pydantic_ai
+from .threadprotocol import export_threadprotocol, import_threadprotocol
+from .tree import TreeThread
+
+Importer = Callable[[Any], list[TreeThread]]
+Exporter = Callable[[TreeThread], Any]
+
+__all__ = [
+    "FORMATS",
+    "FormatError",
+    "FormatSpec",
+    "TreeThread",
+    "detect_format",
+    "iter_chatgpt",
+]
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """One format: how to read it, how to write it, and how to serve it as a file."""
+
+    key: str
+    label: str
+    importer: Importer | None
+    exporter: Exporter | None
+    content_type: str
+    extension: str
+
+
+_JSON = "application/json"
+
+FORMATS: dict[str, FormatSpec] = {
+    spec.key: spec
+    for spec in (
+        FormatSpec(
+            "canonical",
+            "Canonical JSON (every branch)",
+            import_canonical,
+            export_canonical,
+            _JSON,
+            "json",
+        ),
+        FormatSpec(
+            "threadprotocol",
+            "ThreadProtocol 1.0.0",
+            import_threadprotocol,
+            export_threadprotocol,
+            _JSON,
+            "json",
+        ),
+        FormatSpec(
+            "openai", "OpenAI Chat Completions", import_openai, export_openai, _JSON, "json"
+        ),
+        FormatSpec(
+            "anthropic", "Anthropic Messages", import_anthropic, export_anthropic, _JSON, "json"
+        ),
+        FormatSpec("gemini", "Google Gemini", import_gemini, export_gemini, _JSON, "json"),
+        FormatSpec(
+            "chatgpt", "ChatGPT export (conversations.json)", import_chatgpt, None, _JSON, "json"
+        ),
+        FormatSpec(
+            "pydantic-ai",
+            "Pydantic AI messages",
+            import_pydantic_ai,
+            export_pydantic_ai,
+            _JSON,
+            "json",
+        ),
+        FormatSpec(
+            "ai-sdk", "Vercel AI SDK UIMessages", import_ai_sdk, export_ai_sdk, _JSON, "json"
+        ),
+        FormatSpec(
+            "markdown",
+            "Markdown transcript",
+            None,
+            export_markdown,
+            "text/markdown; charset=utf-8",
+            "md",
+        ),
+    )
+}
+
+
+def detect_format(data: Any) -> str | None:
+    """The key of the format a parsed JSON document looks like, or None when unsure."""
+    if isinstance(data, dict):
+        return _detect_object(data)
+    if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
+        first = data[0]
+        if first.get("format") == FORMAT_NAME:
+            return "canonical"
+        if "actions" in first and "version" in first:
+            return "threadprotocol"
+        if "mapping" in first:
+            return "chatgpt"
+        if first.get("kind") in ("request", "response") and "parts" in first:
+            return "pydantic-ai"
+        if (
+            "parts" in first
+            and "id" in first
+            and first.get("role") in ("system", "user", "assistant")
+        ):
+            return "ai-sdk"
+        if first.get("role") in ("user", "model") and "parts" in first:
+            return "gemini"
+        if "role" in first and "content" in first:
+            return _detect_messages(data)
+    return None
+
+
+def _detect_object(data: dict[str, Any]) -> str | None:
+    if data.get("format") == FORMAT_NAME:
+        return "canonical"
+    if "actions" in data and "version" in data:
+        return "threadprotocol"
+    if "mapping" in data or isinstance(data.get("conversations"), list):
+        return "chatgpt"
+    if "contents" in data:
+        return "gemini"
+    messages = data.get("messages")
+    if isinstance(messages, list):
+        if "system" in data:
+            return "anthropic"
+        if messages and all(isinstance(item, dict) for item in messages):
+            first = messages[0]
+            if "parts" in first and "id" in first:
+                return "ai-sdk"
+            return _detect_messages(messages)
+        return None
+    return None
+
+
+_ANTHROPIC_BLOCKS = (
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "image",
+    "document",
+)
+_OPENAI_PARTS = ("image_url", "input_audio", "file", "refusal")
+
+
+def _detect_messages(messages: list[Any]) -> str | None:
+    """openai or anthropic for a role/content list; plain text chats read the same either way."""
+    for message in messages:
+        if not isinstance(message, dict):
+            return None
+        if message.get("role") in ("tool", "system", "developer") or "tool_calls" in message:
+            return "openai"
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                block_type = block.get("type") if isinstance(block, dict) else None
+                if block_type in _ANTHROPIC_BLOCKS:
+                    return "anthropic"
+                if block_type in _OPENAI_PARTS:
+                    return "openai"
+    return "openai"

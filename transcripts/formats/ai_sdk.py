@@ -1,0 +1,368 @@
+"""Vercel AI SDK `UIMessage[]`, as `useChat` stores them (v5 and v6).
+
+One assistant UIMessage spans every step of a run, and a tool part holds both the call and
+its result. Import splits it into canonical messages: an assistant message per step, each
+followed by a `tool` message holding the results of its calls (keys `<id>`, `<id>-tool`,
+`<id>-2`, `<id>-2-tool`, …). Export merges such a chain back into one UIMessage. What the
+canonical parts cannot hold (part states, step starts, sources, data parts, provider
+metadata, the UIMessage id and metadata) rides in `metadata.extra.ai_sdk` of the first
+message of the chain, so an import followed by an export gives back the same UIMessages.
+Canonical message metadata travels in the UIMessage `metadata` under `transcripts`. Lost on
+export: the JSON type of error outputs (`errorText` is text).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .checks import Problems, output_text
+from .tree import TreeThread, active_path, linear_thread, make_message
+
+_TOOL_STATES = (
+    "input-streaming",
+    "input-available",
+    "approval-requested",
+    "approval-responded",
+    "output-available",
+    "output-error",
+    "output-denied",
+)
+_RESULT_STATES = ("output-available", "output-error", "output-denied")
+
+
+def export_ai_sdk(thread: TreeThread) -> list[dict[str, Any]]:
+    """The active path as UIMessages."""
+    groups: list[list[dict[str, Any]]] = []
+    for message in active_path(thread):
+        role = message["role"]
+        # An assistant message opens a UIMessage unless it continues the same stored chain.
+        joins = (
+            groups
+            and role in ("assistant", "tool")
+            and groups[-1][0]["role"] in ("assistant", "tool")
+            and not (role == "assistant" and _chain_head(message))
+        )
+        if joins:
+            groups[-1].append(message)
+        else:
+            groups.append([message])
+    return [_export_group(group) for group in groups]
+
+
+def _chain_head(message: dict[str, Any]) -> bool:
+    extra = message["metadata"].get("extra", {}).get("ai_sdk", {})
+    return isinstance(extra, dict) and "id" in extra
+
+
+def _export_group(group: list[dict[str, Any]]) -> dict[str, Any]:
+    head = group[0]
+    stored = head["metadata"].get("extra", {}).get("ai_sdk", {})
+    role = "assistant" if head["role"] == "tool" else head["role"]
+    ui: dict[str, Any] = {"id": stored.get("id", head["id"]), "role": role}
+    metadata = copy.deepcopy(stored.get("metadata", {}))
+    segments = [_segment_metadata(message) for message in group]
+    if any(segments):
+        metadata["transcripts"] = segments
+    if metadata:
+        ui["metadata"] = metadata
+    layout = stored.get("layout")
+    parts = _from_layout(group, layout) if isinstance(layout, list) else None
+    ui["parts"] = parts if parts is not None else _default_parts(group)
+    return ui
+
+
+def _segment_metadata(message: dict[str, Any]) -> dict[str, Any]:
+    metadata = copy.deepcopy(message["metadata"])
+    metadata.pop("schemaVersion", None)
+    extra = metadata.get("extra", {})
+    if isinstance(extra, dict):
+        extra.pop("ai_sdk", None)
+        if not extra:
+            metadata.pop("extra", None)
+    segment: dict[str, Any] = {}
+    if message["createdAt"] is not None:
+        segment["createdAt"] = message["createdAt"]
+    if metadata:
+        segment["metadata"] = metadata
+    return segment
+
+
+def _results(group: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {
+        part["toolCallId"]: part
+        for message in group
+        if message["role"] == "tool"
+        for part in message["parts"]
+        if part["type"] == "tool-result"
+    }
+
+
+def _tool_part(call: dict[str, Any], result: dict[str, Any] | None) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": f"tool-{call['toolName']}", "toolCallId": call["toolCallId"]}
+    part["state"] = "input-available"
+    part["input"] = copy.deepcopy(call["input"])
+    if result is not None and result["isError"]:
+        part["state"] = "output-error"
+        part["errorText"] = output_text(result["output"])
+    elif result is not None:
+        part["state"] = "output-available"
+        part["output"] = copy.deepcopy(result["output"])
+    return part
+
+
+def _default_parts(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    results = _results(group)
+    called: set[str] = set()
+    parts: list[dict[str, Any]] = []
+    for message in group:
+        if message["role"] == "assistant":
+            parts.append({"type": "step-start"})
+        for part in message["parts"]:
+            part_type = part["type"]
+            if part_type == "text":
+                parts.append({"type": "text", "text": part["text"]})
+            elif part_type == "reasoning":
+                reasoning: dict[str, Any] = {"type": "reasoning", "text": part["text"]}
+                if "signature" in part:
+                    reasoning["providerMetadata"] = {"anthropic": {"signature": part["signature"]}}
+                parts.append(reasoning)
+            elif part_type == "file":
+                file = {"type": "file", "mediaType": part["mimeType"], "url": part["url"]}
+                if "name" in part:
+                    file["filename"] = part["name"]
+                parts.append(file)
+            elif part_type == "tool-call":
+                called.add(part["toolCallId"])
+                parts.append(_tool_part(part, results.get(part["toolCallId"])))
+            elif part["toolCallId"] not in called:
+                # A result whose call is not in this UIMessage still needs a home.
+                orphan = _tool_part({**part, "input": None}, part)
+                orphan["type"] = "dynamic-tool"
+                orphan["toolName"] = part["toolName"]
+                parts.append(orphan)
+    if group[0]["role"] != "assistant":
+        parts = [part for part in parts if part["type"] != "step-start"]
+    return parts
+
+
+def _from_layout(group: list[dict[str, Any]], layout: list[Any]) -> list[dict[str, Any]] | None:
+    """The stored part list refilled with current content, or None when it no longer fits."""
+    content = [part for message in group if message["role"] != "tool" for part in message["parts"]]
+    results = _results(group)
+    out: list[dict[str, Any]] = []
+    position = 0
+    for entry in layout:
+        if not isinstance(entry, dict):
+            return None
+        if "raw" in entry:
+            out.append(copy.deepcopy(entry["raw"]))
+            continue
+        if position >= len(content):
+            return None
+        part = content[position]
+        position += 1
+        fields = copy.deepcopy(entry.get("fields", {}))
+        if part["type"] in ("text", "reasoning"):
+            rebuilt: dict[str, Any] = {"type": part["type"], "text": part["text"]}
+        elif part["type"] == "file":
+            rebuilt = {"type": "file", "mediaType": part["mimeType"], "url": part["url"]}
+            if "name" in part:
+                rebuilt["filename"] = part["name"]
+        elif part["type"] == "tool-call":
+            rebuilt = {"type": fields.pop("type", f"tool-{part['toolName']}")}
+            if rebuilt["type"] == "dynamic-tool":
+                rebuilt["toolName"] = part["toolName"]
+            rebuilt["toolCallId"] = part["toolCallId"]
+            result = results.get(part["toolCallId"])
+            state = fields.get("state")
+            if state in _RESULT_STATES and result is None:
+                return None
+            if entry.get("hasInput", True):
+                rebuilt["input"] = copy.deepcopy(part["input"])
+            if result is not None and state == "output-available":
+                rebuilt["output"] = copy.deepcopy(result["output"])
+            elif result is not None and state == "output-error":
+                rebuilt["errorText"] = output_text(result["output"])
+        else:
+            return None
+        rebuilt.update(fields)
+        out.append(rebuilt)
+    return out if position == len(content) else None
+
+
+def import_ai_sdk(data: Any) -> list[TreeThread]:
+    """One linear thread from a UIMessage list (or `{"messages": [...]}`)."""
+    problems = Problems()
+    base = "$"
+    if isinstance(data, dict) and "messages" in data:
+        data, base = data["messages"], "$.messages"
+    items = problems.array(data, base) or []
+    messages: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        path = f"{base}[{index}]"
+        raw = problems.obj(item, path)
+        if raw is not None:
+            messages.extend(_import_ui_message(raw, path, problems))
+    problems.raise_if_any()
+    return [linear_thread(messages)]
+
+
+def _import_ui_message(raw: dict[str, Any], path: str, problems: Problems) -> list[dict[str, Any]]:
+    ui_id = problems.req_string(raw, "id", path)
+    role = raw.get("role")
+    if role not in ("system", "user", "assistant"):
+        problems.add(f"{path}.role", "expected system, user or assistant")
+    items = problems.array(raw.get("parts"), f"{path}.parts")
+    ui_metadata = raw.get("metadata")
+    if ui_metadata is not None and not isinstance(ui_metadata, dict):
+        problems.add(f"{path}.metadata", "expected an object")
+    if ui_id is None or role not in ("system", "user", "assistant") or items is None:
+        return []
+    # Segments: (role, parts); an assistant step's results go to a tool segment after it.
+    segments: list[tuple[str, list[dict[str, Any]]]] = [(role, [])]
+    pending: list[dict[str, Any]] = []
+    layout: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if pending:
+            segments.append(("tool", list(pending)))
+            segments.append((role, []))
+            pending.clear()
+
+    for index, value in enumerate(items):
+        ppath = f"{path}.parts[{index}]"
+        part = problems.obj(value, ppath)
+        if part is None:
+            continue
+        part_type = part.get("type")
+        if not isinstance(part_type, str):
+            problems.add(f"{ppath}.type", "expected a string")
+            continue
+        if part_type in ("text", "reasoning"):
+            text = problems.req_string(part, "text", ppath)
+            if text is None:
+                continue
+            flush()
+            converted: dict[str, Any] = {"type": part_type, "text": text}
+            signature = _signature(part)
+            if part_type == "reasoning" and signature is not None:
+                converted["signature"] = signature
+            segments[-1][1].append(converted)
+            layout.append({"fields": _rest(part, ("type", "text"))})
+        elif part_type == "file":
+            mime = problems.req_string(part, "mediaType", ppath)
+            url = problems.req_string(part, "url", ppath)
+            if mime is None or url is None:
+                continue
+            flush()
+            file = {"type": "file", "mimeType": mime, "url": url}
+            if isinstance(part.get("filename"), str):
+                file["name"] = part["filename"]
+            segments[-1][1].append(file)
+            layout.append({"fields": _rest(part, ("type", "mediaType", "url", "filename"))})
+        elif part_type == "dynamic-tool" or part_type.startswith("tool-"):
+            call = _import_tool(part, part_type, ppath, problems)
+            if call is None:
+                continue
+            tool_call, result = call
+            segments[-1][1].append(tool_call)
+            if result is not None:
+                pending.append(result)
+            used = ("toolCallId", "toolName", "input", "output", "errorText")
+            fields = _rest(part, used)
+            # errorText is rebuilt from the result only in the output-error state.
+            if "errorText" in part and part.get("state") != "output-error":
+                fields["errorText"] = copy.deepcopy(part["errorText"])
+            layout.append({"fields": fields, "hasInput": "input" in part})
+        else:
+            if part_type == "step-start" and pending:
+                flush()
+            elif part_type == "step-start" and segments[-1][1]:
+                segments.append((role, []))
+            layout.append({"raw": copy.deepcopy(part)})
+    if pending:
+        segments.append(("tool", list(pending)))
+    segments = [segment for n, segment in enumerate(segments) if n == 0 or segment[1]]
+    stored = ui_metadata.get("transcripts") if isinstance(ui_metadata, dict) else None
+    per_segment = stored if isinstance(stored, list) and len(stored) == len(segments) else None
+    extra: dict[str, Any] = {"id": ui_id, "layout": layout}
+    if isinstance(ui_metadata, dict):
+        kept = dict(ui_metadata)
+        if per_segment is not None:
+            kept.pop("transcripts")
+        if kept:
+            extra["metadata"] = copy.deepcopy(kept)
+    out: list[dict[str, Any]] = []
+    step = 1
+    for n, (segment_role, parts) in enumerate(segments):
+        if n == 0:
+            key = ui_id
+        elif segment_role == "tool":
+            key = f"{out[-1]['id']}-tool"
+        else:
+            step += 1
+            key = f"{ui_id}-{step}"
+        metadata: dict[str, Any] = {}
+        created_at = None
+        if per_segment is not None and isinstance(per_segment[n], dict):
+            saved = per_segment[n]
+            if isinstance(saved.get("metadata"), dict):
+                metadata.update(copy.deepcopy(saved["metadata"]))
+            if isinstance(saved.get("createdAt"), str):
+                created_at = saved["createdAt"]
+        if n == 0:
+            metadata.setdefault("extra", {})["ai_sdk"] = extra
+        out.append(make_message(key, None, segment_role, parts, created_at, metadata))
+    return out
+
+
+def _signature(part: dict[str, Any]) -> str | None:
+    provider = part.get("providerMetadata")
+    anthropic = provider.get("anthropic") if isinstance(provider, dict) else None
+    signature = anthropic.get("signature") if isinstance(anthropic, dict) else None
+    return signature if isinstance(signature, str) else None
+
+
+def _rest(part: dict[str, Any], used: tuple[str, ...]) -> dict[str, Any]:
+    return {key: copy.deepcopy(value) for key, value in part.items() if key not in used}
+
+
+def _import_tool(
+    part: dict[str, Any], part_type: str, path: str, problems: Problems
+) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    call_id = problems.req_string(part, "toolCallId", path)
+    if part_type == "dynamic-tool":
+        name = problems.req_string(part, "toolName", path)
+    else:
+        name = part_type[len("tool-") :]
+    state = part.get("state")
+    if state not in _TOOL_STATES:
+        problems.add(f"{path}.state", f"expected one of {', '.join(_TOOL_STATES)}")
+        return None
+    if call_id is None or name is None:
+        return None
+    call = {
+        "type": "tool-call",
+        "toolCallId": call_id,
+        "toolName": name,
+        "input": copy.deepcopy(part.get("input")),
+    }
+    if state == "output-available":
+        output, is_error = copy.deepcopy(part.get("output")), False
+    elif state == "output-error":
+        output, is_error = part.get("errorText", ""), True
+    elif state == "output-denied":
+        approval = part.get("approval")
+        reason = approval.get("reason") if isinstance(approval, dict) else None
+        output, is_error = reason if isinstance(reason, str) else "denied", True
+    else:
+        return call, None
+    result = {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "toolName": name,
+        "output": output,
+        "isError": is_error,
+    }
+    return call, result

@@ -1,0 +1,419 @@
+"""ChatGPT data export (`conversations.json`), import only.
+
+Every node of `mapping` is kept except the null-message root nodes, whose children move up
+to the nearest kept ancestor; `current_node` becomes the active leaf. Messages ChatGPT's UI
+does not show (system messages, messages flagged visually hidden, assistant messages
+addressed to a tool) are kept with `metadata.hidden = true`. An assistant message addressed
+to a tool (`code` and the like) becomes a tool call named after the recipient, and the tool
+message answering it a tool result joined to that call. Image asset pointers become file
+parts whose url is the pointer itself (`file-service://…`, `sediment://…`) with mimeType
+`image/*` unless the export says more. The raw content and message metadata of anything
+not plain stay in `metadata.extra.chatgpt`. `iter_chatgpt` reads a file conversation by
+conversation, so memory stays flat whatever its size.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+import ijson
+
+from .checks import Problems
+from .errors import FormatError
+from .tree import ROLES, TreeThread, epoch_to_iso, make_message
+
+_HIDDEN_CONTENT = ("user_editable_context", "model_editable_context", "reasoning_recap")
+
+
+def import_chatgpt(data: Any) -> list[TreeThread]:
+    """Threads from a parsed conversations.json (a list, `{"conversations": […]}` or one)."""
+    problems = Problems()
+    base = "$"
+    if isinstance(data, dict) and "conversations" in data:
+        data, base = data["conversations"], "$.conversations"
+    elif isinstance(data, dict) and "mapping" in data:
+        single = _conversation(data, "$", problems)
+        problems.raise_if_any()
+        return [single] if single is not None else []
+    items = problems.array(data, base) or []
+    threads = []
+    for index, item in enumerate(items):
+        thread = _conversation(item, f"{base}[{index}]", problems)
+        if thread is not None:
+            threads.append(thread)
+    problems.raise_if_any()
+    return threads
+
+
+def iter_chatgpt(fp: BinaryIO) -> Iterator[TreeThread]:
+    """Threads from a conversations.json file, parsed incrementally one conversation at a time.
+
+    An array or `{"conversations": [...]}` (that key first) streams; any other object, such
+    as a single conversation, is small enough to be read whole.
+    """
+    first = _skip_blank(fp)
+    if not first:
+        return
+    if first not in (b"[", b"{"):
+        raise FormatError([("$", "expected a JSON array or object of conversations")])
+    prefix = first
+    if first == b"{":
+        head = _first_key(fp)
+        prefix += head
+        if not head.strip().startswith(b'"conversations"'):
+            try:
+                document = json.loads(prefix + fp.read())
+            except (ValueError, UnicodeDecodeError) as error:
+                raise FormatError([("$", f"invalid JSON: {error}")]) from error
+            yield from import_chatgpt(document)
+            return
+    base = "$" if first == b"[" else "$.conversations"
+    index = 0
+    try:
+        items = ijson.items(
+            _Prefixed(prefix, fp), "item" if first == b"[" else "conversations.item", use_float=True
+        )
+        for item in items:
+            problems = Problems()
+            thread = _conversation(item, f"{base}[{index}]", problems)
+            problems.raise_if_any()
+            if thread is not None:
+                yield thread
+            index += 1
+    except FormatError:
+        raise
+    except (ijson.JSONError, UnicodeDecodeError, ValueError) as error:
+        raise FormatError([(f"{base}[{index}]", f"invalid JSON: {error}")]) from error
+
+
+def _skip_blank(fp: BinaryIO) -> bytes:
+    """The first byte that is not whitespace or a UTF-8 byte order mark (b"" at the end)."""
+    while True:
+        byte = fp.read(1)
+        if not byte or not (byte.isspace() or byte in (b"\xef", b"\xbb", b"\xbf")):
+            return byte
+
+
+def _first_key(fp: BinaryIO) -> bytes:
+    """The bytes after an opening brace up to the end of its first key (or what there is)."""
+    read = b""
+    while True:
+        byte = fp.read(1)
+        read += byte
+        if not byte or (byte == b'"' and read.strip() != b'"' and not read.endswith(b'\\"')):
+            return read
+        if not read.strip() and byte.isspace():
+            continue
+        if read.strip()[:1] != b'"':
+            return read
+
+
+class _Prefixed:
+    """A binary reader that replays bytes already consumed before the rest of the file."""
+
+    def __init__(self, prefix: bytes, fp: BinaryIO) -> None:
+        self.prefix = prefix
+        self.fp = fp
+
+    def read(self, size: int = -1) -> bytes:
+        """Bytes from the replayed prefix, then from the file."""
+        # ijson probes with read(0) to tell bytes from text: that must not consume the prefix.
+        if self.prefix and size != 0:
+            head, self.prefix = self.prefix, b""
+            if size < 0:
+                return head + self.fp.read()
+            return head + (self.fp.read(size - len(head)) if size > len(head) else b"")
+        return self.fp.read(size)
+
+
+def _time(value: Any) -> str | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        try:
+            return epoch_to_iso(float(value))
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
+
+
+def _conversation(value: Any, path: str, problems: Problems) -> TreeThread | None:
+    conversation = problems.obj(value, path)
+    if conversation is None:
+        return None
+    mapping = problems.obj(conversation.get("mapping"), f"{path}.mapping")
+    if mapping is None:
+        return None
+    title = conversation.get("title")
+    conv_id = conversation.get("conversation_id", conversation.get("id"))
+    nodes: dict[str, dict[str, Any]] = {}
+    for key, node_value in mapping.items():
+        node = problems.obj(node_value, f"{path}.mapping.{key}")
+        if node is None:
+            continue
+        parent = node.get("parent")
+        if parent is not None and not isinstance(parent, str):
+            problems.add(f"{path}.mapping.{key}.parent", "expected a string or null")
+            continue
+        children = node.get("children", [])
+        if not isinstance(children, list) or not all(isinstance(c, str) for c in children):
+            problems.add(f"{path}.mapping.{key}.children", "expected an array of node ids")
+            continue
+        nodes[key] = node
+    order = _tree_order(nodes)
+    messages: list[dict[str, Any]] = []
+    kept: dict[str, str | None] = {}  # node id -> nearest kept ancestor-or-self
+    calls: dict[str, dict[str, Any]] = {}  # kept message id -> its tool-call part
+    for key in order:
+        node = nodes[key]
+        parent = node.get("parent")
+        anchor = kept.get(parent) if isinstance(parent, str) else None
+        raw = node.get("message")
+        if raw is None:
+            kept[key] = anchor
+            continue
+        message = _message(
+            raw, key, anchor, f"{path}.mapping.{key}.message", problems, calls, messages
+        )
+        if message is None:
+            kept[key] = anchor
+            continue
+        messages.append(message)
+        kept[key] = key
+    current = conversation.get("current_node")
+    leaf = kept.get(current) if isinstance(current, str) else None
+    if leaf is None and messages:
+        leaf = messages[-1]["id"]
+    extra = {
+        k: copy.deepcopy(v)
+        for k, v in conversation.items()
+        if k not in ("mapping", "title", "create_time", "update_time", "current_node")
+    }
+    return TreeThread(
+        title=title if isinstance(title, str) else "",
+        messages=messages,
+        active_leaf=leaf,
+        metadata={"extra": {"chatgpt": extra}} if extra else {},
+        id=conv_id if isinstance(conv_id, str) else None,
+        created_at=_time(conversation.get("create_time")),
+        updated_at=_time(conversation.get("update_time")),
+    )
+
+
+def _tree_order(nodes: dict[str, dict[str, Any]]) -> list[str]:
+    """Node ids with parents before children, following each node's `children` order."""
+    roots = [key for key, node in nodes.items() if node.get("parent") not in nodes]
+    order: list[str] = []
+    seen: set[str] = set()
+    stack = list(reversed(roots))
+    while stack:
+        key = stack.pop()
+        if key in seen or key not in nodes:
+            continue
+        seen.add(key)
+        order.append(key)
+        children = [c for c in nodes[key].get("children", []) if c in nodes and c not in seen]
+        # Children listed by the parent but pointing elsewhere are visited from their real parent.
+        children = [c for c in children if nodes[c].get("parent") == key]
+        stack.extend(reversed(children))
+    # Nodes only reachable through a parent that does not list them (or a cycle) come last.
+    order.extend(key for key in nodes if key not in seen)
+    return order
+
+
+def _message(
+    value: Any,
+    key: str,
+    parent: str | None,
+    path: str,
+    problems: Problems,
+    calls: dict[str, dict[str, Any]],
+    messages: list[dict[str, Any]],
+) -> dict[str, Any] | None:
+    raw = problems.obj(value, path)
+    if raw is None:
+        return None
+    author = problems.obj(raw.get("author"), f"{path}.author")
+    content = problems.obj(raw.get("content"), f"{path}.content")
+    if author is None or content is None:
+        return None
+    role = author.get("role")
+    if role not in ROLES:
+        problems.add(f"{path}.author.role", f"expected one of {', '.join(ROLES)}")
+        return None
+    raw_meta: dict[str, Any] = raw["metadata"] if isinstance(raw.get("metadata"), dict) else {}
+    content_type = content.get("content_type")
+    if not isinstance(content_type, str):
+        problems.add(f"{path}.content.content_type", "expected a string")
+        return None
+    recipient = raw.get("recipient", "all")
+    author_name = author.get("name") if isinstance(author.get("name"), str) else None
+    metadata: dict[str, Any] = {}
+    extra: dict[str, Any] = {"content_type": content_type}
+    for field in ("status", "recipient", "end_turn", "weight", "channel"):
+        if field in raw:
+            extra[field] = copy.deepcopy(raw[field])
+    if author_name is not None:
+        extra["author_name"] = author_name
+    if raw_meta:
+        extra["metadata"] = copy.deepcopy(raw_meta)
+    if isinstance(raw_meta.get("model_slug"), str):
+        metadata["model"] = raw_meta["model_slug"]
+    finish = raw_meta.get("finish_details")
+    if isinstance(finish, dict) and isinstance(finish.get("type"), str):
+        metadata["finishReason"] = finish["type"]
+    parts = _parts(content, content_type, extra)
+    hidden = (
+        role == "system"
+        or raw_meta.get("is_visually_hidden_from_conversation") is True
+        or content_type in _HIDDEN_CONTENT
+    )
+    if role == "assistant" and isinstance(recipient, str) and recipient != "all":
+        hidden = True
+        code = content.get("text") if isinstance(content.get("text"), str) else _joined(parts)
+        tool_input: dict[str, Any] = {"code" if content_type == "code" else "text": code}
+        if isinstance(content.get("language"), str):
+            tool_input["language"] = content["language"]
+        tool_call = {
+            "type": "tool-call",
+            "toolCallId": key,
+            "toolName": recipient,
+            "input": tool_input,
+        }
+        parts = [tool_call]
+        calls[key] = tool_call
+    elif role == "tool":
+        call = _answered_call(parent, author_name, calls, messages)
+        if call is not None or content_type == "execution_output":
+            output = content.get("text") if isinstance(content.get("text"), str) else _joined(parts)
+            aggregate = raw_meta.get("aggregate_result")
+            status = aggregate.get("status") if isinstance(aggregate, dict) else None
+            result = {
+                "type": "tool-result",
+                "toolCallId": call["toolCallId"] if call else key,
+                "toolName": call["toolName"] if call else (author_name or "tool"),
+                "output": output,
+                "isError": content_type == "system_error"
+                or (isinstance(status, str) and status != "success"),
+            }
+            files = [part for part in parts if part["type"] == "file"]
+            parts = [result, *files]
+    if hidden:
+        metadata["hidden"] = True
+    metadata["extra"] = {"chatgpt": extra}
+    return make_message(key, parent, role, parts, _time(raw.get("create_time")), metadata)
+
+
+def _joined(parts: list[dict[str, Any]]) -> str:
+    return "\n\n".join(part["text"] for part in parts if part["type"] in ("text", "reasoning"))
+
+
+def _answered_call(
+    parent: str | None,
+    author_name: str | None,
+    calls: dict[str, dict[str, Any]],
+    messages: list[dict[str, Any]],
+) -> dict[str, Any] | None:
+    """The tool call this tool message answers: the nearest ancestor call to the same tool."""
+    by_id = {message["id"]: message for message in messages[-50:]}
+    current = parent
+    for _ in range(50):
+        if current is None:
+            return None
+        call = calls.get(current)
+        if call is not None:
+            if (
+                author_name is None
+                or call["toolName"] == author_name
+                or (author_name.split(".")[0] == call["toolName"].split(".")[0])
+            ):
+                return call
+            return None
+        message = by_id.get(current)
+        if message is None or message["role"] != "tool":
+            return None
+        current = message["parentMessageId"]
+    return None
+
+
+def _parts(
+    content: dict[str, Any], content_type: str, extra: dict[str, Any]
+) -> list[dict[str, Any]]:
+    items = content.get("parts")
+    if content_type == "text":
+        return [
+            {"type": "text", "text": item}
+            for item in (items if isinstance(items, list) else [])
+            if isinstance(item, str) and item
+        ]
+    extra["content"] = copy.deepcopy(content)
+    if content_type == "multimodal_text":
+        return _multimodal(items if isinstance(items, list) else [])
+    if content_type in ("code", "execution_output", "system_error", "tether_quote"):
+        text = content.get("text")
+        return [{"type": "text", "text": text}] if isinstance(text, str) and text else []
+    if content_type == "thoughts":
+        thoughts = content.get("thoughts")
+        if isinstance(thoughts, str):
+            return [{"type": "reasoning", "text": thoughts}]
+        out = []
+        for thought in thoughts if isinstance(thoughts, list) else []:
+            if isinstance(thought, str):
+                out.append({"type": "reasoning", "text": thought})
+            elif isinstance(thought, dict):
+                pieces = [thought.get("summary"), thought.get("content")]
+                text = "\n\n".join(piece for piece in pieces if isinstance(piece, str) and piece)
+                out.append({"type": "reasoning", "text": text})
+        return out
+    if content_type == "reasoning_recap":
+        text = content.get("content")
+        return [{"type": "reasoning", "text": text}] if isinstance(text, str) else []
+    if content_type == "tether_browsing_display":
+        pieces = [content.get("summary"), content.get("result")]
+        text = "\n\n".join(piece for piece in pieces if isinstance(piece, str) and piece)
+        return [{"type": "text", "text": text}] if text else []
+    if content_type == "user_editable_context":
+        pieces = [content.get("user_profile"), content.get("user_instructions")]
+        text = "\n\n".join(piece for piece in pieces if isinstance(piece, str) and piece)
+        return [{"type": "text", "text": text}] if text else []
+    # Unknown content types: whatever text they carry, the rest stays in extra.
+    texts = [item for item in (items if isinstance(items, list) else []) if isinstance(item, str)]
+    if isinstance(content.get("text"), str):
+        texts.append(content["text"])
+    return [{"type": "text", "text": text} for text in texts if text]
+
+
+def _multimodal(items: list[Any]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, str):
+            if item:
+                parts.append({"type": "text", "text": item})
+            continue
+        if not isinstance(item, dict):
+            continue
+        item_type = item.get("content_type")
+        pointer = item.get("asset_pointer")
+        if isinstance(pointer, str):
+            kind = "image" if item_type == "image_asset_pointer" else "audio"
+            if item_type not in ("image_asset_pointer", "audio_asset_pointer"):
+                kind = "application"
+            mime = item.get("mime_type") or item.get("format")
+            mime = mime if isinstance(mime, str) and "/" in mime else f"{kind}/*"
+            if kind == "application" and mime == "application/*":
+                mime = "application/octet-stream"
+            part: dict[str, Any] = {"type": "file", "mimeType": mime, "url": pointer}
+            name = (
+                (item.get("metadata") or {}).get("file_name")
+                if isinstance(item.get("metadata"), dict)
+                else None
+            )
+            if isinstance(name, str):
+                part["name"] = name
+            parts.append(part)
+        elif isinstance(item.get("text"), str) and item["text"]:
+            # audio_transcription and other text-bearing items.
+            parts.append({"type": "text", "text": item["text"]})
+    return parts

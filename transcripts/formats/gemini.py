@@ -1,0 +1,248 @@
+"""Google Gemini `generateContent` body `{"systemInstruction"?, "contents": [...]}`.
+
+Export writes REST camelCase; import also reads the SDK's snake_case. Thought signatures
+ride in `metadata.extra.gemini.thought_signatures`, a map from the index of a canonical part
+to the signature Gemini attached to it. Tool results are `functionResponse` parts in a user
+content with `response` = `{"output": value}` (or `{"error": value}` when isError), which
+import unwraps. Lost on export: message ids, timestamps, metadata, file names, reasoning
+signatures of other providers, and non-object tool inputs (wrapped as `{"input": value}`).
+Other top-level keys (generationConfig, tools, …) stay in the thread's
+`metadata.extra.gemini` and come back on export.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .checks import Problems
+from .tree import (
+    TreeThread,
+    active_path,
+    data_url,
+    extra_of,
+    linear_thread,
+    make_message,
+    parse_data_url,
+    set_extra,
+)
+
+_SNAKE = {
+    "system_instruction": "systemInstruction",
+    "function_call": "functionCall",
+    "function_response": "functionResponse",
+    "inline_data": "inlineData",
+    "file_data": "fileData",
+    "mime_type": "mimeType",
+    "file_uri": "fileUri",
+    "thought_signature": "thoughtSignature",
+    "display_name": "displayName",
+}
+
+
+def export_gemini(thread: TreeThread) -> dict[str, Any]:
+    """The active path as a generateContent request body."""
+    body: dict[str, Any] = dict(thread.metadata.get("extra", {}).get("gemini", {}))
+    system: list[dict[str, Any]] = []
+    contents: list[dict[str, Any]] = []
+    for message in active_path(thread):
+        if message["role"] == "system":
+            system.extend(
+                {"text": part["text"]} for part in message["parts"] if part["type"] == "text"
+            )
+            continue
+        role = "model" if message["role"] == "assistant" else "user"
+        contents.append({"role": role, "parts": _export_parts(message)})
+    if system:
+        body["systemInstruction"] = {"parts": system}
+    body["contents"] = contents
+    return body
+
+
+def _export_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
+    signatures = extra_of(message, "gemini").get("thought_signatures", {})
+    out: list[dict[str, Any]] = []
+    for index, part in enumerate(message["parts"]):
+        part_type = part["type"]
+        item: dict[str, Any]
+        if part_type == "text":
+            item = {"text": part["text"]}
+        elif part_type == "reasoning":
+            item = {"text": part["text"], "thought": True}
+        elif part_type == "tool-call":
+            value = part["input"]
+            item = {
+                "functionCall": {
+                    "id": part["toolCallId"],
+                    "name": part["toolName"],
+                    "args": value if isinstance(value, dict) else {"input": value},
+                }
+            }
+        elif part_type == "tool-result":
+            key = "error" if part["isError"] else "output"
+            item = {
+                "functionResponse": {
+                    "id": part["toolCallId"],
+                    "name": part["toolName"],
+                    "response": {key: part["output"]},
+                }
+            }
+        else:
+            inline = parse_data_url(part["url"])
+            if inline is not None:
+                item = {"inlineData": {"mimeType": part["mimeType"], "data": inline[1]}}
+            else:
+                item = {"fileData": {"mimeType": part["mimeType"], "fileUri": part["url"]}}
+        signature = signatures.get(str(index)) if isinstance(signatures, dict) else None
+        if isinstance(signature, str):
+            item["thoughtSignature"] = signature
+        out.append(item)
+    return out
+
+
+def _camel(value: Any) -> Any:
+    """A copy with the SDK's snake_case keys renamed to REST camelCase (payloads untouched)."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            name = _SNAKE.get(key, key)
+            # args and response are the tool's own data: keep their keys as they are.
+            out[name] = item if name in ("args", "response") else _camel(item)
+        return out
+    if isinstance(value, list):
+        return [_camel(item) for item in value]
+    return value
+
+
+def import_gemini(data: Any) -> list[TreeThread]:
+    """One linear thread from a generateContent body (or a bare contents list)."""
+    problems = Problems()
+    if isinstance(data, list):
+        body: dict[str, Any] = {"contents": _camel(data)}
+        base = "$"
+    else:
+        body = problems.obj(_camel(data), "$") or {"contents": []}
+        base = "$.contents"
+    messages: list[dict[str, Any]] = []
+    system = body.get("systemInstruction")
+    if system is not None:
+        if isinstance(system, str):
+            system = {"parts": [{"text": system}]}
+        instruction = problems.obj(system, "$.systemInstruction")
+        if instruction is not None:
+            items = problems.array(instruction.get("parts"), "$.systemInstruction.parts") or []
+            parts = []
+            for index, item in enumerate(items):
+                ipath = f"$.systemInstruction.parts[{index}]"
+                raw = problems.obj(item, ipath)
+                text = None if raw is None else problems.req_string(raw, "text", ipath)
+                if text is not None:
+                    parts.append({"type": "text", "text": text})
+            messages.append(make_message("m0", None, "system", parts))
+    contents = problems.array(body.get("contents"), base) or []
+    for index, value in enumerate(contents):
+        path = f"{base}[{index}]"
+        content = problems.obj(value, path)
+        if content is None:
+            continue
+        role = content.get("role", "user")
+        if role not in ("user", "model"):
+            problems.add(f"{path}.role", "expected user or model")
+            continue
+        items = problems.array(content.get("parts"), f"{path}.parts") or []
+        messages.extend(_import_content(role, items, path, problems, len(messages)))
+    problems.raise_if_any()
+    extra = {k: v for k, v in body.items() if k not in ("contents", "systemInstruction")}
+    return [linear_thread(messages, metadata={"extra": {"gemini": extra}} if extra else {})]
+
+
+def _import_content(
+    role: str, items: list[Any], path: str, problems: Problems, start: int
+) -> list[dict[str, Any]]:
+    # Each run of parts of one canonical role becomes a message: results split from prompts.
+    groups: list[tuple[str, list[dict[str, Any]], dict[str, str]]] = []
+    for index, item in enumerate(items):
+        ipath = f"{path}.parts[{index}]"
+        raw = problems.obj(item, ipath)
+        if raw is None:
+            continue
+        part = _import_part(raw, ipath, problems)
+        if part is None:
+            continue
+        target = "assistant" if role == "model" else "user"
+        if part["type"] == "tool-result" and role == "user":
+            target = "tool"
+        if not groups or groups[-1][0] != target:
+            groups.append((target, [], {}))
+        signature = raw.get("thoughtSignature")
+        if isinstance(signature, str):
+            groups[-1][2][str(len(groups[-1][1]))] = signature
+        groups[-1][1].append(part)
+    if not groups:
+        groups.append(("assistant" if role == "model" else "user", [], {}))
+    out = []
+    for offset, (target, parts, signatures) in enumerate(groups):
+        metadata: dict[str, Any] = {}
+        set_extra(metadata, "gemini", {"thought_signatures": signatures} if signatures else {})
+        out.append(make_message(f"m{start + offset}", None, target, parts, metadata=metadata))
+    return out
+
+
+def _import_part(raw: dict[str, Any], path: str, problems: Problems) -> dict[str, Any] | None:
+    if "functionCall" in raw:
+        call = problems.obj(raw["functionCall"], f"{path}.functionCall")
+        name = None if call is None else problems.req_string(call, "name", f"{path}.functionCall")
+        if call is None or name is None:
+            return None
+        call_id = problems.opt_string(call.get("id"), f"{path}.functionCall.id")
+        return {
+            "type": "tool-call",
+            "toolCallId": call_id or name,
+            "toolName": name,
+            "input": copy.deepcopy(call.get("args", {})),
+        }
+    if "functionResponse" in raw:
+        rpath = f"{path}.functionResponse"
+        response = problems.obj(raw["functionResponse"], rpath)
+        name = None if response is None else problems.req_string(response, "name", rpath)
+        if response is None or name is None:
+            return None
+        call_id = problems.opt_string(response.get("id"), f"{rpath}.id")
+        payload = response.get("response", {})
+        output, is_error = payload, False
+        if isinstance(payload, dict) and len(payload) == 1 and ("output" in payload):
+            output = payload["output"]
+        elif isinstance(payload, dict) and len(payload) == 1 and ("error" in payload):
+            output, is_error = payload["error"], True
+        return {
+            "type": "tool-result",
+            "toolCallId": call_id or name,
+            "toolName": name,
+            "output": copy.deepcopy(output),
+            "isError": is_error,
+        }
+    if "inlineData" in raw:
+        blob = problems.obj(raw["inlineData"], f"{path}.inlineData")
+        if blob is None:
+            return None
+        mime = problems.req_string(blob, "mimeType", f"{path}.inlineData")
+        data = problems.req_string(blob, "data", f"{path}.inlineData")
+        if mime is None or data is None:
+            return None
+        return {"type": "file", "mimeType": mime, "url": data_url(mime, data)}
+    if "fileData" in raw:
+        file = problems.obj(raw["fileData"], f"{path}.fileData")
+        if file is None:
+            return None
+        uri = problems.req_string(file, "fileUri", f"{path}.fileData")
+        mime = problems.opt_string(file.get("mimeType"), f"{path}.fileData.mimeType")
+        if uri is None:
+            return None
+        return {"type": "file", "mimeType": mime or "application/octet-stream", "url": uri}
+    if "text" in raw:
+        text = problems.string(raw["text"], f"{path}.text")
+        if text is None:
+            return None
+        return {"type": "reasoning" if raw.get("thought") is True else "text", "text": text}
+    # executableCode, codeExecutionResult and newer part kinds have no canonical part.
+    return None

@@ -1,0 +1,429 @@
+"""Pydantic AI message history, as `ModelMessagesTypeAdapter` dumps it to JSON.
+
+A request becomes one canonical message per run of same-role parts (system prompts, each
+user prompt, tool returns and retries); a response becomes one assistant message. Fields
+with no canonical place (run ids, provider details, the raw usage, …) ride in
+`metadata.extra.pydantic_ai` and are written back on export. Export writes an error tool
+result as a `retry-prompt` when its output is text, else as a `tool-return` with
+`outcome: "failed"`. Lost on export: `agentId` and `hidden`, file names, and assistant file
+parts that are not data URLs.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .checks import Problems, dump_json_text, is_int, parse_json_text
+from .tree import TreeThread, active_path, data_url, linear_thread, make_message, parse_data_url
+
+_FINISH_REASONS = ("stop", "length", "content_filter", "tool_call", "error")
+_ERROR_OUTCOMES = ("failed", "denied", "retried", "interrupted")
+_USAGE_NAMES = {
+    "input_tokens": "inputTokens",
+    "output_tokens": "outputTokens",
+    "cache_read_tokens": "cachedInputTokens",
+    "output_reasoning_tokens": "reasoningTokens",
+}
+_URL_KINDS = {"image": "image-url", "audio": "audio-url", "video": "video-url"}
+
+
+def export_pydantic_ai(thread: TreeThread) -> list[dict[str, Any]]:
+    """The active path as a JSON list of ModelRequest / ModelResponse."""
+    out: list[dict[str, Any]] = []
+    for message in active_path(thread):
+        extra = message["metadata"].get("extra", {}).get("pydantic_ai", {})
+        if message["role"] == "assistant":
+            out.append(_response(message, extra))
+            continue
+        starts = isinstance(extra.get("request"), dict)
+        if not out or out[-1]["kind"] != "request" or starts:
+            request = {"kind": "request", "parts": []}
+            request.update(copy.deepcopy(extra.get("request", {})))
+            out.append(request)
+        out[-1]["parts"].extend(_request_parts(message, extra))
+    return out
+
+
+def _with_leftovers(parts: list[dict[str, Any]], extra: dict[str, Any]) -> list[dict[str, Any]]:
+    """Put back the source fields import kept, matching parts by position."""
+    leftovers = extra.get("parts")
+    if not isinstance(leftovers, list) or len(leftovers) != len(parts):
+        return parts
+    for part, leftover in zip(parts, leftovers, strict=True):
+        if not isinstance(leftover, dict):
+            continue
+        kind = leftover.get("part_kind")
+        # The source's part kind wins when the content fits it (a retry needs text or a list).
+        if kind == "tool-return" and part["part_kind"] == "retry-prompt":
+            part["part_kind"] = kind
+        elif kind == "retry-prompt" and isinstance(part.get("content"), str | list):
+            part["part_kind"] = kind
+            part.pop("outcome", None)
+        for key, value in leftover.items():
+            part.setdefault(key, copy.deepcopy(value))
+    return parts
+
+
+def _request_parts(message: dict[str, Any], extra: dict[str, Any]) -> list[dict[str, Any]]:
+    stamp = {"timestamp": message["createdAt"]} if message["createdAt"] else {}
+    role = message["role"]
+    parts: list[dict[str, Any]] = []
+    if role == "system":
+        parts = [
+            {"part_kind": "system-prompt", "content": part["text"], **stamp}
+            for part in message["parts"]
+            if part["type"] == "text"
+        ]
+    elif role == "user":
+        items: list[Any] = []
+        for part in message["parts"]:
+            if part["type"] == "text":
+                items.append(part["text"])
+            elif part["type"] == "file":
+                items.append(_user_file(part))
+        stored = extra.get("items")
+        if isinstance(stored, list) and len(stored) == len(items):
+            for entry, leftover in zip(items, stored, strict=True):
+                if isinstance(entry, dict) and isinstance(leftover, dict):
+                    entry.update(copy.deepcopy(leftover))
+        content: Any = items[0] if len(items) == 1 and isinstance(items[0], str) else items
+        parts = [{"part_kind": "user-prompt", "content": content, **stamp}]
+    else:
+        for part in message["parts"]:
+            if part["type"] != "tool-result":
+                continue
+            output = part["output"]
+            common = {"tool_name": part["toolName"], "tool_call_id": part["toolCallId"], **stamp}
+            if part["isError"] and isinstance(output, str):
+                parts.append({"part_kind": "retry-prompt", "content": output, **common})
+            elif part["isError"]:
+                parts.append(
+                    {"part_kind": "tool-return", "content": output, "outcome": "failed", **common}
+                )
+            else:
+                parts.append({"part_kind": "tool-return", "content": output, **common})
+    others: list[dict[str, Any]] = copy.deepcopy(extra.get("other_parts", []))
+    return _with_leftovers(parts, extra) + others
+
+
+def _user_file(part: dict[str, Any]) -> dict[str, Any]:
+    inline = parse_data_url(part["url"])
+    if inline is not None:
+        return {"kind": "binary", "data": inline[1], "media_type": part["mimeType"]}
+    kind = _URL_KINDS.get(part["mimeType"].split("/")[0], "document-url")
+    return {"kind": kind, "url": part["url"], "media_type": part["mimeType"]}
+
+
+def _response(message: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    metadata = message["metadata"]
+    parts: list[dict[str, Any]] = []
+    for part in message["parts"]:
+        part_type = part["type"]
+        if part_type == "text":
+            parts.append({"part_kind": "text", "content": part["text"]})
+        elif part_type == "reasoning":
+            thinking = {"part_kind": "thinking", "content": part["text"]}
+            if "signature" in part:
+                thinking["signature"] = part["signature"]
+            parts.append(thinking)
+        elif part_type == "tool-call":
+            value = part["input"]
+            builtin = part["toolCallId"] in extra.get("builtin_calls", [])
+            raw_args = extra.get("raw_args", {}).get(part["toolCallId"])
+            parts.append(
+                {
+                    "part_kind": "builtin-tool-call" if builtin else "tool-call",
+                    "tool_name": part["toolName"],
+                    "tool_call_id": part["toolCallId"],
+                    "args": raw_args
+                    if isinstance(raw_args, str) and parse_json_text(raw_args) == value
+                    else value
+                    if value is None or isinstance(value, dict)
+                    else dump_json_text(value),
+                }
+            )
+        elif part_type == "tool-result":
+            parts.append(
+                {
+                    "part_kind": "builtin-tool-return",
+                    "tool_name": part["toolName"],
+                    "tool_call_id": part["toolCallId"],
+                    "content": part["output"],
+                }
+            )
+        elif part_type == "file":
+            inline = parse_data_url(part["url"])
+            if inline is not None:
+                content = {"kind": "binary", "data": inline[1], "media_type": part["mimeType"]}
+                parts.append({"part_kind": "file", "content": content})
+    response: dict[str, Any] = {"kind": "response", "parts": _with_leftovers(parts, extra)}
+    response["parts"].extend(copy.deepcopy(extra.get("other_parts", [])))
+    if isinstance(extra.get("usage"), dict):
+        response["usage"] = copy.deepcopy(extra["usage"])
+    elif isinstance(metadata.get("usage"), dict):
+        names = {camel: snake for snake, camel in _USAGE_NAMES.items()}
+        response["usage"] = {
+            names[key]: value for key, value in metadata["usage"].items() if key in names
+        }
+    if "model" in metadata:
+        response["model_name"] = metadata["model"]
+    if metadata.get("finishReason") in _FINISH_REASONS:
+        response["finish_reason"] = metadata["finishReason"]
+    if message["createdAt"]:
+        response["timestamp"] = message["createdAt"]
+    for key, value in extra.get("response", {}).items():
+        response.setdefault(key, copy.deepcopy(value))
+    return response
+
+
+def import_pydantic_ai(data: Any) -> list[TreeThread]:
+    """One linear thread from a ModelMessagesTypeAdapter JSON list."""
+    problems = Problems()
+    items = problems.array(data, "$") or []
+    messages: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        path = f"$[{index}]"
+        raw = problems.obj(item, path)
+        if raw is None:
+            continue
+        parts = problems.array(raw.get("parts"), f"{path}.parts")
+        if parts is None:
+            continue
+        if raw.get("kind") == "request":
+            messages.extend(_import_request(raw, parts, path, problems, len(messages)))
+        elif raw.get("kind") == "response":
+            messages.append(_import_response(raw, parts, path, problems, f"m{len(messages)}"))
+        else:
+            problems.add(f"{path}.kind", "expected request or response")
+    problems.raise_if_any()
+    return [linear_thread(messages)]
+
+
+def _leftover(raw: dict[str, Any], used: tuple[str, ...]) -> dict[str, Any]:
+    return {key: copy.deepcopy(value) for key, value in raw.items() if key not in used}
+
+
+def _import_request(
+    raw: dict[str, Any], items: list[Any], path: str, problems: Problems, start: int
+) -> list[dict[str, Any]]:
+    # (role, canonical parts, leftovers of the source parts, createdAt, unmapped parts)
+    groups: list[dict[str, Any]] = []
+
+    def group(role: str, created_at: Any, fresh: bool = False) -> dict[str, Any]:
+        if fresh or not groups or groups[-1]["role"] != role:
+            stamp = created_at if isinstance(created_at, str) else None
+            groups.append({"role": role, "parts": [], "left": [], "at": stamp, "other": []})
+        return groups[-1]
+
+    for index, value in enumerate(items):
+        ppath = f"{path}.parts[{index}]"
+        part = problems.obj(value, ppath)
+        if part is None:
+            continue
+        kind = part.get("part_kind")
+        stamp = part.get("timestamp")
+        if kind == "system-prompt":
+            text = problems.req_string(part, "content", ppath)
+            if text is not None:
+                target = group("system", stamp)
+                target["parts"].append({"type": "text", "text": text})
+                target["left"].append(_leftover(part, ("content", "part_kind", "timestamp")))
+        elif kind == "user-prompt":
+            converted = _user_content(part.get("content"), f"{ppath}.content", problems)
+            target = group("user", stamp, fresh=True)
+            target["parts"].extend(converted)
+            content = part.get("content")
+            if isinstance(content, list):
+                used_keys = ("kind", "url", "data", "media_type", "content")
+                target["items"] = [
+                    _leftover(item, used_keys) if isinstance(item, dict) else {} for item in content
+                ]
+            target["left"].append(_leftover(part, ("content", "part_kind", "timestamp")))
+        elif kind in ("tool-return", "retry-prompt"):
+            call_id = problems.req_string(part, "tool_call_id", ppath)
+            name = part.get("tool_name")
+            if kind == "retry-prompt" and name is None:
+                content = part.get("content")
+                text = content if isinstance(content, str) else dump_json_text(content)
+                target = group("user", stamp, fresh=True)
+                target["parts"].append({"type": "text", "text": text})
+                target["left"].append(_leftover(part, ("content", "timestamp")))
+                continue
+            if problems.string(name, f"{ppath}.tool_name") is None or call_id is None:
+                continue
+            is_error = kind == "retry-prompt" or part.get("outcome") in _ERROR_OUTCOMES
+            target = group("tool", stamp)
+            target["parts"].append(
+                {
+                    "type": "tool-result",
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "output": copy.deepcopy(part.get("content")),
+                    "isError": is_error,
+                }
+            )
+            used = ("content", "timestamp", "tool_name", "tool_call_id")
+            target["left"].append(_leftover(part, used))
+        elif isinstance(kind, str):
+            # Newer request parts (instruction deltas, retry feedback, …) are kept as they are.
+            group(groups[-1]["role"] if groups else "user", stamp)["other"].append(
+                copy.deepcopy(part)
+            )
+        else:
+            problems.add(f"{ppath}.part_kind", "expected a string")
+    out = []
+    envelope = _leftover(raw, ("kind", "parts"))
+    for offset, item in enumerate(groups):
+        extra: dict[str, Any] = {}
+        if offset == 0:
+            extra["request"] = envelope
+        if any(item["left"]):
+            extra["parts"] = item["left"]
+        if item["other"]:
+            extra["other_parts"] = item["other"]
+        if any(item.get("items", [])):
+            extra["items"] = item["items"]
+        key = f"m{start + offset}"
+        metadata = {"extra": {"pydantic_ai": extra}}
+        out.append(make_message(key, None, item["role"], item["parts"], item["at"], metadata))
+    return out
+
+
+def _user_content(value: Any, path: str, problems: Problems) -> list[dict[str, Any]]:
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    items = problems.array(value, path) or []
+    parts: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        ipath = f"{path}[{index}]"
+        if isinstance(item, str):
+            parts.append({"type": "text", "text": item})
+            continue
+        content = problems.obj(item, ipath)
+        if content is None:
+            continue
+        kind = content.get("kind")
+        if kind == "binary":
+            data = problems.req_string(content, "data", ipath)
+            mime = problems.req_string(content, "media_type", ipath)
+            if data is not None and mime is not None:
+                parts.append({"type": "file", "mimeType": mime, "url": data_url(mime, data)})
+        elif kind in ("image-url", "audio-url", "video-url", "document-url"):
+            url = problems.req_string(content, "url", ipath)
+            mime = content.get("media_type")
+            if url is not None:
+                fallback = (
+                    f"{kind.split('-')[0]}/*"
+                    if kind != "document-url"
+                    else "application/octet-stream"
+                )
+                mime_type = mime if isinstance(mime, str) else fallback
+                parts.append({"type": "file", "mimeType": mime_type, "url": url})
+        elif kind == "text" and isinstance(content.get("content"), str):
+            parts.append({"type": "text", "text": content["content"]})
+        else:
+            problems.add(f"{ipath}.kind", "expected binary, a *-url kind or text")
+    return parts
+
+
+def _import_response(
+    raw: dict[str, Any], items: list[Any], path: str, problems: Problems, key: str
+) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    leftovers: list[dict[str, Any]] = []
+    others: list[dict[str, Any]] = []
+    builtin: list[str] = []
+    raw_args: dict[str, str] = {}
+    for index, value in enumerate(items):
+        ppath = f"{path}.parts[{index}]"
+        part = problems.obj(value, ppath)
+        if part is None:
+            continue
+        kind = part.get("part_kind")
+        converted: dict[str, Any] | None = None
+        used: tuple[str, ...] = ("part_kind", "content")
+        if kind in ("text", "thinking"):
+            text = problems.req_string(part, "content", ppath)
+            if text is not None and kind == "text":
+                converted = {"type": "text", "text": text}
+            elif text is not None:
+                converted = {"type": "reasoning", "text": text}
+                signature = problems.opt_string(part.get("signature"), f"{ppath}.signature")
+                if signature is not None:
+                    converted["signature"] = signature
+                used = ("part_kind", "content", "signature")
+        elif kind in ("tool-call", "builtin-tool-call"):
+            name = problems.req_string(part, "tool_name", ppath)
+            call_id = problems.req_string(part, "tool_call_id", ppath)
+            args = part.get("args")
+            if name is not None and call_id is not None:
+                payload = parse_json_text(args) if isinstance(args, str) else copy.deepcopy(args)
+                if isinstance(args, str):
+                    raw_args[call_id] = args
+                converted = {
+                    "type": "tool-call",
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "input": payload,
+                }
+                used = ("part_kind", "tool_name", "tool_call_id", "args")
+                if kind == "builtin-tool-call":
+                    builtin.append(call_id)
+        elif kind == "builtin-tool-return":
+            name = problems.req_string(part, "tool_name", ppath)
+            call_id = problems.req_string(part, "tool_call_id", ppath)
+            if name is not None and call_id is not None:
+                converted = {
+                    "type": "tool-result",
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "output": copy.deepcopy(part.get("content")),
+                    "isError": False,
+                }
+                used = ("part_kind", "tool_name", "tool_call_id", "content")
+        elif kind == "file":
+            files = _user_content([part.get("content")], f"{ppath}.content", problems)
+            converted = files[0] if files else None
+        elif isinstance(kind, str):
+            others.append(copy.deepcopy(part))
+        else:
+            problems.add(f"{ppath}.part_kind", "expected a string")
+        if converted is not None:
+            parts.append(converted)
+            leftovers.append(_leftover(part, used))
+    metadata: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    model = raw.get("model_name")
+    if isinstance(model, str):
+        metadata["model"] = model
+    finish = raw.get("finish_reason")
+    if isinstance(finish, str):
+        metadata["finishReason"] = finish
+    usage = raw.get("usage")
+    if isinstance(usage, dict):
+        mapped = {
+            camel: usage[snake]
+            for snake, camel in _USAGE_NAMES.items()
+            if is_int(usage.get(snake))
+            and (usage[snake] or camel in ("inputTokens", "outputTokens"))
+        }
+        if "inputTokens" in mapped and "outputTokens" in mapped:
+            mapped["totalTokens"] = mapped["inputTokens"] + mapped["outputTokens"]
+        metadata["usage"] = mapped
+        extra["usage"] = copy.deepcopy(usage)
+    stamp = raw.get("timestamp")
+    extra["response"] = _leftover(
+        raw, ("kind", "parts", "usage", "model_name", "finish_reason", "timestamp")
+    )
+    if any(leftovers):
+        extra["parts"] = leftovers
+    if others:
+        extra["other_parts"] = others
+    if builtin:
+        extra["builtin_calls"] = builtin
+    if raw_args:
+        extra["raw_args"] = raw_args
+    metadata["extra"] = {"pydantic_ai": extra}
+    created = stamp if isinstance(stamp, str) else None
+    return make_message(key, None, "assistant", parts, created, metadata)

@@ -1,0 +1,41 @@
+"""Export one thread in a given format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from transcripts.errors import LedgerError
+from transcripts.ids import is_ulid
+from transcripts.models import Thread
+from transcripts.transfer import EXPORT_FORMATS, export_thread
+
+
+class Command(BaseCommand):
+    help = "Export a thread (canonical: every branch; other formats: the active path or --leaf)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("thread_id")
+        parser.add_argument("--format", choices=EXPORT_FORMATS, default="canonical")
+        parser.add_argument("--leaf", help="export the path to this message instead")
+        parser.add_argument("--events", action="store_true", help="canonical: include events")
+        parser.add_argument("-o", "--output", help="write to this file instead of stdout")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        thread_id = options["thread_id"]
+        thread = Thread.objects.filter(pk=thread_id).first() if is_ulid(thread_id) else None
+        if thread is None:
+            raise CommandError(f"no thread {options['thread_id']!r}")
+        try:
+            exported = export_thread(
+                thread, options["format"], leaf=options["leaf"], with_events=options["events"]
+            )
+        except LedgerError as exc:
+            raise CommandError(exc.message) from None
+        if options["output"]:
+            Path(options["output"]).write_text(exported.content, encoding="utf-8")
+            self.stderr.write(f"Wrote {options['output']}")
+        else:
+            self.stdout.write(exported.content)

@@ -1,0 +1,60 @@
+"""Import transcripts from a file in any supported format."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from transcripts.errors import LedgerError
+from transcripts.transfer import IMPORT_FORMATS, import_stream
+
+
+class Command(BaseCommand):
+    help = "Import transcripts (every thread and branch in FILE) into the database."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", help="the file to import (- for standard input)")
+        parser.add_argument(
+            "--format", choices=IMPORT_FORMATS, help="the file's format (detected when omitted)"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path = options["file"]
+        started = time.monotonic()
+        total = Path(path).stat().st_size if path != "-" else 0
+
+        def progress(count: int) -> None:
+            if not self.stderr.isatty():
+                return
+            done = handle.tell() if path != "-" else 0
+            width = 30
+            filled = int(width * done / total) if total else 0
+            bar = "#" * filled + "." * (width - filled)
+            rate = count / max(time.monotonic() - started, 1e-6)
+            self.stderr.write(f"\r[{bar}] {count} threads, {rate:.0f}/s", ending="")
+
+        try:
+            handle = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+        try:
+            result = import_stream(handle, options["format"], progress=progress)
+        except LedgerError as exc:
+            problems = exc.details.get("problems") or []
+            lines = [f"  {p['path']}: {p['message']}" for p in problems[:20]]
+            raise CommandError("\n".join([f"nothing imported: {exc.message}", *lines])) from None
+        finally:
+            if path != "-":
+                handle.close()
+        if self.stderr.isatty():
+            self.stderr.write("")
+        elapsed = time.monotonic() - started
+        self.stdout.write(
+            f"Imported {len(result.thread_ids)} thread(s) as {result.format} in {elapsed:.1f}s"
+        )
+        for thread_id in result.thread_ids[:50]:
+            self.stdout.write(f"  {thread_id}")
