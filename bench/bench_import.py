@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _setup import setup_django  # noqa: E402
+from _setup import setup_django
 
 
 def _node(node_id: str, parent: str | None, role: str, text: str, t: float) -> dict:

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from django.contrib.postgres.search import SearchQuery
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from django.contrib.postgres.aggregates import ArrayAgg
+from django.contrib.postgres.search import SearchHeadline, SearchQuery
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from ulid import ULID
 
 from transcripts.fields import to_uuid
-from transcripts.models import Message, Run, Thread
+from transcripts.models import OPEN_STATUSES, Message, Run, RunStatus, Thread
 
 
 def active_path(thread: Thread) -> QuerySet[Message]:
@@ -62,3 +70,360 @@ def search_threads(threads: QuerySet[Thread], query: str) -> QuerySet[Thread]:
 def runs_at_fork_point(thread: Thread, fork_from_id: str | None) -> QuerySet[Run]:
     """Every run that forked from the given message (None: new roots), newest first."""
     return Run.objects.filter(thread=thread, fork_from_id=fork_from_id).order_by("-created_at")
+
+
+def thread_page(
+    threads: QuerySet[Thread], *, after: tuple[datetime, str] | None, limit: int
+) -> list[Thread]:
+    """Up to limit threads, most recently updated first, after the (updatedAt, id) cursor."""
+    ordered = threads.order_by("-updated_at", "-id")
+    if after is not None:
+        updated_at, thread_id = after
+        ordered = ordered.filter(
+            Q(updated_at__lt=updated_at) | Q(updated_at=updated_at, id__lt=thread_id)
+        )
+    return list(ordered[:limit])
+
+
+def path_page(
+    thread: Thread, *, leaf: Message | None, after_depth: int, limit: int
+) -> list[Message]:
+    """Up to limit messages of the active path (or of the path to leaf) below after_depth."""
+    if leaf is None or leaf.active:
+        path = active_path(thread).filter(depth__gt=after_depth)
+        if leaf is not None:
+            path = path.filter(depth__lte=leaf.depth)
+        return list(path[:limit])
+    ids = path_ids_to(leaf.id)[after_depth + 1 : after_depth + 1 + limit]
+    by_id = {m.id: m for m in Message.objects.filter(pk__in=ids)}
+    return [by_id[i] for i in ids]
+
+
+# --- browsing UI ---------------------------------------------------------------------------
+
+
+def _ulid(value: Any) -> str:
+    return str(ULID.from_uuid(value)) if isinstance(value, uuid.UUID) else str(value)
+
+
+def _window_messages() -> QuerySet[Message]:
+    """Messages with just the run columns the conversation view shows."""
+    return Message.objects.select_related("run").only(
+        *(f.name for f in Message._meta.concrete_fields if f.name != "search"),
+        "run__id",
+        "run__status",
+        "run__model",
+        "run__generator",
+    )
+
+
+# Ancestors of the anchor (up to `before`) and its most recent descendants (up to `after`),
+# following the rule of ledger.latest_leaf_below: committed children first, then the newest.
+_BRANCH_WINDOW = """
+    WITH RECURSIVE up(id, parent_id, n) AS (
+        SELECT id, parent_id, 0 FROM transcripts_message WHERE id = %s
+        UNION ALL
+        SELECT m.id, m.parent_id, u.n + 1
+        FROM transcripts_message m JOIN up u ON m.id = u.parent_id
+        WHERE u.n < %s
+    ), down(id, n) AS (
+        SELECT %s::uuid, 0
+        UNION ALL
+        SELECT c.id, d.n + 1 FROM down d CROSS JOIN LATERAL (
+            SELECT m.id FROM transcripts_message m
+            JOIN transcripts_run r ON r.id = m.run_id
+            WHERE m.parent_id = d.id
+            ORDER BY (r.status = 'committed') DESC, m.id DESC
+            LIMIT 1
+        ) c
+        WHERE d.n < %s
+    )
+    SELECT id FROM up UNION SELECT id FROM down
+"""
+
+
+def branch_window(anchor: Message, *, before: int, after: int) -> list[Message]:
+    """The branch through anchor: up to `before` ancestors, anchor, up to `after` below it.
+
+    Below the anchor the branch follows the most recent committed descendants. On the active
+    path this is a depth range on the active index; elsewhere a recursive walk bounded by the
+    window, so the cost never depends on the length of the thread.
+    """
+    messages = _window_messages().order_by("depth")
+    if anchor.active:
+        return list(
+            messages.filter(
+                thread_id=anchor.thread_id,
+                active=True,
+                depth__gte=max(anchor.depth - before, 0),
+                depth__lte=anchor.depth + after,
+            )
+        )
+    anchor_uuid = to_uuid(anchor.id)
+    ids = RawSQL(_BRANCH_WINDOW, [anchor_uuid, before, anchor_uuid, after])
+    return list(messages.filter(id__in=ids))
+
+
+def active_tail(thread: Thread, *, head_depth: int, count: int) -> list[Message]:
+    """The last `count` messages of the thread's active path, root first."""
+    return list(
+        _window_messages()
+        .filter(thread=thread, active=True, depth__gt=head_depth - count)
+        .order_by("depth")
+    )
+
+
+def siblings_of(thread: Thread, messages: Sequence[Message]) -> dict[str, list[tuple[str, bool]]]:
+    """For each message with siblings: every (id, active) at its fork point, oldest first.
+
+    One grouped query over the parents of the given messages (and the roots, when the window
+    starts at the root).
+    """
+    parent_ids = {m.parent_id for m in messages if m.parent_id}
+    has_root = any(m.parent_id is None for m in messages)
+    if not parent_ids and not has_root:
+        return {}
+    where = Q(parent_id__in=parent_ids)
+    if has_root:
+        where |= Q(parent_id__isnull=True)
+    rows = (
+        Message.objects.filter(where, thread=thread)
+        .values("parent_id")
+        .annotate(
+            n=Count("id"),
+            ids=ArrayAgg("id", order_by="id"),
+            actives=ArrayAgg("active", order_by="id"),
+        )
+        .filter(n__gt=1)
+        .values_list("ids", "actives")
+    )
+    result: dict[str, list[tuple[str, bool]]] = {}
+    for ids, actives in rows:
+        group = [(_ulid(i), bool(a)) for i, a in zip(ids, actives, strict=True)]
+        for message_id, _ in group:
+            result[message_id] = group
+    return result
+
+
+@dataclass(frozen=True)
+class ThreadStats:
+    """Counts shown in the thread list."""
+
+    messages: int = 0
+    branches: int = 0
+    models: tuple[str, ...] = ()
+
+
+def thread_stats(thread_ids: Sequence[str]) -> dict[str, ThreadStats]:
+    """Message count, branch count (leaves of the tree) and models used, per thread.
+
+    Every message but the leaves is somebody's parent, so leaves = messages - distinct parents.
+    """
+    if not thread_ids:
+        return {}
+    counts = {
+        _ulid(row["thread_id"]): (row["n"], row["n"] - row["parents"])
+        for row in Message.objects.filter(thread_id__in=thread_ids)
+        .values("thread_id")
+        .annotate(n=Count("id"), parents=Count("parent_id", distinct=True))
+    }
+    models: dict[str, list[str]] = {}
+    runs = (
+        Run.objects.filter(thread_id__in=thread_ids)
+        .exclude(model="")
+        .values_list("thread_id", "model")
+        .distinct()
+        .order_by("thread_id", "model")
+    )
+    for thread_id, model in runs:
+        models.setdefault(_ulid(thread_id), []).append(model)
+    return {
+        t: ThreadStats(
+            messages=counts.get(t, (0, 0))[0],
+            branches=counts.get(t, (0, 0))[1],
+            models=tuple(models.get(t, ())),
+        )
+        for t in thread_ids
+    }
+
+
+def filter_threads(
+    threads: QuerySet[Thread],
+    *,
+    status: str = "",
+    has_branches: bool = False,
+    has_failed_runs: bool = False,
+    flagged: bool = False,
+    since: date | None = None,
+    until: date | None = None,
+    agent_or_model: str = "",
+) -> QuerySet[Thread]:
+    """Threads narrowed by the thread list's filters (every one optional)."""
+    if status == "live":
+        threads = threads.filter(
+            Exists(Run.objects.filter(thread_id=OuterRef("pk"), status__in=OPEN_STATUSES))
+        )
+    elif status == "locked":
+        threads = threads.filter(locked=True)
+    elif status == "hidden":
+        threads = threads.filter(hidden=True)
+    elif status == "visible":
+        threads = threads.filter(hidden=False)
+    if has_branches:
+        # The active path runs from a root to a leaf, so any inactive message is a branch.
+        threads = threads.filter(
+            Exists(Message.objects.filter(thread_id=OuterRef("pk"), active=False))
+        )
+    if has_failed_runs:
+        threads = threads.filter(
+            Exists(Run.objects.filter(thread_id=OuterRef("pk"), status=RunStatus.FAILED))
+        )
+    if flagged:
+        is_flagged = Q(metadata__flagged=True) | (
+            Q(metadata__has_key="flagged")
+            & ~Q(metadata__flagged__in=[False, 0, ""])
+            & ~Q(metadata__flagged=None)
+        )
+        threads = threads.filter(
+            Exists(Message.objects.filter(is_flagged, thread_id=OuterRef("pk")))
+        )
+    if since is not None:
+        threads = threads.filter(updated_at__date__gte=since)
+    if until is not None:
+        threads = threads.filter(updated_at__date__lte=until)
+    needle = agent_or_model.strip()
+    if needle:
+        runs = Run.objects.filter(thread_id=OuterRef("pk"), model__icontains=needle)
+        agents = Message.objects.filter(
+            Q(metadata__agentId__icontains=needle) | Q(metadata__model__icontains=needle),
+            thread_id=OuterRef("pk"),
+        )
+        threads = threads.filter(Exists(runs) | Exists(agents) | Q(agents__icontains=needle))
+    return threads
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """The most recent message of a thread that matches a search, with a marked snippet."""
+
+    message_id: str
+    snippet: str
+
+
+# ts_headline marks hits with control characters; the view escapes the text, then marks them.
+HIT_START, HIT_STOP = "\x02", "\x03"
+
+
+def search_hits(thread_ids: Sequence[str], query: str) -> dict[str, SearchHit]:
+    """For each thread, its newest message matching query (any branch) and a snippet."""
+    query = query.strip()
+    if not query or not thread_ids:
+        return {}
+    search = SearchQuery(query, config="simple", search_type="websearch")
+    text = RawSQL(
+        "array_to_string(ARRAY(SELECT jsonb_array_elements_text("
+        "jsonb_path_query_array(transcripts_message.parts, '$[*].text'))), ' ')",
+        [],
+    )
+    rows = (
+        Message.objects.filter(thread_id__in=thread_ids, search=search)
+        .order_by("thread_id", "-id")
+        .distinct("thread_id")
+        .annotate(
+            snippet=SearchHeadline(
+                text,
+                search,
+                config="simple",
+                start_sel=HIT_START,
+                stop_sel=HIT_STOP,
+                max_words=24,
+                min_words=8,
+            )
+        )
+        .values_list("thread_id", "id", "snippet")
+    )
+    return {_ulid(t): SearchHit(_ulid(m), s or "") for t, m, s in rows}
+
+
+def tree_rows(thread: Thread) -> list[tuple[str, str | None, str, int, bool, str]]:
+    """(id, parent id, role, depth, active, run status) of every message, in one query.
+
+    Ids come back as 32-digit hex (same order as the ULIDs) because turning thousands of them
+    into ULID strings costs more than the query; `ulid_from_hex` converts the few shown.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT replace(m.id::text, '-', ''), replace(m.parent_id::text, '-', ''),
+                   m.role, m.depth, m.active, r.status
+            FROM transcripts_message m JOIN transcripts_run r ON r.id = m.run_id
+            WHERE m.thread_id = %s
+            """,
+            [to_uuid(thread.id)],
+        )
+        return [(i, p, role, d, a, s) for i, p, role, d, a, s in cursor.fetchall()]
+
+
+def ulid_from_hex(value: str) -> str:
+    """The ULID string of a 32-digit hex id (as tree_rows returns them)."""
+    return str(ULID.from_hex(value))
+
+
+def runs_without_messages(thread: Thread) -> list[tuple[str, str | None, str]]:
+    """(run id, fork point as hex, status) of the runs that are open, failed or cancelled."""
+    runs = (
+        Run.objects.filter(
+            thread=thread,
+            status__in=[RunStatus.FAILED, RunStatus.CANCELLED, *OPEN_STATUSES],
+        )
+        .order_by("id")
+        .values_list("id", "fork_from_id", "status")
+    )
+    return [(i, to_uuid(f).hex if f else None, s) for i, f, s in runs]
+
+
+def message_snippets(message_ids: Sequence[str], length: int = 90) -> dict[str, str]:
+    """The start of the first text (or the first part's kind) of each message."""
+    snippet = RawSQL(
+        "left(coalesce(jsonb_path_query_first(transcripts_message.parts,"
+        " '$[*] ? (@.type == \"text\").text') #>> '{}',"
+        " jsonb_path_query_first(transcripts_message.parts, '$[*].toolName') #>> '{}',"
+        " jsonb_path_query_first(transcripts_message.parts, '$[*].type') #>> '{}', ''), %s)",
+        [length],
+    )
+    rows = (
+        Message.objects.filter(pk__in=message_ids)
+        .annotate(snippet=snippet)
+        .values_list("id", "snippet")
+    )
+    return {i: s or "" for i, s in rows}
+
+
+def run_output_series(run: Run, buckets: int = 48) -> list[tuple[float, int]]:
+    """Characters of text and reasoning streamed per time bucket: (seconds, chars) pairs."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH ev AS (
+                SELECT at, coalesce(length(data->>'delta'), 0)
+                         + coalesce(length(data->>'text'), 0) AS chars
+                FROM transcripts_event
+                WHERE run_id = %(run)s AND kind IN ('text-delta', 'reasoning')
+            ), bounds AS (
+                SELECT min(at) AS lo, greatest(extract(epoch FROM max(at) - min(at)), 0.001) AS span
+                FROM transcripts_event WHERE run_id = %(run)s
+            )
+            SELECT least(floor(extract(epoch FROM ev.at - b.lo) / b.span * %(n)s), %(n)s - 1)
+                       AS bucket,
+                   max(b.span) AS span, sum(ev.chars) AS chars
+            FROM ev CROSS JOIN bounds b
+            GROUP BY 1 ORDER BY 1
+            """,
+            {"run": to_uuid(run.id), "n": buckets},
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        return []
+    span = float(rows[0][1])
+    by_bucket = {int(b): int(c) for b, _, c in rows}
+    return [((i + 1) * span / buckets, by_bucket.get(i, 0)) for i in range(buckets)]
