@@ -195,3 +195,74 @@ def reap_expired_runs() -> list[str]:
             except LedgerError as exc:
                 logger.warning("could not re-queue run %s: %s", run.id, exc)
     return expired
+
+
+def _user_message_event(text: str) -> dict[str, Any]:
+    text = text.strip()
+    if not text:
+        raise InvalidInput("the message is empty", field="text")
+    return {
+        "seq": 1,
+        "kind": "message",
+        "data": {"role": "user", "parts": [{"type": "text", "text": text}]},
+    }
+
+
+def start_regenerate(*, message: Message, **options: Any) -> Run:
+    """Regenerate an assistant message: a new run forked from its parent."""
+    if message.role != "assistant":
+        raise InvalidInput("only an assistant message can be regenerated", role=message.role)
+    return start_generation(thread=message.thread, fork_from=message.parent_id, **options)
+
+
+def start_edit(*, message: Message, text: str, **options: Any) -> Run:
+    """Edit a user message: a run forked from its parent, the edited message first."""
+    if message.role != "user":
+        raise InvalidInput("only a user message can be edited", role=message.role)
+    prefix = [_user_message_event(text)]
+    return start_generation(
+        thread=message.thread, fork_from=message.parent_id, prefix=prefix, **options
+    )
+
+
+def start_reply(*, thread: Thread, text: str, fork_from: Any = ledger.HEAD, **options: Any) -> Run:
+    """Reply at the head (or below fork_from): the user's message is committed, then answered."""
+    event = _user_message_event(text)
+    with transaction.atomic():
+        turn, _ = ledger.begin_run(thread=thread, fork_from=fork_from, generator="user")
+        ledger.append_events(run=turn, events=[event])
+        ledger.commit_run(run=turn)
+        question = turn.messages.get()
+        return start_generation(thread=thread, fork_from=question.id, **options)
+
+
+def retry(*, run: Run) -> Run:
+    """Run a failed or cancelled run's generation again, from the same fork point."""
+    if run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
+        raise InvalidInput("only a failed or cancelled run can be retried", status=run.status)
+    prefix = [
+        {"seq": e.seq, "kind": e.kind, "data": e.data}
+        for e in run.events.filter(seq=1, kind="message")
+    ]
+    return start_generation(
+        thread=run.thread,
+        fork_from=run.fork_from_id,
+        generator=run.generator,
+        model=run.model,
+        parameters=run.parameters,
+        prefix=prefix,
+        metadata={"retryOf": run.id},
+    )
+
+
+def last_choice(thread: Thread) -> dict[str, Any]:
+    """The generator, model and parameters the thread's latest generated run used."""
+    run = (
+        Run.objects.filter(thread=thread)
+        .exclude(generator__in=["", "user", "import"])
+        .order_by("-created_at")
+        .first()
+    )
+    if run is None:
+        return {"generator": "demo", "model": "", "parameters": {}}
+    return {"generator": run.generator, "model": run.model, "parameters": dict(run.parameters)}

@@ -150,3 +150,46 @@ def test_the_external_generator_leaves_the_run_queued():
     run = start_generation(thread=thread, generator="external", model="my-agent")
     assert run_status(run.id) == RunStatus.QUEUED
     assert run.generator == "external" and run.model == "my-agent"
+
+
+def test_the_wrappers_fork_where_each_action_should():
+    from transcripts import generation
+
+    thread = conversation(turns=1)
+    question = Message.objects.get(thread=thread, active=True, role="user")
+    answer = Message.objects.get(thread=thread, active=True, role="assistant")
+
+    regenerated = generation.start_regenerate(message=answer)
+    assert regenerated.fork_from_id == question.id and regenerated.status == RunStatus.QUEUED
+
+    edited = generation.start_edit(message=question, text="edited")
+    assert edited.fork_from_id is None
+    assert ledger.project_run(edited).messages[0]["parts"][0]["text"] == "edited"
+
+    reply = generation.start_reply(thread=thread, text="more please", parameters=FAST)
+    asked = Message.objects.get(pk=reply.fork_from_id)
+    assert asked.role == "user" and asked.parent_id == answer.id and asked.active
+
+    with pytest.raises(InvalidInput):
+        generation.start_regenerate(message=question)
+    with pytest.raises(InvalidInput):
+        generation.start_edit(message=answer, text="x")
+    with pytest.raises(InvalidInput):
+        generation.start_reply(thread=thread, text="   ")
+    assert generation.last_choice(thread)["generator"] == "demo"
+
+
+def test_retry_queues_the_same_generation_again():
+    from transcripts import generation
+
+    thread = conversation(turns=1)
+    question = Message.objects.get(thread=thread, active=True, role="user")
+    failed = generation.start_edit(message=question, text="again", generator="demo", model="m2")
+    ledger.fail_run(run=failed, error="boom")
+    failed.refresh_from_db()
+    retried = generation.retry(run=failed)
+    assert retried.metadata["retryOf"] == failed.id
+    assert (retried.fork_from_id, retried.model) == (failed.fork_from_id, "m2")
+    assert ledger.project_run(retried).messages[0]["parts"][0]["text"] == "again"
+    with pytest.raises(InvalidInput):
+        generation.retry(run=retried)
