@@ -130,3 +130,9 @@ TRANSCRIPTS_REQUEUE_EXPIRED = _env_bool("TRANSCRIPTS_REQUEUE_EXPIRED", False)
 TRANSCRIPTS_EXTERNAL_WEBHOOK_URL = os.environ.get("TRANSCRIPTS_EXTERNAL_WEBHOOK_URL", "")
 TRANSCRIPTS_OPENAI_BASE_URL = os.environ.get("TRANSCRIPTS_OPENAI_BASE_URL", "")
 TRANSCRIPTS_OPENAI_MODEL = os.environ.get("TRANSCRIPTS_OPENAI_MODEL", "")
+
+# Uploaded files (large imports wait here for a worker; use shared storage across machines).
+MEDIA_ROOT = Path(os.environ.get("TRANSCRIPTS_MEDIA_ROOT", BASE_DIR / ".data" / "media"))
+MEDIA_URL = "media/"
+# Imports larger than this go to a background worker; smaller ones are done in the request.
+TRANSCRIPTS_SYNC_IMPORT_BYTES = int(os.environ.get("TRANSCRIPTS_SYNC_IMPORT_BYTES", "1000000"))

@@ -310,3 +310,41 @@ class RunRating(models.Model):
 
     def __str__(self) -> str:
         return f"{'preferred' if self.preferred else 'rated'} {self.run_id}"
+
+
+class ImportStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class ImportJob(models.Model):
+    """A large import processed by a worker, with progress the client can poll."""
+
+    id = ULIDField(primary_key=True, default=new_ulid, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    format = models.CharField(max_length=40, blank=True, default="")
+    status = models.CharField(
+        max_length=20, choices=ImportStatus.choices, default=ImportStatus.QUEUED
+    )
+    filename = models.CharField(max_length=300, blank=True, default="")
+    file = models.FileField(upload_to="imports/", blank=True)
+    size = models.BigIntegerField(default=0)
+    bytes_done = models.BigIntegerField(default=0)
+    thread_ids = models.JSONField(default=list, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"Import {self.id} ({self.status})"
+
+    @property
+    def progress(self) -> float:
+        """Share of the file read, 0 to 1."""
+        if self.status == ImportStatus.DONE:
+            return 1.0
+        return min(1.0, self.bytes_done / self.size) if self.size else 0.0

@@ -35,3 +35,11 @@ def notify_external_webhook(run_id: str) -> int:
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         return int(response.status)
+
+
+@task()
+def import_file(job_id: str) -> str:
+    """Import an uploaded file too large to import within the request."""
+    from transcripts.transfer import run_import_job
+
+    return str(run_import_job(job_id).status)

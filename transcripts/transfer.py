@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO, cast
 
+from django.core.files import File
+from django.db import transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 
-from transcripts.errors import InvalidInput, NotFound
+from transcripts.errors import InvalidInput, LedgerError, NotFound
 from transcripts.formats import FORMATS, FormatError, TreeThread, detect_format, iter_chatgpt
 from transcripts.ledger_import import import_tree
-from transcripts.models import Event, Message, Run, RunStatus, Thread
+from transcripts.models import Event, ImportJob, ImportStatus, Message, Run, RunStatus, Thread
 
 EXPORT_FORMATS = [key for key, spec in FORMATS.items() if spec.exporter is not None]
 IMPORT_FORMATS = [key for key, spec in FORMATS.items() if spec.importer is not None]
@@ -209,3 +213,56 @@ def chunks(text: str, size: int = 65536) -> Iterator[str]:
     """Split an export for a streamed response."""
     for start in range(0, len(text), size):
         yield text[start : start + size]
+
+
+def queue_import(
+    *, content: IO[bytes], filename: str, size: int, fmt: str | None, user: Any = None
+) -> ImportJob:
+    """Store an upload and queue it for a worker; the job reports progress as it goes."""
+    if fmt:
+        resolve_format(None, fmt)
+    job = ImportJob(
+        user=user if getattr(user, "is_authenticated", False) else None,
+        format=fmt or "",
+        filename=filename[:300],
+        size=size,
+    )
+    job.file.save(f"{job.id}.json", File(content), save=False)
+    with transaction.atomic():
+        job.save(force_insert=True)
+        from transcripts import tasks
+
+        transaction.on_commit(lambda: tasks.import_file.enqueue(job.id))
+    return job
+
+
+def run_import_job(job_id: str) -> ImportJob:
+    """The worker's side of queue_import: import the stored file, recording progress."""
+    job = ImportJob.objects.get(pk=job_id)
+    if job.status != ImportStatus.QUEUED:
+        return job
+    ImportJob.objects.filter(pk=job.pk).update(status=ImportStatus.RUNNING)
+    last_update = 0.0
+    with job.file.open("rb") as handle:
+
+        def progress(count: int) -> None:
+            nonlocal last_update
+            now = time.monotonic()
+            if now - last_update >= 0.5:
+                last_update = now
+                ImportJob.objects.filter(pk=job.pk).update(bytes_done=handle.tell())
+
+        try:
+            result = import_stream(cast(BinaryIO, handle), job.format or None, progress=progress)
+        except LedgerError as exc:
+            job.status = ImportStatus.FAILED
+            job.error = {"code": exc.code, "message": exc.message, "details": exc.details}
+        else:
+            job.status = ImportStatus.DONE
+            job.format = result.format
+            job.thread_ids = result.thread_ids
+            job.bytes_done = job.size
+    job.finished_at = timezone.now()
+    job.save(update_fields=["status", "format", "thread_ids", "bytes_done", "error", "finished_at"])
+    job.file.delete(save=False)
+    return job

@@ -173,3 +173,36 @@ def test_the_cli_imports_and_exports(tmp_path):
         call_command("import_transcripts", str(broken), stdout=io.StringIO())
     with pytest.raises(CommandError, match="no thread"):
         call_command("export_thread", "nope")
+
+
+def test_a_large_import_runs_as_a_job_with_progress(settings, tmp_path):
+    from transcripts.models import ImportJob
+
+    settings.MEDIA_ROOT = tmp_path
+    raw = (FIXTURES / "chatgpt_conversations.json").read_bytes()
+    job = transfer.queue_import(
+        content=io.BytesIO(raw), filename="conversations.json", size=len(raw), fmt=None
+    )
+    assert job.status == "queued" and job.progress == 0.0
+    transfer.run_import_job(job.id)
+    job = ImportJob.objects.get(pk=job.id)
+    assert job.status == "done" and job.progress == 1.0 and job.format == "chatgpt"
+    assert Thread.objects.filter(pk__in=job.thread_ids).count() == len(json.loads(raw))
+    assert not list(tmp_path.rglob("*.json"))
+
+
+def test_a_failed_import_job_says_why_and_imports_nothing(settings, tmp_path):
+    from transcripts.models import ImportJob
+
+    settings.MEDIA_ROOT = tmp_path
+    before = Thread.objects.count()
+    job = transfer.queue_import(
+        content=io.BytesIO(b'{"format": "transcripts.canonical"}'),
+        filename="x.json",
+        size=34,
+        fmt="canonical",
+    )
+    transfer.run_import_job(job.id)
+    job = ImportJob.objects.get(pk=job.id)
+    assert job.status == "failed" and job.error["code"] == "invalid"
+    assert Thread.objects.count() == before
