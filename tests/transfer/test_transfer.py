@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,7 @@ def _branched_thread() -> Thread:
     return thread
 
 
-def _snapshot(thread: Thread) -> dict:
+def _snapshot(thread: Thread) -> dict[str, Any]:
     messages = Message.objects.filter(thread=thread).order_by("id")
     return {
         "messages": [m.as_canonical() for m in messages],
@@ -204,5 +205,6 @@ def test_a_failed_import_job_says_why_and_imports_nothing(settings, tmp_path):
     )
     transfer.run_import_job(job.id)
     job = ImportJob.objects.get(pk=job.id)
-    assert job.status == "failed" and job.error["code"] == "invalid"
+    assert job.status == "failed"
+    assert job.error is not None and job.error["code"] == "invalid"
     assert Thread.objects.count() == before
