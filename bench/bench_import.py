@@ -16,12 +16,13 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _setup import setup_django
 
 
-def _node(node_id: str, parent: str | None, role: str, text: str, t: float) -> dict:
+def _node(node_id: str, parent: str | None, role: str, text: str, t: float) -> dict[str, Any]:
     return {
         "id": node_id,
         "parent": parent,
@@ -38,10 +39,12 @@ def _node(node_id: str, parent: str | None, role: str, text: str, t: float) -> d
     }
 
 
-def conversation(index: int, messages: int) -> dict:
+def conversation(index: int, messages: int) -> dict[str, Any]:
     """One conversation with `messages` messages: a main line and a regenerated answer."""
     root = str(uuid.uuid4())
-    mapping = {root: {"id": root, "parent": None, "children": [], "message": None}}
+    mapping: dict[str, dict[str, Any]] = {
+        root: {"id": root, "parent": None, "children": [], "message": None}
+    }
     parent, t = root, 1_700_000_000.0 + index * 1000
     branch_at = messages // 2
     made = 0

@@ -10,19 +10,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from django.db import connection
+
+from tests.support import database_url_of_tests
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def database_url_of_tests() -> str:
-    """The URL of the database the tests run on (pytest-django's test database)."""
-    db = connection.settings_dict
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    host = db["HOST"]
-    if host.startswith("/"):
-        return f"postgresql://{auth}@/{db['NAME']}?host={host}"
-    return f"postgresql://{auth}@{host}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 @pytest.fixture

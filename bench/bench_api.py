@@ -1,0 +1,315 @@
+"""Ingest API throughput and latency against the production server configuration.
+
+Starts uvicorn (config.asgi, DEBUG off, several workers) on a loopback port, posts --events
+events per batch size (1, 16, 256) from --clients concurrent connections, and prints events/s
+and p50/p99 request latency, next to the ledger-only rate (append_events in-process) and raw
+COPY into the event table, measured in the same run. Then measures the time from an append's
+response to the event's arrival on an SSE subscriber.
+Targets: batch 256 >= 50,000 events/s; single-event append p99 <= 20 ms; append->SSE p95 <= 50 ms.
+
+    .venv/bin/python bench/bench_api.py [--events 100000] [--workers 2] [--clients 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _setup import ROOT, setup_django
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _batches(run_id: str, total: int, size: int) -> list[bytes]:
+    bodies = []
+    for start in range(1, total + 1, size):
+        events = [
+            {"seq": seq, "kind": "text-delta", "data": {"delta": f"token {seq} "}}
+            for seq in range(start, min(start + size, total + 1))
+        ]
+        bodies.append(json.dumps({"events": events}).encode())
+    return bodies
+
+
+def _settings_with_persistent_connections(seconds: int) -> dict[str, str]:
+    """Environment for config.settings plus CONN_MAX_AGE (persistent database connections)."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-api-"))
+    (folder / "bench_api_settings.py").write_text(
+        "from config.settings import *  # noqa: F403\n"
+        f"DATABASES['default']['CONN_MAX_AGE'] = {seconds}  # noqa: F405\n"
+        "DATABASES['default']['CONN_HEALTH_CHECKS'] = True  # noqa: F405\n"
+    )
+    return {
+        "DJANGO_SETTINGS_MODULE": "bench_api_settings",
+        "PYTHONPATH": os.pathsep.join([str(folder), str(ROOT)]),
+    }
+
+
+def start_server(port: int, workers: int, conn_max_age: int = 0) -> subprocess.Popen[bytes]:
+    """uvicorn with the production settings (DEBUG off), on the benchmark database."""
+    env = {
+        **os.environ,
+        **(_settings_with_persistent_connections(conn_max_age) if conn_max_age else {}),
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", "benchmark-only"),
+        "LOG_LEVEL": "ERROR",
+        "TRANSCRIPTS_LOG_LEVEL": "ERROR",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "config.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--lifespan",
+        "off",
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).raise_for_status()
+            return process
+        except httpx.HTTPError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start") from None
+            time.sleep(0.2)
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _connect(port: int) -> http.client.HTTPConnection:
+    """A keep-alive connection with Nagle off, as HTTP clients of APIs usually have it.
+
+    http.client sends headers and body in two writes; with Nagle's algorithm on, the body
+    waits for the server's delayed ACK (~40 ms) and the benchmark would measure that.
+    """
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.connect()
+    assert conn.sock is not None
+    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return conn
+
+
+def post_all(port: int, token: str, jobs: list[tuple[str, list[bytes]]]) -> list[float]:
+    """Post each job's bodies in order on its own keep-alive connection; returns latencies."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    errors: list[str] = []
+
+    def client(run_id: str, bodies: list[bytes]) -> None:
+        conn = _connect(port)
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        mine = []
+        for body in bodies:
+            started = time.perf_counter()
+            conn.request("POST", f"/api/v1/runs/{run_id}/events", body, headers)
+            response = conn.getresponse()
+            payload = response.read()
+            mine.append(time.perf_counter() - started)
+            if response.status != 200:
+                errors.append(f"{response.status} {payload[:200]!r}")
+                return
+        conn.close()
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=client, args=job) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise RuntimeError(f"appends failed: {errors[:3]}")
+    return latencies
+
+
+def bench_api(port: int, token: str, total: int, size: int, clients: int) -> dict[str, float]:
+    """events/s and latency percentiles of posting total events in batches of size."""
+    from tests.factories import make_thread
+    from transcripts import ledger
+
+    per_client = total // clients
+    jobs = []
+    for _ in range(clients):
+        run, _ = ledger.begin_run(thread=make_thread("bench"))
+        jobs.append((run.id, _batches(run.id, per_client, size)))
+    started = time.perf_counter()
+    latencies = post_all(port, token, jobs)
+    elapsed = time.perf_counter() - started
+    return {
+        "rate": per_client * clients / elapsed,
+        "p50": _percentile(latencies, 0.50) * 1000,
+        "p99": _percentile(latencies, 0.99) * 1000,
+    }
+
+
+def bench_ledger(total: int, size: int) -> float:
+    """events/s of ledger.append_events called in-process (no HTTP)."""
+    from tests.factories import make_thread
+    from transcripts import ledger
+
+    run, _ = ledger.begin_run(thread=make_thread("bench ledger"))
+    batches = [json.loads(b)["events"] for b in _batches(run.id, total, size)]
+    started = time.perf_counter()
+    for batch in batches:
+        ledger.append_events(run=run.id, events=batch)
+    return total / (time.perf_counter() - started)
+
+
+def bench_copy(total: int) -> float:
+    """events/s of a raw COPY of the same rows into the event table (the floor of any path)."""
+    from django.db import connection, transaction
+
+    from tests.factories import make_thread
+    from transcripts import ledger
+    from transcripts.fields import to_uuid
+
+    run, _ = ledger.begin_run(thread=make_thread("bench copy"))
+    thread_uuid, run_uuid = to_uuid(run.thread_id), to_uuid(run.id)
+    rows = [
+        (thread_uuid, run_uuid, seq, "text-delta", json.dumps({"delta": f"token {seq} "}))
+        for seq in range(1, total + 1)
+    ]
+    started = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cursor:
+        sql = "COPY transcripts_event (thread_id, run_id, seq, kind, data, at) FROM STDIN"
+        with cursor.cursor.copy(sql) as copy:
+            for row in rows:
+                copy.write_row((*row, "2026-01-01T00:00:00Z"))
+    return total / (time.perf_counter() - started)
+
+
+def bench_sse(port: int, token: str, appends: int) -> dict[str, float]:
+    """Time from each single-event append's response to its frame on an SSE subscriber."""
+    from tests.factories import make_thread
+    from transcripts import ledger
+
+    run, _ = ledger.begin_run(thread=make_thread("bench sse"))
+    arrived: dict[int, float] = {}
+    listening = threading.Event()
+
+    def subscribe() -> None:
+        url = f"http://127.0.0.1:{port}/api/v1/runs/{run.id}/stream"
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.stream("GET", url, headers=headers, timeout=60) as response:
+            for line in response.iter_lines():
+                if line.startswith("retry:"):
+                    listening.set()
+                elif line.startswith("id: "):
+                    arrived[int(line[4:])] = time.perf_counter()
+                elif line.startswith("event: status"):
+                    return
+
+    reader = threading.Thread(target=subscribe, daemon=True)
+    reader.start()
+    listening.wait(10)
+    conn = _connect(port)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    responded: dict[int, float] = {}
+    for seq in range(1, appends + 1):
+        body = json.dumps({"events": [{"seq": seq, "kind": "text-delta", "data": {"delta": "x"}}]})
+        conn.request("POST", f"/api/v1/runs/{run.id}/events", body, headers)
+        conn.getresponse().read()
+        responded[seq] = time.perf_counter()
+        time.sleep(0.005)
+    conn.request("POST", f"/api/v1/runs/{run.id}/commit", b"", headers)
+    conn.getresponse().read()
+    reader.join(30)
+    delays = [max(0.0, arrived[s] - responded[s]) * 1000 for s in responded if s in arrived]
+    return {
+        "p50": statistics.median(delays),
+        "p95": _percentile(delays, 0.95),
+        "lost": appends - len(delays),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000, help="events per batch size")
+    parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent connections")
+    parser.add_argument("--sizes", default="1,16,256", help="batch sizes")
+    parser.add_argument("--sse-appends", type=int, default=300)
+    parser.add_argument(
+        "--conn-max-age",
+        type=int,
+        default=0,
+        help="run the server with persistent database connections (CONN_MAX_AGE seconds)",
+    )
+    args = parser.parse_args()
+
+    setup_django()
+    from transcripts.auth import issue_token
+
+    token = issue_token(name="bench", scopes=["ingest", "read"])[1]
+    port = _free_port()
+    server = start_server(port, args.workers, args.conn_max_age)
+    try:
+        ledger_rate = bench_ledger(args.events, 256)
+        copy_rate = bench_copy(args.events)
+        print(f"ledger only (batch 256): {ledger_rate:>10,.0f} events/s")
+        print(f"raw COPY:                {copy_rate:>10,.0f} events/s")
+        print(
+            f"API: uvicorn --workers {args.workers}, {args.clients} client connections,"
+            f" CONN_MAX_AGE={args.conn_max_age}"
+        )
+        for size in (int(s) for s in args.sizes.split(",")):
+            result = bench_api(port, token, args.events, size, args.clients)
+            print(
+                f"batch {size:>4}: {result['rate']:>10,.0f} events/s"
+                f"  p50 {result['p50']:6.2f} ms  p99 {result['p99']:6.2f} ms"
+                f"  ({result['rate'] / ledger_rate:.0%} of ledger,"
+                f" {result['rate'] / copy_rate:.0%} of COPY)"
+            )
+        sse = bench_sse(port, token, args.sse_appends)
+        print(
+            f"append -> SSE: p50 {sse['p50']:.2f} ms  p95 {sse['p95']:.2f} ms"
+            f"  ({sse['lost']:.0f} of {args.sse_appends} not received)"
+        )
+    finally:
+        stop_server(server)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Fixtures of the API tests: clients holding tokens of each kind, and a live ASGI server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+
+from tests.support import database_url_of_tests
+from transcripts.auth import issue_token
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+class ApiClient:
+    """A Django test client that speaks JSON to /api/v1/ with a bearer token (or none)."""
+
+    def __init__(self, token: str | None = None, client: Client | None = None) -> None:
+        self.client = client or Client()
+        self.headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.client.get("/api/v1" + path, params, headers=self.headers)
+
+    def post(self, path: str, body: Any = None, **kwargs: Any) -> Any:
+        content = json.dumps(body) if body is not None else ""
+        kwargs.setdefault("content_type", "application/json")
+        return self.client.post("/api/v1" + path, content, headers=self.headers, **kwargs)
+
+    def post_raw(self, path: str, content: bytes | str, content_type: str, **extra: Any) -> Any:
+        return self.client.post(
+            "/api/v1" + path, content, content_type=content_type, headers=self.headers, **extra
+        )
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        if method == "GET":
+            return self.get(path)
+        return self.post(path, body)
+
+
+@pytest.fixture
+def make_token() -> Callable[..., str]:
+    """Create a token with the given scopes; returns the raw token."""
+
+    def make(*scopes: str, user: Any = None, revoked: bool = False) -> str:
+        token, raw = issue_token(name="test", scopes=scopes or ("ingest", "read"), user=user)
+        if revoked:
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+        return raw
+
+    return make
+
+
+@pytest.fixture
+def api(make_token: Callable[..., str]) -> ApiClient:
+    """A client holding an ingest + read token."""
+    return ApiClient(make_token("ingest", "read"))
+
+
+@pytest.fixture
+def reader(make_token: Callable[..., str]) -> ApiClient:
+    """A client holding a read-only token."""
+    return ApiClient(make_token("read"))
+
+
+@pytest.fixture
+def staff_api(make_token: Callable[..., str]) -> ApiClient:
+    """A client holding a token of a staff user."""
+    user = get_user_model().objects.create_user("moderator", password="x", is_staff=True)
+    return ApiClient(make_token("ingest", "read", user=user))
+
+
+def error_of(response: Any) -> dict[str, Any]:
+    """The error object of an error response, checking the shape."""
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert set(body["error"]) == {"code", "message", "details"}, body
+    error: dict[str, Any] = body["error"]
+    return error
+
+
+# --- a live ASGI server --------------------------------------------------------------------
+
+
+@dataclass
+class LiveServer:
+    url: str
+    process: subprocess.Popen[bytes]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def live_server_asgi() -> Iterator[LiveServer]:
+    """uvicorn serving config.asgi on a random loopback port, on the test database."""
+    port = _free_port()
+    env = {**os.environ, "DATABASE_URL": database_url_of_tests(), "LOG_LEVEL": "WARNING"}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "config.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--lifespan",
+            "off",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(url + "/healthz", timeout=1).raise_for_status()
+            break
+        except httpx.HTTPError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start") from None
+            time.sleep(0.1)
+    yield LiveServer(url, process)
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

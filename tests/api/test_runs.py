@@ -1,0 +1,298 @@
+"""Runs over the API: begin, append and replay events, projection and lifecycle."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+
+from tests.api.conftest import error_of
+from tests.factories import conversation, events, last_message, make_run, make_thread, say
+from transcripts.ids import new_ulid
+from transcripts.models import Event, Message, Run, RunStatus, Thread
+
+pytestmark = pytest.mark.django_db
+
+
+def _deltas(*words: str, start: int = 1) -> list[dict]:
+    return events(*(("text-delta", {"delta": w}) for w in words), start=start)
+
+
+def _begin(api, thread: Thread, body: dict | None = None) -> dict:
+    response = api.post(f"/threads/{thread.id}/runs", body or {})
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def test_a_run_continues_from_the_head_by_default(api):
+    thread = conversation(turns=1)
+
+    run = _begin(api, thread)
+
+    assert run["forkFromMessageId"] == thread.head_id
+    assert run["status"] == "streaming"
+
+
+def test_a_null_fork_point_starts_a_new_root(api):
+    thread = conversation(turns=1)
+
+    assert _begin(api, thread, {"forkFromMessageId": None})["forkFromMessageId"] is None
+
+
+def test_a_run_forks_from_a_given_message(api):
+    thread = conversation(turns=1)
+    question = Message.objects.get(thread=thread, role="user")
+
+    run = _begin(api, thread, {"forkFromMessageId": question.id})
+
+    assert run["forkFromMessageId"] == question.id
+
+
+def test_a_fork_point_of_another_thread_is_refused(api):
+    thread, other = make_thread(), conversation(turns=1)
+
+    response = api.post(f"/threads/{thread.id}/runs", {"forkFromMessageId": other.head_id})
+
+    assert response.status_code == 422
+    assert error_of(response)["details"]["field"] == "forkFromMessageId"
+
+
+def test_a_client_run_id_makes_beginning_idempotent(api):
+    thread, run_id = make_thread(), new_ulid()
+
+    first = api.post(f"/threads/{thread.id}/runs", {"id": run_id, "metadata": {"k": 1}})
+    again = api.post(f"/threads/{thread.id}/runs", {"id": run_id})
+
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert Run.objects.filter(thread=thread).count() == 1
+    assert Run.objects.get(pk=run_id).metadata == {"k": 1}
+
+
+def test_a_locked_thread_refuses_new_runs(api):
+    thread = make_thread()
+    Thread.objects.filter(pk=thread.pk).update(locked=True)
+
+    response = api.post(f"/threads/{thread.id}/runs", {})
+
+    assert response.status_code == 409
+    assert error_of(response)["code"] == "thread_locked"
+
+
+def test_it_appends_events_and_reports_the_last_seq(api):
+    run = make_run(make_thread(), commit=False)
+
+    response = api.post(f"/runs/{run.id}/events", {"events": _deltas("a", "b")})
+
+    assert response.status_code == 200
+    assert response.json() == {"lastSeq": 2, "accepted": 2, "duplicates": 0}
+    assert list(Event.objects.filter(run=run).values_list("seq", flat=True)) == [1, 2]
+
+
+def test_an_exact_resend_is_a_no_op(api):
+    run = make_run(make_thread(), commit=False)
+    batch = {"events": _deltas("a", "b")}
+    api.post(f"/runs/{run.id}/events", batch)
+
+    response = api.post(f"/runs/{run.id}/events", batch)
+
+    assert response.json() == {"lastSeq": 2, "accepted": 0, "duplicates": 2}
+
+
+def test_a_gap_is_a_409_that_names_the_expected_seq(api):
+    run = make_run(make_thread(), commit=False)
+
+    response = api.post(f"/runs/{run.id}/events", {"events": _deltas("a", start=3)})
+
+    assert response.status_code == 409
+    error = error_of(response)
+    assert error["code"] == "seq_gap"
+    assert error["details"]["expectedSeq"] == 1
+
+
+def test_the_same_seq_with_other_content_is_a_409(api):
+    run = make_run(make_thread(), commit=False)
+    api.post(f"/runs/{run.id}/events", {"events": _deltas("a")})
+
+    response = api.post(f"/runs/{run.id}/events", {"events": _deltas("b")})
+
+    assert response.status_code == 409
+    assert error_of(response)["code"] == "seq_conflict"
+    assert error_of(response)["details"]["expectedSeq"] == 2
+
+
+def test_appending_to_a_closed_run_is_a_409(api):
+    run = say(make_thread(), "done")
+
+    response = api.post(f"/runs/{run.id}/events", {"events": _deltas("more", start=2)})
+
+    assert response.status_code == 409
+    assert error_of(response)["code"] == "run_closed"
+    assert error_of(response)["details"]["expectedSeq"] == 2
+
+
+def test_an_invalid_event_is_a_422_naming_index_and_field(api):
+    run = make_run(make_thread(), commit=False)
+    batch = [*_deltas("fine"), {"seq": 2, "kind": "text-delta", "data": {"delta": 5}}]
+
+    response = api.post(f"/runs/{run.id}/events", {"events": batch})
+
+    assert response.status_code == 422
+    problems = error_of(response)["details"]["problems"]
+    assert problems[0]["path"] == "events[1].data.delta"
+    assert Event.objects.filter(run=run).count() == 0  # all or nothing
+
+
+def test_a_malformed_envelope_is_a_422_naming_index_and_field(api):
+    run = make_run(make_thread(), commit=False)
+
+    for event, path in [
+        ({"seq": "1", "kind": "text-delta"}, "events[0].seq"),
+        ({"seq": 0, "kind": "text-delta"}, "events[0].seq"),
+        ({"seq": 1}, "events[0].kind"),
+        ({"seq": 1, "kind": "bogus"}, "events[0].kind"),
+        ({"seq": 1, "kind": "error", "data": {"message": "x"}, "at": "yesterday"}, "events[0].at"),
+    ]:
+        response = api.post(f"/runs/{run.id}/events", {"events": [event]})
+        assert response.status_code == 422, event
+        assert error_of(response)["details"]["problems"][0]["path"] == path, event
+
+
+@override_settings(TRANSCRIPTS_MAX_BATCH_EVENTS=3)
+def test_a_batch_longer_than_the_limit_is_a_422(api):
+    run = make_run(make_thread(), commit=False)
+
+    response = api.post(f"/runs/{run.id}/events", {"events": _deltas("a", "b", "c", "d")})
+
+    assert response.status_code == 422
+    assert error_of(response)["details"]["maxEvents"] == 3
+
+
+def test_it_replays_events_with_a_cursor(api):
+    run = make_run(make_thread(), *[("text-delta", {"delta": str(i)}) for i in range(5)])
+
+    first = api.get(f"/runs/{run.id}/events", limit=3).json()
+    second = api.get(f"/runs/{run.id}/events", afterSeq=first["nextAfterSeq"], limit=3).json()
+
+    assert [e["seq"] for e in first["events"]] == [1, 2, 3] and first["hasMore"]
+    assert [e["seq"] for e in second["events"]] == [4, 5] and not second["hasMore"]
+    assert second["nextAfterSeq"] == 5
+    assert first["events"][0]["kind"] == "text-delta"
+    assert first["events"][0]["data"] == {"delta": "0"}
+
+
+def test_replay_refuses_out_of_range_parameters(api):
+    run = make_run(make_thread(), commit=False)
+
+    assert api.get(f"/runs/{run.id}/events", afterSeq=-1).status_code == 422
+    assert api.get(f"/runs/{run.id}/events", limit=0).status_code == 422
+    assert api.get(f"/runs/{run.id}/events", afterSeq=2**40).status_code == 422
+    assert api.get(f"/runs/{run.id}/events", limit="many").status_code == 422
+
+
+def test_it_reads_a_run(api):
+    run = say(make_thread(), "hello there")
+
+    body = api.get(f"/runs/{run.id}").json()
+
+    assert body["id"] == run.id
+    assert body["status"] == "committed"
+    assert body["lastSeq"] == 2
+
+
+def test_it_projects_a_streaming_run(api):
+    run = make_run(make_thread(), ("text-delta", {"delta": "half "}), commit=False)
+
+    body = api.get(f"/runs/{run.id}/messages").json()
+
+    assert body["open"] is True and body["status"] == "streaming"
+    assert body["messages"][0]["parts"] == [{"type": "text", "text": "half "}]
+
+
+def test_it_projects_a_failed_run(api):
+    run = make_run(make_thread(), ("text-delta", {"delta": "oops"}), commit=False)
+    api.post(f"/runs/{run.id}/fail", {"error": "boom"})
+
+    body = api.get(f"/runs/{run.id}/messages").json()
+
+    assert body["status"] == "failed"
+    assert body["messages"][0]["parts"][0]["text"] == "oops"
+
+
+def test_commit_materializes_the_run_and_is_idempotent(api):
+    thread = make_thread()
+    run = make_run(thread, ("text-delta", {"delta": "answer"}), commit=False)
+
+    first = api.post(f"/runs/{run.id}/commit")
+    again = api.post(f"/runs/{run.id}/commit")
+
+    assert first.status_code == again.status_code == 200
+    assert again.json()["status"] == "committed"
+    thread.refresh_from_db()
+    assert thread.head_id == last_message(Run.objects.get(pk=run.id)).id
+
+
+def test_fail_records_the_error(api):
+    run = make_run(make_thread(), commit=False)
+
+    response = api.post(f"/runs/{run.id}/fail", {"error": {"message": "boom", "code": "E1"}})
+
+    assert response.json()["status"] == "failed"
+    assert response.json()["error"] == {"message": "boom", "code": "E1"}
+
+
+def test_fail_refuses_an_error_without_a_message(api):
+    run = make_run(make_thread(), commit=False)
+
+    assert api.post(f"/runs/{run.id}/fail", {"error": {"code": 1}}).status_code == 422
+    assert api.post(f"/runs/{run.id}/fail", {}).status_code == 422
+
+
+def test_cancel_closes_an_open_run(api):
+    run = make_run(make_thread(), commit=False)
+
+    assert api.post(f"/runs/{run.id}/cancel").json()["status"] == "cancelled"
+    assert api.post(f"/runs/{run.id}/commit").status_code == 409
+
+
+def test_restore_reactivates_a_superseded_branch(api):
+    thread = conversation(turns=1)
+    question = Message.objects.get(thread=thread, role="user")
+    original = Run.objects.get(pk=thread.head.run_id)
+    say(thread, "replacement", fork_from=question.id)
+
+    response = api.post(f"/runs/{original.id}/restore")
+
+    assert response.json()["status"] == "committed"
+    thread.refresh_from_db()
+    assert thread.head.run_id == original.id
+    assert api.post(f"/runs/{make_run(thread, commit=False).id}/restore").status_code == 409
+
+
+def test_an_unknown_or_malformed_run_id_is_a_404_everywhere(api):
+    for path in ("/runs/{}", "/runs/{}/messages", "/runs/{}/events"):
+        for run_id in (new_ulid(), "nope", "%00"):
+            assert api.get(path.format(run_id)).status_code == 404, (path, run_id)
+    for action in ("commit", "cancel", "restore"):
+        assert api.post(f"/runs/{new_ulid()}/{action}").status_code == 404
+    assert api.post(f"/runs/{new_ulid()}/events", {"events": []}).status_code == 404
+
+
+def test_runs_of_hidden_threads_are_invisible_to_ordinary_tokens(api, staff_api):
+    thread = make_thread()
+    run = make_run(thread, commit=False)
+    Thread.objects.filter(pk=thread.pk).update(hidden=True)
+
+    assert api.get(f"/runs/{run.id}").status_code == 404
+    assert api.post(f"/runs/{run.id}/events", {"events": _deltas("x")}).status_code == 404
+    assert staff_api.get(f"/runs/{run.id}").status_code == 200
+
+
+def test_events_to_a_run_of_a_locked_thread_are_a_409(api):
+    thread = make_thread()
+    run = make_run(thread, commit=False)
+    Thread.objects.filter(pk=thread.pk).update(locked=True)
+
+    response = api.post(f"/runs/{run.id}/events", {"events": _deltas("x")})
+
+    assert response.status_code == 409
+    assert error_of(response)["code"] == "thread_locked"
+    assert Run.objects.get(pk=run.id).status == RunStatus.STREAMING

@@ -1,0 +1,1 @@
+"""Adapters: turn the stream layers' native formats into events of our vocabulary (pure)."""

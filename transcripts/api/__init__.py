@@ -1,0 +1,21 @@
+"""The ingest API (django-ninja): one NinjaAPI with a router per area, mounted at /api/v1/."""
+
+from __future__ import annotations
+
+from ninja import NinjaAPI
+
+from transcripts.api import runs, threads
+from transcripts.api.docs import LocalSwagger
+from transcripts.api.errors import JsonBodyParser, install_handlers
+
+api = NinjaAPI(
+    title="Transcripts ingest API",
+    version="1",
+    description="The JSON API that agent runtimes post to. See docs/api.md.",
+    urls_namespace="api-v1",
+    parser=JsonBodyParser(),
+    docs=LocalSwagger(),
+)
+install_handlers(api)
+api.add_router("", threads.router)
+api.add_router("", runs.router)

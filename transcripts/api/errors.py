@@ -1,0 +1,148 @@
+"""One JSON error shape for every refusal: {"error": {"code", "message", "details"}}."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
+from ninja.parser import Parser
+
+from transcripts.errors import LedgerError
+
+logger = logging.getLogger("transcripts.api")
+
+HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    422: "invalid",
+    429: "throttled",
+}
+
+
+class BodyTooLarge(LedgerError):
+    status = 413
+    code = "too_large"
+
+
+class InvalidJson(LedgerError):
+    status = 400
+    code = "invalid_json"
+
+
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The error shape."""
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+def error_response(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> JsonResponse:
+    """A JSON error response outside ninja (SSE view, unknown paths)."""
+    return JsonResponse(error_body(code, message, details), status=status)
+
+
+def max_body_bytes() -> int:
+    """The configured request body limit."""
+    return int(getattr(settings, "TRANSCRIPTS_MAX_BODY_BYTES", 5 * 1024 * 1024))
+
+
+def read_body(request: HttpRequest) -> bytes:
+    """The request body, refused with 413 past the limit (announced or actual size)."""
+    limit = max_body_bytes()
+    declared = request.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(
+            f"the body is larger than {limit} bytes", maxBytes=limit, contentLength=int(declared)
+        )
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise BodyTooLarge(f"the body is larger than {limit} bytes", maxBytes=limit) from None
+    if len(body) > limit:
+        raise BodyTooLarge(f"the body is larger than {limit} bytes", maxBytes=limit)
+    return body
+
+
+class JsonBodyParser(Parser):
+    """Ninja's JSON parser with the size limit and a precise refusal of malformed JSON."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        body = read_body(request)
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise InvalidJson(f"the body is not valid JSON: {exc}") from None
+
+
+def _location(loc: Any) -> str:
+    """A pydantic location as a path: ("body", "payload", "events", 0, "seq") → events[0].seq."""
+    parts = list(loc)
+    if parts and parts[0] == "body":
+        parts = parts[2:]
+    elif parts and parts[0] in ("query", "path", "header", "cookie"):
+        parts = parts[1:]
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "body"
+
+
+def install_handlers(api: NinjaAPI) -> None:
+    """Map every exception the API can meet to the error shape."""
+
+    def respond(request: HttpRequest, status: int, body: dict[str, Any]) -> HttpResponse:
+        return api.create_response(request, body, status=status)
+
+    def on_ledger_error(request: HttpRequest, exc: LedgerError) -> HttpResponse:
+        return respond(request, exc.status, error_body(exc.code, exc.message, exc.details))
+
+    def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+        problems = [
+            {"path": _location(e.get("loc", ())), "message": str(e.get("msg", "invalid"))}
+            for e in exc.errors
+        ]
+        first = problems[0] if problems else {"path": "body", "message": "invalid"}
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        message = f"{first['path']}: {first['message']}{more}"
+        return respond(request, 422, error_body("invalid", message, {"problems": problems}))
+
+    def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+        if isinstance(exc.__cause__, LedgerError):
+            return on_ledger_error(request, exc.__cause__)
+        status = exc.status_code
+        code = HTTP_CODES.get(status, "error")
+        if isinstance(exc, AuthenticationError):
+            code = "unauthorized"
+        elif isinstance(exc, AuthorizationError):
+            code = "forbidden"
+        return respond(request, status, error_body(code, str(exc.message)))
+
+    def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+        return respond(request, 404, error_body("not_found", str(exc) or "not found"))
+
+    def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+        limit = max_body_bytes()
+        message = f"the body is larger than {limit} bytes"
+        return respond(request, 413, error_body("too_large", message, {"maxBytes": limit}))
+
+    def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+        logger.exception("unexpected error in %s %s", request.method, request.path)
+        return respond(request, 500, error_body("internal", "an unexpected error occurred"))
+
+    api.add_exception_handler(Exception, on_unexpected)  # type: ignore[arg-type]
+    api.add_exception_handler(LedgerError, on_ledger_error)  # type: ignore[arg-type]
+    api.add_exception_handler(ValidationError, on_validation_error)  # type: ignore[arg-type]
+    api.add_exception_handler(HttpError, on_http_error)  # type: ignore[arg-type]
+    api.add_exception_handler(Http404, on_not_found)  # type: ignore[arg-type]
+    api.add_exception_handler(RequestDataTooBig, on_too_big)  # type: ignore[arg-type]

@@ -1,0 +1,586 @@
+"""Django admin for moderators: threads, runs, messages, events, reports and the audit log.
+
+Every action goes through transcripts.moderation, which checks the permission and writes the
+audit record in the same transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ActionForm
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import Count, Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
+
+from transcripts import moderation
+from transcripts.errors import LedgerError
+from transcripts.ids import is_ulid
+from transcripts.models import AuditRecord, Event, Message, Report, ReportStatus, Run, Thread
+
+
+class ReasonActionForm(ActionForm):
+    reason = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.TextInput(attrs={"placeholder": "reason (recorded in the audit log)"}),
+    )
+
+
+def _reason(request: HttpRequest) -> str:
+    return str(request.POST.get("reason", "")).strip()
+
+
+def _run_each(
+    admin_obj: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[Any],
+    act: Callable[[Any], object],
+    verb: str,
+) -> None:
+    """Apply act to each object; report how many succeeded and why others did not."""
+    done, refused = 0, []
+    for obj in queryset:
+        try:
+            act(obj)
+            done += 1
+        except LedgerError as exc:
+            refused.append(f"{obj}: {exc.message}")
+    if done:
+        admin_obj.message_user(request, f"{verb} {done} object(s).", messages.SUCCESS)
+    for line in refused[:10]:
+        admin_obj.message_user(request, line, messages.ERROR)
+
+
+def _link(obj: Any, label: str | None = None) -> str:
+    if obj is None:
+        return "—"
+    opts = obj._meta
+    url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+    return format_html('<a href="{}">{}</a>', url, label or str(obj))
+
+
+def _search_by_id(queryset: QuerySet[Any], term: str, *fields: str) -> QuerySet[Any]:
+    term = term.strip()
+    if not is_ulid(term):
+        return queryset.none()
+    condition = Q()
+    for field in fields:
+        condition |= Q(**{field: term})
+    return queryset.filter(condition)
+
+
+class ReadOnlyMixin:
+    """Moderators read runs and events; they never edit them by hand."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Thread)
+class ThreadAdmin(admin.ModelAdmin[Thread]):
+    """Threads: hide, lock and delete (with a reason), linked to their runs and messages."""
+
+    action_form = ReasonActionForm
+    list_display = (
+        "title",
+        "id",
+        "message_count",
+        "run_count",
+        "hidden",
+        "locked",
+        "updated_at",
+        "open_link",
+    )
+    list_filter = ("hidden", "locked", "updated_at")
+    search_fields = ("title",)
+    readonly_fields = (
+        "id",
+        "title",
+        "metadata",
+        "agents",
+        "parent_thread",
+        "head",
+        "hidden",
+        "locked",
+        "created_at",
+        "updated_at",
+        "related",
+    )
+    fields = readonly_fields
+    actions = ("hide", "unhide", "lock", "unlock", "delete_with_reason")
+    list_per_page = 50
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Thread]:
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _messages=Count("messages", distinct=True), _runs=Count("runs", distinct=True)
+            )
+        )
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Thread], search_term: str
+    ) -> tuple[QuerySet[Thread], bool]:
+        term = search_term.strip()
+        if is_ulid(term):
+            ids = Message.objects.filter(pk=term).values("thread_id")
+            return queryset.filter(Q(id=term) | Q(id__in=ids)), False
+        return super().get_search_results(request, queryset, search_term)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Thread | None = None) -> bool:
+        return moderation.can_moderate(request.user)  # type: ignore[arg-type]
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def delete_model(self, request: HttpRequest, obj: Thread) -> None:
+        moderation.delete_thread(
+            user=request.user,  # type: ignore[arg-type]
+            thread=obj,
+            reason="deleted from the admin change page",
+        )
+
+    @admin.display(description="messages", ordering="_messages")
+    def message_count(self, obj: Thread) -> int:
+        return int(getattr(obj, "_messages", 0))
+
+    @admin.display(description="runs", ordering="_runs")
+    def run_count(self, obj: Thread) -> int:
+        return int(getattr(obj, "_runs", 0))
+
+    @admin.display(description="")
+    def open_link(self, obj: Thread) -> str:
+        return format_html('<a href="/t/{}/">open</a>', obj.id)
+
+    @admin.display(description="related")
+    def related(self, obj: Thread) -> str:
+        runs = reverse("admin:transcripts_run_changelist") + f"?thread__id__exact={obj.id}"
+        msgs = reverse("admin:transcripts_message_changelist") + f"?thread__id__exact={obj.id}"
+        audit = reverse("admin:transcripts_auditrecord_changelist") + f"?thread_id={obj.id}"
+        return format_html(
+            '<a href="{}">runs</a> · <a href="{}">messages</a> · <a href="{}">audit log</a>',
+            runs,
+            msgs,
+            audit,
+        )
+
+    def _toggle(self, request: HttpRequest, queryset: QuerySet[Thread], name: str) -> None:
+        act = getattr(moderation, f"{name}_thread")
+        _run_each(
+            self,
+            request,
+            queryset,
+            lambda t: act(user=request.user, thread=t, reason=_reason(request)),
+            f"{name.capitalize()}d" if name.endswith("e") else f"{name.capitalize()}ed",
+        )
+
+    @admin.action(description="Hide the selected threads")
+    def hide(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
+        self._toggle(request, queryset, "hide")
+
+    @admin.action(description="Unhide the selected threads")
+    def unhide(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
+        self._toggle(request, queryset, "unhide")
+
+    @admin.action(description="Lock the selected threads (no new runs or events)")
+    def lock(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
+        self._toggle(request, queryset, "lock")
+
+    @admin.action(description="Unlock the selected threads")
+    def unlock(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
+        self._toggle(request, queryset, "unlock")
+
+    @admin.action(description="Delete the selected threads (asks for confirmation)")
+    def delete_with_reason(
+        self, request: HttpRequest, queryset: QuerySet[Thread]
+    ) -> HttpResponse | None:
+        return _confirm(
+            self,
+            request,
+            queryset,
+            title="Delete threads",
+            warning="The threads, their runs, events and messages are deleted for good. "
+            "The audit record stays.",
+            action="delete_with_reason",
+            act=lambda t, reason: moderation.delete_thread(
+                user=request.user,  # type: ignore[arg-type]
+                thread=t,
+                reason=reason,
+            ),
+            verb="Deleted",
+        )
+
+
+def _confirm(
+    admin_obj: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[Any],
+    *,
+    title: str,
+    warning: str,
+    action: str,
+    act: Callable[[Any, str], object],
+    verb: str,
+) -> HttpResponse | None:
+    """An irreversible action: a confirmation page that asks for a reason first."""
+    reason = str(request.POST.get("confirmed_reason", "")).strip()
+    if request.POST.get("confirmed") == "yes" and reason:
+        _run_each(admin_obj, request, queryset, lambda obj: act(obj, reason), verb)
+        return None
+    context = {
+        **admin_obj.admin_site.each_context(request),
+        "title": title,
+        "warning": warning,
+        "objects": list(queryset[:200]),
+        "count": queryset.count(),
+        "action": action,
+        "reason": reason or _reason(request),
+        "missing_reason": request.POST.get("confirmed") == "yes" and not reason,
+        "selected": request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME),
+        "opts": admin_obj.model._meta,
+    }
+    return TemplateResponse(request, "admin/transcripts/confirm_action.html", context)
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyMixin, admin.ModelAdmin[Run]):
+    """Runs, read-only: status, fork point, generator and timings."""
+
+    list_display = (
+        "id",
+        "thread_link",
+        "status",
+        "generator",
+        "model",
+        "last_seq",
+        "created_at",
+        "timeline",
+    )
+    list_filter = ("status", "generator", "created_at")
+    list_select_related = ("thread",)
+    search_fields = ("thread__title",)
+    readonly_fields = (
+        "id",
+        "thread",
+        "fork_from",
+        "status",
+        "superseded_by",
+        "last_seq",
+        "error",
+        "usage",
+        "generator",
+        "model",
+        "parameters",
+        "metadata",
+        "created_at",
+        "started_at",
+        "first_event_at",
+        "finished_at",
+        "lease_owner",
+        "lease_expires_at",
+    )
+    fields = readonly_fields
+    raw_id_fields = ("thread", "fork_from", "superseded_by")
+    list_per_page = 50
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Run], search_term: str
+    ) -> tuple[QuerySet[Run], bool]:
+        results, distinct = super().get_search_results(request, queryset, search_term)
+        return results | _search_by_id(queryset, search_term, "id", "thread__id"), distinct
+
+    @admin.display(description="thread")
+    def thread_link(self, obj: Run) -> str:
+        return _link(obj.thread)
+
+    @admin.display(description="")
+    def timeline(self, obj: Run) -> str:
+        return format_html('<a href="/runs/{}/">timeline</a>', obj.id)
+
+
+class FlaggedFilter(admin.SimpleListFilter):
+    title = "flagged"
+    parameter_name = "flagged"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Flagged"), ("no", "Not flagged")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() in ("yes", "no"):
+            return queryset.filter(flagged_at__isnull=self.value() == "no")
+        return queryset
+
+
+class RedactedFilter(FlaggedFilter):
+    title = "redacted"
+    parameter_name = "redacted"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Redacted"), ("no", "Not redacted")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() in ("yes", "no"):
+            return queryset.filter(redacted_at__isnull=self.value() == "no")
+        return queryset
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin[Message]):
+    """Messages: full-text search over every branch; flag, unflag and redact."""
+
+    action_form = ReasonActionForm
+    list_display = (
+        "id",
+        "thread_link",
+        "role",
+        "depth",
+        "active",
+        "preview",
+        "flagged_at",
+        "redacted_at",
+        "created_at",
+    )
+    list_filter = ("role", "active", FlaggedFilter, RedactedFilter, "created_at")
+    list_select_related = ("thread",)
+    search_fields = ()
+    readonly_fields = (
+        "id",
+        "thread",
+        "run",
+        "parent",
+        "depth",
+        "position",
+        "role",
+        "parts",
+        "metadata",
+        "created_at",
+        "active",
+        "flagged_at",
+        "flag_reason",
+        "redacted_at",
+    )
+    fields = readonly_fields
+    actions = ("flag", "unflag", "redact")
+    list_per_page = 50
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Message | None = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Message | None = None) -> bool:
+        return moderation.can_moderate(request.user)  # type: ignore[arg-type]
+
+    def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("id",)  # makes the search box appear; the search itself is below
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Message], search_term: str
+    ) -> tuple[QuerySet[Message], bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        if is_ulid(term):
+            return _search_by_id(queryset, term, "id", "thread__id", "run__id"), False
+        query = SearchQuery(term, config="simple", search_type="websearch")
+        return queryset.filter(search=query), False
+
+    @admin.display(description="thread")
+    def thread_link(self, obj: Message) -> str:
+        return _link(obj.thread)
+
+    @admin.display(description="content")
+    def preview(self, obj: Message) -> str:
+        texts = [str(p.get("text", "")) for p in obj.parts if isinstance(p, dict)]
+        text = " ".join(t for t in texts if t) or ", ".join(
+            str(p.get("type")) for p in obj.parts if isinstance(p, dict)
+        )
+        return text[:120]
+
+    @admin.action(description="Flag the selected messages (reason required)")
+    def flag(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
+        _run_each(
+            self,
+            request,
+            queryset,
+            lambda m: moderation.flag_message(
+                user=request.user, message=m, reason=_reason(request)
+            ),
+            "Flagged",
+        )
+
+    @admin.action(description="Unflag the selected messages")
+    def unflag(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
+        _run_each(
+            self,
+            request,
+            queryset,
+            lambda m: moderation.unflag_message(
+                user=request.user, message=m, reason=_reason(request)
+            ),
+            "Unflagged",
+        )
+
+    @admin.action(description="Redact the selected messages (irreversible, asks for confirmation)")
+    def redact(self, request: HttpRequest, queryset: QuerySet[Message]) -> HttpResponse | None:
+        return _confirm(
+            self,
+            request,
+            queryset,
+            title="Redact messages",
+            warning="The content of these messages, and of the events they were projected "
+            "from, is replaced by a redaction marker. This cannot be undone.",
+            action="redact",
+            act=lambda m, reason: moderation.redact_message(
+                user=request.user,  # type: ignore[arg-type]
+                message=m,
+                reason=reason,
+            ),
+            verb="Redacted",
+        )
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyMixin, admin.ModelAdmin[Event]):
+    """The event log, read-only and paged; filter by run from the run's page."""
+
+    list_display = ("run", "seq", "kind", "at", "payload")
+    list_filter = ("kind",)
+    list_per_page = 100
+    show_full_result_count = False
+    readonly_fields = ("thread", "run", "seq", "kind", "data", "at")
+    fields = readonly_fields
+    search_fields = ("kind",)
+    ordering = ("run", "seq")
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Event], search_term: str
+    ) -> tuple[QuerySet[Event], bool]:
+        if is_ulid(search_term.strip()):
+            return _search_by_id(queryset, search_term, "run__id", "thread__id"), False
+        return super().get_search_results(request, queryset, search_term)
+
+    @admin.display(description="data")
+    def payload(self, obj: Event) -> str:
+        return str(obj.data)[:120]
+
+
+@admin.register(AuditRecord)
+class AuditRecordAdmin(ReadOnlyMixin, admin.ModelAdmin[AuditRecord]):
+    """Who did what, when and why. Nobody edits or deletes it."""
+
+    list_display = ("created_at", "actor_name", "action", "target_type", "target_id", "reason")
+    list_filter = ("action", "target_type", "created_at")
+    search_fields = ("actor_name", "target_id", "thread_id", "reason")
+    readonly_fields = (
+        "created_at",
+        "actor",
+        "actor_name",
+        "action",
+        "target_type",
+        "target_id",
+        "thread_id",
+        "reason",
+        "details",
+    )
+    fields = readonly_fields
+    list_per_page = 100
+
+
+@admin.register(Report)
+class ReportAdmin(admin.ModelAdmin[Report]):
+    """The moderation queue: reports from viewers, resolved or dismissed with a note."""
+
+    action_form = ReasonActionForm
+    list_display = ("created_at", "status", "reason", "reporter", "message_link", "note")
+    list_filter = ("status", "reason", "created_at")
+    list_select_related = ("reporter", "message")
+    search_fields = ("note",)
+    readonly_fields = (
+        "message",
+        "thread",
+        "reporter",
+        "reason",
+        "note",
+        "status",
+        "resolved_by",
+        "resolved_at",
+        "resolution_note",
+        "created_at",
+    )
+    fields = readonly_fields
+    actions = ("resolve", "dismiss")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Report | None = None) -> bool:
+        return False
+
+    @admin.display(description="message")
+    def message_link(self, obj: Report) -> str:
+        return format_html(
+            '<a href="/t/{}/?leaf={}#m-{}">{}</a>',
+            obj.thread_id,
+            obj.message_id,
+            obj.message_id,
+            obj.message_id,
+        )
+
+    def _close(self, request: HttpRequest, queryset: QuerySet[Report], status: str) -> None:
+        _run_each(
+            self,
+            request,
+            queryset,
+            lambda r: moderation.close_report(
+                user=request.user, report=r, status=status, note=_reason(request)
+            ),
+            "Resolved" if status == ReportStatus.RESOLVED else "Dismissed",
+        )
+
+    @admin.action(description="Resolve the selected reports")
+    def resolve(self, request: HttpRequest, queryset: QuerySet[Report]) -> None:
+        self._close(request, queryset, ReportStatus.RESOLVED)
+
+    @admin.action(description="Dismiss the selected reports")
+    def dismiss(self, request: HttpRequest, queryset: QuerySet[Report]) -> None:
+        self._close(request, queryset, ReportStatus.DISMISSED)
+
+
+_original_index = admin.site.index
+
+
+def _index_with_counts(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+    """The admin index, with the moderation queue's counts on top."""
+    counts = {
+        "open_reports": Report.objects.filter(status=ReportStatus.OPEN).count(),
+        "flagged_messages": Message.objects.filter(flagged_at__isnull=False).count(),
+        "hidden_threads": Thread.objects.filter(hidden=True).count(),
+    }
+    return _original_index(request, extra_context={**counts, **(extra_context or {})})
+
+
+admin.site.index = _index_with_counts  # type: ignore[method-assign]
+admin.site.index_template = "admin/transcripts_index.html"
+admin.site.site_header = "Transcripts administration"
+admin.site.site_title = "Transcripts admin"

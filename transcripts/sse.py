@@ -1,0 +1,162 @@
+"""Live run events as Server-Sent Events, fed by PostgreSQL LISTEN/NOTIFY (ASGI only).
+
+The stream replays the backlog after Last-Event-ID (or ?afterSeq=), then wakes on the run's
+notifications, which the ledger sends in the same transaction as each append or status
+change. It never polls: between notifications it only sends a keep-alive comment. It ends
+with an `event: status` carrying the run's final status once the run is closed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
+from ninja.errors import HttpError
+from psycopg import sql
+
+from transcripts.auth import READ, Principal, authenticate
+from transcripts.errors import LedgerError
+from transcripts.fields import to_uuid
+from transcripts.ids import is_ulid
+from transcripts.ledger import run_channel
+from transcripts.models import OPEN_STATUSES, Run
+
+BATCH = 1000
+KEEPALIVE_SECONDS = 15.0
+APPLICATION_NAME = "transcripts-sse"  # shows the stream connections in pg_stat_activity
+# Keys of Django's OPTIONS that are not libpq connection parameters.
+_DJANGO_ONLY_OPTIONS = {"isolation_level", "server_side_binding", "pool", "assume_role"}
+_EVENTS_AFTER = (
+    "SELECT seq, kind, data::text, at FROM transcripts_event"
+    " WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s"
+)
+_RUN_STATE = "SELECT status, last_seq, error::text FROM transcripts_run WHERE id = %s"
+
+
+def conninfo() -> str:
+    """libpq connection string of the default database."""
+    db = settings.DATABASES["default"]
+    params: dict[str, Any] = {
+        "dbname": db.get("NAME") or None,
+        "user": db.get("USER") or None,
+        "password": db.get("PASSWORD") or None,
+        "host": db.get("HOST") or None,
+        "port": db.get("PORT") or None,
+    }
+    options = db.get("OPTIONS") or {}
+    params.update({k: v for k, v in options.items() if k not in _DJANGO_ONLY_OPTIONS})
+    return psycopg.conninfo.make_conninfo(**{k: v for k, v in params.items() if v is not None})
+
+
+def _event_name(kind: str) -> str:
+    # A kind may be any data-<name>; a line break there would forge SSE fields.
+    return kind.replace("\r", " ").replace("\n", " ")
+
+
+def event_frame(seq: int, kind: str, data_json: str, at: Any) -> str:
+    """One event as an SSE frame: id = seq, event = kind, data = the event JSON."""
+    at_json = json.dumps(at, cls=DjangoJSONEncoder)
+    body = f'{{"seq":{seq},"kind":{json.dumps(kind)},"data":{data_json},"at":{at_json}}}'
+    return f"id: {seq}\nevent: {_event_name(kind)}\ndata: {body}\n\n"
+
+
+def status_frame(status: str, last_seq: int, error_json: str | None) -> str:
+    """The closing frame: the run's final status."""
+    body = f'{{"status":{json.dumps(status)},"lastSeq":{last_seq},"error":{error_json or "null"}}}'
+    return f"event: status\ndata: {body}\n\n"
+
+
+async def follow_run(run_id: str, after_seq: int) -> AsyncIterator[str]:
+    """SSE frames of run_id's events after after_seq, live until the run closes."""
+    run_uuid = to_uuid(run_id)
+    conn = await psycopg.AsyncConnection.connect(
+        conninfo(), autocommit=True, application_name=APPLICATION_NAME
+    )
+    try:
+        # Listen first, then read the backlog: nothing appended in between can be missed.
+        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(run_channel(run_id))))
+        yield "retry: 1000\n\n"
+        while True:
+            while True:
+                cursor = await conn.execute(_EVENTS_AFTER, (run_uuid, after_seq, BATCH))
+                rows = await cursor.fetchall()
+                for seq, kind, data_json, at in rows:
+                    after_seq = seq
+                    yield event_frame(seq, kind, data_json, at)
+                if len(rows) < BATCH:
+                    break
+            cursor = await conn.execute(_RUN_STATE, (run_uuid,))
+            state = await cursor.fetchone()
+            if state is None:
+                return
+            status, last_seq, error_json = state
+            if status not in OPEN_STATUSES and after_seq >= last_seq:
+                yield status_frame(status, last_seq, error_json)
+                return
+            woken = False
+            while not woken:
+                # Leaving the generator hands the connection back for the queries above;
+                # notifications that arrive meanwhile wait in psycopg's backlog.
+                async for _ in conn.notifies(timeout=KEEPALIVE_SECONDS, stop_after=1):
+                    woken = True
+                if not woken:
+                    yield ": keep-alive\n\n"
+    finally:
+        await conn.close()
+
+
+def _after_seq(request: HttpRequest) -> int:
+    raw = request.headers.get("Last-Event-ID") or request.GET.get("afterSeq") or "0"
+    raw = raw.strip()
+    if not raw.isdigit() or len(raw) > 10 or int(raw) > 2**31 - 1:
+        raise _Refusal(422, "invalid", "Last-Event-ID and afterSeq must be a seq (an integer ≥ 0)")
+    return int(raw)
+
+
+class _Refusal(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def _open_stream(request: HttpRequest, run_id: str) -> tuple[str, int]:
+    """Authenticate and find the run; returns (run id, after seq)."""
+    try:
+        principal: Principal = authenticate(request, READ)
+    except HttpError as exc:
+        code = "unauthorized" if exc.status_code == 401 else "forbidden"
+        raise _Refusal(exc.status_code, code, str(exc.message)) from None
+    run = (
+        Run.objects.select_related("thread").filter(pk=run_id).first() if is_ulid(run_id) else None
+    )
+    if run is None or (run.thread.hidden and not principal.is_staff):
+        raise _Refusal(404, "not_found", f"run {run_id} does not exist")
+    return run.id, _after_seq(request)
+
+
+async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
+    """GET /api/v1/runs/{runId}/stream."""
+    from transcripts.api.errors import error_response
+
+    if request.method != "GET":
+        response = error_response(405, "method_not_allowed", f"{request.method} is not allowed")
+        response["Allow"] = "GET"
+        return response
+    try:
+        found_id, after_seq = await sync_to_async(_open_stream)(request, run_id)
+    except _Refusal as exc:
+        return error_response(exc.status, exc.code, exc.message)
+    except LedgerError as exc:
+        return error_response(exc.status, exc.code, exc.message, exc.details)
+    stream = StreamingHttpResponse(
+        follow_run(found_id, after_seq), content_type="text/event-stream; charset=utf-8"
+    )
+    stream["Cache-Control"] = "no-cache"
+    stream["X-Accel-Buffering"] = "no"
+    return stream
