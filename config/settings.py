@@ -136,3 +136,4 @@ MEDIA_ROOT = Path(os.environ.get("TRANSCRIPTS_MEDIA_ROOT", BASE_DIR / ".data" / 
 MEDIA_URL = "media/"
 # Imports larger than this go to a background worker; smaller ones are done in the request.
 TRANSCRIPTS_SYNC_IMPORT_BYTES = int(os.environ.get("TRANSCRIPTS_SYNC_IMPORT_BYTES", "1000000"))
+TRANSCRIPTS_MAX_IMPORT_BYTES = int(os.environ.get("TRANSCRIPTS_MAX_IMPORT_BYTES", str(1 << 30)))

@@ -24,6 +24,9 @@ READS = [
     "/runs/{run}",
     "/runs/{run}/messages",
     "/runs/{run}/events",
+    "/runs",
+    "/threads/{thread}/export",
+    "/imports/{run}",
 ]
 WRITES = [
     ("/threads", {"title": "x"}),
@@ -34,6 +37,8 @@ WRITES = [
     ("/runs/{run}/cancel", None),
     ("/runs/{run}/restore", None),
     ("/runs/{run}/ai-sdk", [{"type": "text-delta", "id": "t", "delta": "x"}]),
+    ("/runs/{run}/claim", {"worker": "w"}),
+    ("/imports", []),
 ]
 
 

@@ -1,0 +1,132 @@
+"""Import and export of whole threads."""
+
+from __future__ import annotations
+
+import tempfile
+from typing import Any, cast
+
+from django.conf import settings
+from django.http import HttpRequest, StreamingHttpResponse
+from ninja import Router, Schema, Status
+from ninja.params.functions import Query
+
+from transcripts import transfer
+from transcripts.api.common import ERRORS, visible_thread
+from transcripts.api.errors import BodyTooLarge
+from transcripts.auth import ingest_auth, read_auth
+from transcripts.errors import NotFound
+from transcripts.ids import is_ulid
+from transcripts.models import ImportJob
+from transcripts.schemas import Id
+
+router = Router(tags=["import and export"], auth=read_auth)
+CHUNK = 1 << 16
+
+
+class ImportOut(Schema):
+    format: str
+    threadIds: list[Id]
+
+
+class ImportJobOut(Schema):
+    id: Id
+    status: str
+    format: str
+    filename: str
+    size: int
+    bytesDone: int
+    progress: float
+    threadIds: list[Id]
+    error: dict[str, Any] | None
+
+
+def _job_out(job: ImportJob) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "status": job.status,
+        "format": job.format,
+        "filename": job.filename,
+        "size": job.size,
+        "bytesDone": job.bytes_done,
+        "progress": job.progress,
+        "threadIds": job.thread_ids,
+        "error": job.error,
+    }
+
+
+@router.get("/threads/{threadId}/export", response={200: None, **ERRORS})
+def export(
+    request: HttpRequest,
+    threadId: str,
+    format: str = Query("canonical", description=", ".join(transfer.EXPORT_FORMATS)),
+    leaf: str | None = Query(None, description="export the path to this message"),
+    events: bool = Query(False, description="canonical: include every run's events"),
+) -> StreamingHttpResponse:
+    """Download a thread in a format (canonical: every branch; others: one path)."""
+    thread = visible_thread(request, threadId)
+    exported = transfer.export_thread(thread, format, leaf=leaf, with_events=events)
+    response = StreamingHttpResponse(
+        (chunk.encode() for chunk in transfer.chunks(exported.content)),
+        content_type=f"{exported.content_type}; charset=utf-8",
+    )
+    response["Content-Disposition"] = f'attachment; filename="{exported.filename}"'
+    return response
+
+
+def max_import_bytes() -> int:
+    """The largest accepted import file."""
+    return int(getattr(settings, "TRANSCRIPTS_MAX_IMPORT_BYTES", 1 << 30))
+
+
+_IMPORT_BODY = {
+    "required": True,
+    "description": "The file to import, as the raw request body (any content type).",
+    "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+}
+
+
+@router.post(
+    "/imports",
+    response={201: ImportOut, 202: ImportJobOut, **ERRORS},
+    auth=ingest_auth,
+    openapi_extra={"requestBody": _IMPORT_BODY},
+)
+def create_import(
+    request: HttpRequest,
+    format: str | None = Query(None, description="detected when omitted"),
+) -> Status[dict[str, Any]]:
+    """Import a file: small files at once (201), large ones by a worker (202, poll the job)."""
+    limit = max_import_bytes()
+    declared = request.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"the file is larger than {limit} bytes", maxBytes=limit)
+    spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
+    size = 0
+    with spool:
+        while chunk := request.read(CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge(f"the file is larger than {limit} bytes", maxBytes=limit)
+            spool.write(chunk)
+        spool.seek(0)
+        name = request.headers.get("X-Filename", "upload.json")
+        if size > int(settings.TRANSCRIPTS_SYNC_IMPORT_BYTES):
+            job = transfer.queue_import(
+                content=cast(Any, spool),
+                filename=name,
+                size=size,
+                fmt=format or None,
+                user=getattr(request, "user", None),
+            )
+            return Status(202, _job_out(job))
+        result = transfer.import_stream(cast(Any, spool), format or None)
+    return Status(201, {"format": result.format, "threadIds": result.thread_ids})
+
+
+@router.get("/imports/{jobId}", response={200: ImportJobOut, **ERRORS})
+def import_job(request: HttpRequest, jobId: str) -> dict[str, Any]:
+    """The progress of a background import."""
+    job = ImportJob.objects.filter(pk=jobId).first() if is_ulid(jobId) else None
+    if job is None:
+        raise NotFound(f"import {jobId} does not exist", jobId=jobId)
+    return _job_out(job)

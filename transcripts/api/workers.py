@@ -1,0 +1,72 @@
+"""Queued runs for outside stream layers (the `external` generator): list and claim."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router, Schema
+from ninja.params.functions import Query
+from pydantic import Field
+
+from transcripts import ledger
+from transcripts.api.common import ERRORS, caller, run_out, visible_run
+from transcripts.auth import ingest_auth, read_auth
+from transcripts.errors import InvalidInput
+from transcripts.generation import conversation_for
+from transcripts.models import Run, RunStatus
+from transcripts.schemas import RunOut
+
+router = Router(tags=["workers"], auth=read_auth)
+STATUSES = [s.value for s in RunStatus]
+
+
+class RunList(Schema):
+    runs: list[RunOut]
+
+
+class ClaimIn(Schema):
+    worker: str = Field(min_length=1, max_length=200, description="who holds the lease")
+    leaseSeconds: float = Field(30, gt=0, le=3600)
+
+
+class ClaimOut(Schema):
+    run: RunOut
+    leaseExpiresAt: str
+    parameters: dict[str, Any]
+    messages: list[dict[str, Any]] = Field(
+        description="The conversation to continue: the path to the fork point, then the run's"
+    )
+
+
+@router.get("/runs", response={200: RunList, **ERRORS})
+def list_runs(
+    request: HttpRequest,
+    status: str = Query("queued", description=", ".join(STATUSES)),
+    generator: str | None = Query(None, description="e.g. external"),
+    limit: int = Query(50, ge=1, le=500),
+) -> dict[str, Any]:
+    """Runs by status, oldest first: a stream layer polls this for queued external runs."""
+    if status not in STATUSES:
+        raise InvalidInput(f"status must be one of {', '.join(STATUSES)}", field="status")
+    runs = Run.objects.filter(status=status).order_by("created_at")
+    if not caller(request).is_staff:
+        runs = runs.filter(thread__hidden=False)
+    if generator:
+        runs = runs.filter(generator=generator)
+    return {"runs": [run_out(r) for r in runs[:limit]]}
+
+
+@router.post("/runs/{runId}/claim", response={200: ClaimOut, **ERRORS}, auth=ingest_auth)
+def claim_run(request: HttpRequest, runId: str, payload: ClaimIn) -> dict[str, Any]:
+    """Take a queued run with a lease (claim again to renew it), and get what to continue."""
+    run = ledger.claim_run(
+        run=visible_run(request, runId), worker=payload.worker, lease_seconds=payload.leaseSeconds
+    )
+    assert run.lease_expires_at is not None
+    return {
+        "run": run_out(run),
+        "leaseExpiresAt": run.lease_expires_at.isoformat(),
+        "parameters": run.parameters,
+        "messages": conversation_for(run),
+    }
