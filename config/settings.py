@@ -79,6 +79,14 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": parse_database_url(database_url(BASE_DIR))}
+# A connection pool per process (psycopg_pool): each request borrows a connection instead of
+# opening one. Off under pytest, whose test database is created after the settings load.
+if _env_bool("TRANSCRIPTS_DB_POOL", not os.environ.get("PYTEST_VERSION")):
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": 1,
+        "max_size": int(os.environ.get("TRANSCRIPTS_DB_POOL_SIZE", "8")),
+        "timeout": 30,
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
