@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Subquery
 from django.utils import timezone
 
 from transcripts.errors import (
@@ -52,7 +53,8 @@ def _ulid_or_invalid(value: Any, field: str) -> str:
 
 def _get_run(run: Run | str, *, for_update: bool = False) -> Run:
     run_id = run.id if isinstance(run, Run) else _ulid_or_invalid(run, "runId")
-    queryset = Run.objects.select_related("thread")
+    # The snapshot can be large and few callers need it: it loads on first access.
+    queryset = Run.objects.select_related("thread").defer("snapshot")
     if for_update:
         queryset = queryset.select_for_update(of=("self",))
     try:
@@ -218,6 +220,49 @@ def _copy_events(run: Run, events: Sequence[CheckedEvent], now: datetime) -> Non
     )
 
 
+def _lock_for_append(run: Run | str) -> tuple[Run, bool]:
+    """Lock the run row and read what an append needs (and whether its thread is locked).
+
+    Appends are the hot path: one hand-written query instead of the ORM's.
+    """
+    run_id = run.id if isinstance(run, Run) else _ulid_or_invalid(run, "runId")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT r.id, r.thread_id, r.fork_from_id, r.status, r.last_seq, r.started_at,"
+            " r.first_event_at, r.snapshot_seq, t.locked FROM transcripts_run r"
+            " JOIN transcripts_thread t ON t.id = r.thread_id"
+            " WHERE r.id = %s FOR UPDATE OF r",
+            [to_uuid(run_id)],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise NotFound(f"run {run_id} does not exist", runId=run_id)
+    read = dict(zip(_APPEND_FIELDS, [_ulid_str(v) for v in row[:3]] + list(row[3:-1]), strict=True))
+    # from_db wants the values in field order; the fields not read here (the snapshot above
+    # all) load on first access.
+    names = [f.attname for f in Run._meta.concrete_fields if f.attname in read]
+    run = Run.from_db(connection.alias, names, [read[name] for name in names])
+    return run, bool(row[-1])
+
+
+_APPEND_FIELDS = (
+    "id",
+    "thread_id",
+    "fork_from_id",
+    "status",
+    "last_seq",
+    "started_at",
+    "first_event_at",
+    "snapshot_seq",
+)
+
+
+def _ulid_str(value: Any) -> str | None:
+    from ulid import ULID
+
+    return None if value is None else str(ULID.from_uuid(value))
+
+
 def append_events(*, run: Run | str, events: Any) -> AppendResult:
     """Append a batch of events after the run's last seq, all or nothing.
 
@@ -231,7 +276,7 @@ def append_events(*, run: Run | str, events: Any) -> AppendResult:
             f"invalid events: {exc}", problems=_problem_dicts(exc.problems)
         ) from None
     with transaction.atomic():
-        run = _get_run(run, for_update=True)
+        run, thread_locked = _lock_for_append(run)
         if not checked:
             return AppendResult(run.last_seq, 0, 0)
         last_seq = run.last_seq
@@ -262,7 +307,7 @@ def append_events(*, run: Run | str, events: Any) -> AppendResult:
                         seq=event.seq,
                     )
         if fresh:
-            if run.thread.locked:
+            if thread_locked:
                 raise ThreadLocked("the thread is locked: no new events", threadId=run.thread_id)
             if not run.is_open:
                 raise RunClosed(
@@ -272,33 +317,97 @@ def append_events(*, run: Run | str, events: Any) -> AppendResult:
                     lastSeq=last_seq,
                 )
             now = timezone.now()
-            _copy_events(run, fresh, now)
             run.last_seq = fresh[-1].seq
-            update = ["last_seq"]
-            if run.first_event_at is None:
-                run.first_event_at = now
-                update.append("first_event_at")
+            run.first_event_at = run.first_event_at or now
             if run.status == RunStatus.QUEUED:
                 run.status = RunStatus.STREAMING
                 run.started_at = run.started_at or now
-                update += ["status", "started_at"]
-            every = int(getattr(settings, "TRANSCRIPTS_SNAPSHOT_EVERY", 0) or 0)
-            if every and run.last_seq // every > last_seq // every:
+            snapshot = None
+            inline: Sequence[CheckedEvent] = fresh
+            if len(fresh) > _INLINE_INSERT_MAX or _snapshot_due(run):
+                _copy_events(run, fresh, now)
+                inline = ()
+            if _snapshot_due(run):
+                # The snapshot is projected from the stored events, this batch included.
                 _store_snapshot(run)
-                update += ["snapshot", "snapshot_seq"]
-            run.save(update_fields=update)
-            _notify(run)
+                snapshot = json.dumps(run.snapshot, ensure_ascii=False, separators=(",", ":"))
+            _store_append(run, inline, snapshot, now)
     return AppendResult(run.last_seq, len(fresh), len(overlap))
 
 
+# Up to this many events ride along with the run update in one statement; more go by COPY,
+# which costs an extra round trip but less per row.
+_INLINE_INSERT_MAX = 16
+
+
+def _store_append(
+    run: Run, events: Sequence[CheckedEvent], snapshot: str | None, now: datetime
+) -> None:
+    """Insert the events, update the run and notify listeners, in one round trip.
+
+    The notification is delivered when the transaction commits.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH inserted AS (
+                INSERT INTO transcripts_event (thread_id, run_id, seq, kind, data, at)
+                SELECT %(thread)s, %(id)s, u.seq, u.kind, u.data::jsonb, u.at
+                FROM unnest(%(seqs)s::integer[], %(kinds)s::text[], %(datas)s::text[],
+                    %(ats)s::timestamptz[]) AS u(seq, kind, data, at)
+            ), updated AS (
+                UPDATE transcripts_run SET last_seq = %(last_seq)s,
+                    first_event_at = %(first_event_at)s, status = %(status)s,
+                    started_at = %(started_at)s,
+                    snapshot = COALESCE(%(snapshot)s::jsonb, snapshot),
+                    snapshot_seq = %(snapshot_seq)s
+                WHERE id = %(id)s RETURNING id
+            )
+            SELECT pg_notify(%(channel)s, %(payload)s) FROM updated
+            """,
+            {
+                "thread": to_uuid(run.thread_id),
+                "id": to_uuid(run.id),
+                "seqs": [e.seq for e in events],
+                "kinds": [e.kind for e in events],
+                "datas": [e.data_json for e in events],
+                "ats": [e.at or now for e in events],
+                "last_seq": run.last_seq,
+                "first_event_at": run.first_event_at,
+                "status": run.status,
+                "started_at": run.started_at,
+                "snapshot": snapshot,
+                "snapshot_seq": run.snapshot_seq,
+                "channel": run_channel(run.id),
+                "payload": json.dumps({"lastSeq": run.last_seq, "status": run.status}),
+            },
+        )
+
+
+def _snapshot_due(run: Run) -> bool:
+    """Whether to store a snapshot now: every N events, less often as the run grows.
+
+    A snapshot costs as much as the state it holds, so storing one every N events would make
+    a long run quadratic; waiting for a quarter of the run's length keeps it linear while
+    the tail to replay stays short.
+    """
+    every = int(getattr(settings, "TRANSCRIPTS_SNAPSHOT_EVERY", 0) or 0)
+    return bool(every) and run.last_seq - run.snapshot_seq >= max(every, run.snapshot_seq // 4)
+
+
 def _event_dicts(run: Run, after_seq: int) -> Iterable[dict[str, Any]]:
-    rows = (
-        Event.objects.filter(run_id=run.id, seq__gt=after_seq)
-        .order_by("seq")
-        .values_list("seq", "kind", "data", "at")
-    )
-    for seq, kind, data, at in rows.iterator(chunk_size=2000):
-        yield {"seq": seq, "kind": kind, "data": data, "at": at}
+    # A plain cursor: the ORM's per-row converters cost more than the projection itself.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT seq, kind, data, at FROM transcripts_event"
+            " WHERE run_id = %s AND seq > %s ORDER BY seq",
+            [to_uuid(run.id), after_seq],
+        )
+        while rows := cursor.fetchmany(2000):
+            for seq, kind, data, at in rows:
+                if isinstance(data, str):
+                    data = json.loads(data)
+                yield {"seq": seq, "kind": kind, "data": data, "at": at}
 
 
 def _projector_for(run: Run) -> Projector:
@@ -359,7 +468,7 @@ def _activate_path(thread: Thread, leaf_id: str | None) -> None:
             " WHERE id IN (SELECT id FROM path) AND NOT active",
             params,
         )
-        pass  # cursor.execute(_REVIVE, params)
+        cursor.execute(_REVIVE, params)
 
 
 # A superseded run whose messages are back on the active path (its branch was continued or
@@ -411,10 +520,15 @@ def latest_leaf_below(message_id: str) -> str:
 
 
 def _lock_run_and_thread(run: Run | str) -> tuple[Run, Thread]:
-    run = _get_run(run)
-    thread = Thread.objects.select_for_update().get(pk=run.thread_id)
-    run = _get_run(run, for_update=True)
-    return run, thread
+    run_id = run.id if isinstance(run, Run) else _ulid_or_invalid(run, "runId")
+    # The thread first (as begin_run does), then the run: one query each.
+    of_run = Run.objects.filter(pk=run_id).values("thread_id")
+    thread = Thread.objects.select_for_update().filter(pk=Subquery(of_run)).first()
+    if thread is None:
+        raise NotFound(f"run {run_id} does not exist", runId=run_id)
+    locked = Run.objects.select_for_update().get(pk=run_id)
+    locked.thread = thread
+    return locked, thread
 
 
 def _supersede_others(run: Run) -> None:
@@ -478,14 +592,39 @@ def commit_run(*, run: Run | str) -> Run:
     now = timezone.now()
     thread.head = rows[-1] if rows else fork
     thread.updated_at = now
-    thread.save(update_fields=["head", "updated_at"])
     run.status = RunStatus.COMMITTED
     run.finished_at = now
     run.usage = projection.metadata.get("usage", {})
     run.snapshot = projector.to_snapshot()
     run.snapshot_seq = projector.last_seq
-    run.save(update_fields=["status", "finished_at", "usage", "snapshot", "snapshot_seq"])
-    _notify(run)
+    # One round trip for the thread, the run and the notification.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH moved AS (
+                UPDATE transcripts_thread SET head_id = %(head)s, updated_at = %(now)s
+                WHERE id = %(thread)s
+            ), committed AS (
+                UPDATE transcripts_run SET status = %(status)s, finished_at = %(now)s,
+                    usage = %(usage)s::jsonb, snapshot = %(snapshot)s::jsonb,
+                    snapshot_seq = %(snapshot_seq)s
+                WHERE id = %(run)s RETURNING id
+            )
+            SELECT pg_notify(%(channel)s, %(payload)s) FROM committed
+            """,
+            {
+                "head": to_uuid(thread.head_id) if thread.head_id else None,
+                "now": now,
+                "thread": to_uuid(thread.id),
+                "status": run.status,
+                "usage": json.dumps(run.usage),
+                "snapshot": json.dumps(run.snapshot),
+                "snapshot_seq": run.snapshot_seq,
+                "run": to_uuid(run.id),
+                "channel": run_channel(run.id),
+                "payload": json.dumps({"lastSeq": run.last_seq, "status": run.status}),
+            },
+        )
     return run
 
 
