@@ -660,20 +660,26 @@ def cancel_run(*, run: Run | str) -> Run:
 
 @transaction.atomic
 def restore_run(*, run: Run | str) -> Run:
-    """Make a superseded run's branch active again; the run that replaced it is superseded."""
+    """Make a run's branch the active one again.
+
+    A superseded run becomes committed and supersedes the run that replaced it; a committed
+    run whose messages left the active path (a later run forked above its end) is brought
+    back onto it. From the run's last message the path follows the most recent descendants.
+    """
     run, thread = _lock_run_and_thread(run)
-    if run.status == RunStatus.COMMITTED:
-        return run
-    if run.status != RunStatus.SUPERSEDED:
+    if run.status not in (RunStatus.COMMITTED, RunStatus.SUPERSEDED):
         raise Conflict(f"only a superseded run can be restored, not a {run.status} one")
+    last = run.messages.order_by("-position").values_list("pk", "active").first()
+    if run.status == RunStatus.COMMITTED and (last is None or last[1]):
+        return run
     if thread.locked:
         raise ThreadLocked("the thread is locked", threadId=thread.id)
-    last = run.messages.order_by("-position").values_list("pk", flat=True).first()
-    leaf = latest_leaf_below(last) if last else run.fork_from_id
-    _supersede_others(run)
-    run.status = RunStatus.COMMITTED
-    run.superseded_by = None
-    run.save(update_fields=["status", "superseded_by"])
+    leaf = latest_leaf_below(last[0]) if last else run.fork_from_id
+    if run.status == RunStatus.SUPERSEDED:
+        _supersede_others(run)
+        run.status = RunStatus.COMMITTED
+        run.superseded_by = None
+        run.save(update_fields=["status", "superseded_by"])
     _activate_path(thread, leaf)
     thread.head_id = leaf
     thread.updated_at = timezone.now()

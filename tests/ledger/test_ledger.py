@@ -763,3 +763,25 @@ def test_a_rolled_back_append_notifies_nobody() -> None:
         assert not Event.objects.filter(run=run).exists()
     finally:
         listener.close()
+
+
+def test_restoring_a_committed_run_off_the_active_path_brings_its_branch_back():
+    from tests.factories import conversation
+    from transcripts.selectors import active_path
+
+    thread = conversation(turns=0)
+    both = make_run(
+        thread,
+        ("message", {"role": "user", "parts": [{"type": "text", "text": "q"}]}),
+        ("text-delta", {"delta": "first answer"}),
+    )
+    prompt, first = list(both.messages.order_by("position"))
+    regenerated = make_run(thread, ("text-delta", {"delta": "second"}), fork_from=prompt.id)
+    assert [m.id for m in active_path(thread)] == [prompt.id, regenerated.messages.get().id]
+    assert Run.objects.get(pk=both.id).status == RunStatus.COMMITTED
+
+    ledger.restore_run(run=both.id)
+    assert [m.id for m in active_path(thread)] == [prompt.id, first.id]
+    thread.refresh_from_db()
+    assert thread.head_id == first.id
+    check_all([thread])
