@@ -11,12 +11,23 @@ from typing import Any
 from django.contrib.postgres.aggregates import ArrayAgg
 from django.contrib.postgres.search import SearchHeadline, SearchQuery
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Case, Count, Exists, OuterRef, Q, QuerySet, When
 from django.db.models.expressions import RawSQL
 from ulid import ULID
 
 from transcripts.fields import to_uuid
-from transcripts.models import OPEN_STATUSES, Message, Run, RunStatus, Thread
+from transcripts.models import (
+    OPEN_STATUSES,
+    Event,
+    Message,
+    Report,
+    ReportStatus,
+    Run,
+    RunRating,
+    RunStatus,
+    Thread,
+)
+from transcripts.projector import Projection, Projector
 
 
 def active_path(thread: Thread) -> QuerySet[Message]:
@@ -279,10 +290,15 @@ def filter_threads(
             Exists(Run.objects.filter(thread_id=OuterRef("pk"), status=RunStatus.FAILED))
         )
     if flagged:
-        is_flagged = Q(metadata__flagged=True) | (
-            Q(metadata__has_key="flagged")
-            & ~Q(metadata__flagged__in=[False, 0, ""])
-            & ~Q(metadata__flagged=None)
+        # Flagged by a moderator, or marked flagged by the source (as the conversation shows).
+        is_flagged = (
+            Q(flagged_at__isnull=False)
+            | Q(metadata__flagged=True)
+            | (
+                Q(metadata__has_key="flagged")
+                & ~Q(metadata__flagged__in=[False, 0, ""])
+                & ~Q(metadata__flagged=None)
+            )
         )
         threads = threads.filter(
             Exists(Message.objects.filter(is_flagged, thread_id=OuterRef("pk")))
@@ -427,3 +443,126 @@ def run_output_series(run: Run, buckets: int = 48) -> list[tuple[float, int]]:
     span = float(rows[0][1])
     by_bucket = {int(b): int(c) for b, _, c in rows}
     return [((i + 1) * span / buckets, by_bucket.get(i, 0)) for i in range(buckets)]
+
+
+# --- compare, ratings, moderation queue ----------------------------------------------------
+
+# Runs whose messages exist only as events: their branch is a projection, not rows.
+UNMATERIALIZED = (RunStatus.FAILED, RunStatus.CANCELLED, *OPEN_STATUSES)
+
+
+def branch_runs(thread: Thread, fork_point: Message | None) -> list[Run]:
+    """Every run with a branch just below fork_point (None: the roots), in one query.
+
+    That is each run that made a child of fork_point (a run may also hold the messages above
+    it), and each run forked from it that never materialized (failed, cancelled, still open).
+    The runs come without their snapshot, which can be as large as the run, and with
+    `on_active_path`: whether their branch is the thread's active one.
+    """
+    children = Message.objects.filter(run_id=OuterRef("pk"))
+    if fork_point is None:
+        children = children.filter(parent__isnull=True)
+        forked = Q(fork_from__isnull=True)
+    else:
+        children = children.filter(parent_id=fork_point.id)
+        forked = Q(fork_from_id=fork_point.id)
+    return list(
+        Run.objects.filter(thread=thread)
+        .filter(Exists(children) | (forked & Q(status__in=UNMATERIALIZED)))
+        .annotate(on_active_path=Exists(children.filter(active=True)))
+        .defer("snapshot")
+    )
+
+
+def run_messages(run_ids: Sequence[str], *, below_depth: int = -1) -> dict[str, list[Message]]:
+    """The materialized messages of each run deeper than below_depth, in order (one query)."""
+    result: dict[str, list[Message]] = {run_id: [] for run_id in run_ids}
+    if not run_ids:
+        return result
+    messages = Message.objects.filter(run_id__in=run_ids, depth__gt=below_depth).order_by(
+        "run_id", "position"
+    )
+    for message in messages:
+        result[message.run_id].append(message)
+    return result
+
+
+def run_projections(runs: Sequence[Run]) -> dict[str, Projection]:
+    """What each run's events amount to, from one query over all their events.
+
+    Projecting from seq 1 gives what projecting from a snapshot gives (the projector's
+    contract), so the snapshots, possibly large, are not loaded.
+    """
+    projectors = {run.id: Projector(run_id=run.id, parent_id=run.fork_from_id) for run in runs}
+    if not projectors:
+        return {}
+    rows = (
+        Event.objects.filter(run_id__in=list(projectors))
+        .order_by("run_id", "seq")
+        .values_list("run_id", "seq", "kind", "data", "at")
+    )
+    for run_id, seq, kind, data, at in rows.iterator(chunk_size=2000):
+        projectors[_ulid(run_id)].apply({"seq": seq, "kind": kind, "data": data, "at": at})
+    return {run_id: projector.result() for run_id, projector in projectors.items()}
+
+
+def run_ratings(run_ids: Sequence[str]) -> dict[str, list[RunRating]]:
+    """Every rating of the given runs with its user, oldest first (one query)."""
+    result: dict[str, list[RunRating]] = {run_id: [] for run_id in run_ids}
+    ratings = (
+        RunRating.objects.filter(run_id__in=run_ids)
+        .select_related("user")
+        .order_by("created_at", "id")
+    )
+    for rating in ratings:
+        result[rating.run_id].append(rating)
+    return result
+
+
+def rival_run_ids(run: Run) -> list[str]:
+    """Runs with another branch at any fork point where run has one: its rivals."""
+    # A run of several messages (a prompt and its answer) has a branch below its own fork
+    # point and below each of its messages but the last.
+    points = {p for p in run.messages.values_list("parent_id", flat=True) if p is not None}
+    if run.fork_from_id is not None:
+        points.add(run.fork_from_id)
+    children, forked = Q(parent_id__in=points), Q(fork_from_id__in=points)
+    if run.fork_from_id is None:  # a run that starts a new root competes with the other roots
+        children |= Q(parent__isnull=True)
+        forked |= Q(fork_from__isnull=True)
+    branch_makers = Message.objects.filter(children, thread_id=run.thread_id).values("run_id")
+    rivals = Run.objects.filter(
+        Q(pk__in=branch_makers) | (forked & Q(status__in=UNMATERIALIZED)),
+        thread_id=run.thread_id,
+    ).exclude(pk=run.pk)
+    return list(rivals.values_list("id", flat=True))
+
+
+def preferred_counts(thread_ids: Sequence[str]) -> dict[str, int]:
+    """How many preferred marks the runs of each thread carry (one grouped query)."""
+    if not thread_ids:
+        return {}
+    rows = (
+        RunRating.objects.filter(thread_id__in=thread_ids, preferred=True)
+        .values("thread_id")
+        .annotate(n=Count("id"))
+        .values_list("thread_id", "n")
+    )
+    return {_ulid(thread_id): n for thread_id, n in rows}
+
+
+def report_queue(status: str = "") -> QuerySet[Report]:
+    """Reports for the moderation queue, open ones first, newest first; status narrows."""
+    reports = Report.objects.select_related("message", "thread", "reporter", "resolved_by")
+    if status:
+        reports = reports.filter(status=status)
+    is_open = Case(When(status=ReportStatus.OPEN, then=0), default=1)
+    return reports.order_by(is_open, "-created_at", "-id")
+
+
+def report_counts() -> dict[str, int]:
+    """Number of reports per status (one grouped query)."""
+    rows = Report.objects.order_by().values("status").annotate(n=Count("id"))
+    counts = {status: 0 for status in ReportStatus.values}
+    counts.update({row["status"]: row["n"] for row in rows})
+    return counts

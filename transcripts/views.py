@@ -22,7 +22,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 from django_htmx.middleware import HtmxDetails
 
-from transcripts import rendering, selectors
+from transcripts import moderation, rendering, selectors
 from transcripts.ids import is_ulid
 from transcripts.models import OPEN_STATUSES, Event, Message, Run, Thread
 from transcripts.tree_layout import ROW_HEIGHT, Segment, TreeNode, layout_tree
@@ -164,6 +164,7 @@ class ThreadRow:
     stats: selectors.ThreadStats
     url: str
     snippet: SafeString | None = None
+    preferred: int = 0  # preferred marks on the thread's runs
 
 
 def _mark_hits(snippet: str) -> SafeString:
@@ -205,6 +206,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     ids = [t.id for t in page]
     stats = selectors.thread_stats(ids)
     hits = selectors.search_hits(ids, query)
+    preferred = selectors.preferred_counts(ids)
     rows = []
     for thread in page:
         url = reverse("conversation", args=[thread.id])
@@ -212,7 +214,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         if hit is not None:
             url += f"?leaf={hit.message_id}#m-{hit.message_id}"
         snippet = _mark_hits(hit.snippet) if hit is not None and hit.snippet else None
-        rows.append(ThreadRow(thread, stats[thread.id], url, snippet))
+        rows.append(ThreadRow(thread, stats[thread.id], url, snippet, preferred.get(thread.id, 0)))
     params = request.GET.copy()
     params.pop("cursor", None)
     next_query = ""
@@ -265,6 +267,7 @@ class Switcher:
     next_id: str | None
     active_id: str | None
     active_index: int | None
+    compare_url: str = ""
 
 
 @dataclass
@@ -360,6 +363,8 @@ def _switcher(message: Message, group: list[tuple[str, bool]] | None) -> Switche
         next_id=ids[index + 1] if index + 1 < len(ids) else None,
         active_id=next((i for i, active in group if active), None),
         active_index=next((n + 1 for n, (_, active) in enumerate(group) if active), None),
+        # The alternatives fork at the parent ("root" when they are first messages).
+        compare_url=reverse("compare", args=[message.thread_id, message.parent_id or "root"]),
     )
 
 
@@ -432,6 +437,9 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         context["items"] = _message_items(thread, messages)
         partial = "earlier" if direction == "before" else "later"
         return render(request, f"transcripts/conversation.html#{partial}", context)
+    if thread.hidden and not request.htmx:
+        # Staff reading a hidden thread is itself recorded (viewers get a 404 above).
+        moderation.record_hidden_view(user=request.user, thread=thread)
     anchor = _message_or_404(thread, leaf_id) if leaf_id else None
     if anchor is not None:
         messages = selectors.branch_window(anchor, before=AROUND_BEFORE, after=AROUND_AFTER + 1)

@@ -1,4 +1,5 @@
-// Transcripts: copy buttons and keyboard navigation. Everything works without this file.
+// Transcripts: copy buttons, keyboard navigation and the generation forms.
+// Everything works without this file.
 (function () {
   "use strict";
 
@@ -78,6 +79,83 @@
     try { document.execCommand("copy"); } finally { document.body.removeChild(area); }
     return Promise.resolve();
   }
+
+  // Generation forms: one popover open at a time, Escape closes it, Ctrl+Enter sends.
+  document.addEventListener("toggle", function (event) {
+    var pop = event.target;
+    if (!pop.classList || !pop.classList.contains("gen-pop") || !pop.open) return;
+    document.querySelectorAll("details.gen-pop[open]").forEach(function (other) { if (other !== pop) other.open = false; });
+    var field = pop.querySelector("textarea, button[type=submit]");
+    if (field) field.focus({ preventScroll: true });
+  }, true);
+
+  document.addEventListener("keydown", function (event) {
+    var form = event.target.closest ? event.target.closest("form.gen-form, form.reply-box") : null;
+    if (!form) return;
+    if (event.key === "Escape") {
+      var pop = form.closest("details.gen-pop");
+      if (pop) { pop.open = false; pop.querySelector("summary").focus(); event.preventDefault(); }
+    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && event.target.tagName === "TEXTAREA") {
+      form.requestSubmit();
+      event.preventDefault();
+    }
+  });
+
+  // Another generator has other models: an untouched model field falls back to its default.
+  document.addEventListener("change", function (event) {
+    if (event.target.name !== "generator" || !event.target.form) return;
+    var model = event.target.form.elements.namedItem("model");
+    if (model && model.value === model.defaultValue) model.value = "";
+  });
+
+  // Refusals (locked thread, bad input) come with a 4xx status: show them in their form.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail.xhr;
+    if (!xhr || !xhr.getResponseHeader("X-Refusal")) return;
+    var form = event.detail.elt && event.detail.elt.closest ? event.detail.elt.closest("form") : null;
+    var slot = form && form.querySelector(".gen-refusal");
+    if (!slot) return;
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+    event.detail.target = slot;
+    event.detail.swapOverride = "innerHTML";
+  });
+
+  // Reasoning streams in the open unless the reader folds it; the live block keeps that choice
+  // across its re-renders.
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (!details.classList || !details.classList.contains("reasoning")) return;
+    if (details.dataset.auto === "1") { delete details.dataset.auto; return; }
+    var section = details.closest(".run-live");
+    if (section) section.dataset.reasoning = details.open ? "open" : "closed";
+  }, true);
+
+  // Runs right after each swap, before the browser paints, so nothing flickers shut.
+  function unfoldLiveReasoning() {
+    document.querySelectorAll(".run-live").forEach(function (section) {
+      if (section.dataset.reasoning === "closed") return;
+      section.querySelectorAll("details.reasoning:not([open])").forEach(function (details) {
+        details.dataset.auto = "1";
+        details.open = true;
+      });
+    });
+  }
+  document.addEventListener("htmx:afterSwap", unfoldLiveReasoning);
+  document.addEventListener("DOMContentLoaded", unfoldLiveReasoning);
+
+  // A new run appears in place of what follows its fork point: bring it into view.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var target = event.detail && event.detail.target;
+    var conversation = document.getElementById("conversation");
+    if (!target || target.id !== "conversation" || !conversation) return;
+    var live = conversation.querySelector(".run-live.is-open");
+    if (!live) return;
+    var box = live.getBoundingClientRect();
+    if (box.top < 56 || box.top > window.innerHeight - 80) {
+      live.scrollIntoView({ block: "center", behavior: window.matchMedia("(prefers-reduced-motion: reduce)").matches ? "auto" : "smooth" });
+    }
+  });
 
   document.addEventListener("click", function (event) {
     var button = event.target.closest ? event.target.closest("button[data-copy]") : null;

@@ -1,0 +1,262 @@
+"""Reporting a message from the conversation, and the moderation queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from tests.factories import ask, conversation, last_message, make_thread, say
+from transcripts import moderation
+from transcripts.models import AuditRecord, Message, Report, ReportStatus, Thread
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def moderator(db: Any) -> User:
+    """A staff member of the Moderators group."""
+    user = User.objects.create_user("mod", password="pw-mod-123", is_staff=True)
+    user.groups.add(Group.objects.get(name="Moderators"))
+    return user
+
+
+@pytest.fixture
+def moderator_client(moderator: User) -> Client:
+    """A client logged in as a moderator."""
+    client = Client()
+    client.force_login(moderator)
+    return client
+
+
+def _answer() -> tuple[Thread, Message]:
+    thread = make_thread("Advice")
+    ask(thread, "How do I reset my password?")
+    answer = last_message(say(thread, "Email your password to support@example.com"))
+    thread.refresh_from_db()
+    return thread, answer
+
+
+def _report_url(message: Message) -> str:
+    return f"/t/{message.thread_id}/m/{message.id}/report/"
+
+
+# --- reporting -----------------------------------------------------------------------------
+
+
+def test_every_message_has_a_report_action_that_works_without_javascript(
+    viewer_client: Client,
+) -> None:
+    thread, answer = _answer()
+    content = viewer_client.get(f"/t/{thread.id}/").content.decode()
+    assert f'href="{_report_url(answer)}"' in content
+    form = viewer_client.get(_report_url(answer))
+    assert form.status_code == 200
+    page = form.content.decode()
+    assert "<!doctype html>" in page and 'name="reason"' in page and 'name="note"' in page
+    assert all(label in page for _, label in Report.REASONS)
+
+
+def test_a_viewer_reports_a_message_with_a_reason_and_a_note(
+    viewer_client: Client, viewer: Any
+) -> None:
+    thread, answer = _answer()
+    response = viewer_client.post(
+        _report_url(answer), {"reason": "privacy", "note": "asks for a password"}
+    )
+    assert response.status_code == 303
+    assert response["Location"] == f"/t/{thread.id}/?leaf={answer.id}#m-{answer.id}"
+    report = Report.objects.get()
+    assert (report.message_id, report.thread_id, report.reporter_id) == (
+        answer.id,
+        thread.id,
+        viewer.pk,
+    )
+    assert (report.reason, report.note, report.status) == ("privacy", "asks for a password", "open")
+    assert AuditRecord.objects.filter(action="report", target_id=answer.id).exists()
+    page = viewer_client.get(response["Location"]).content.decode()
+    assert "the moderators will look at this message" in page
+
+
+def test_an_htmx_report_swaps_the_inline_form_for_a_thank_you(
+    viewer_client: Client, htmx: Any
+) -> None:
+    _, answer = _answer()
+    form = viewer_client.get(_report_url(answer), headers=htmx).content.decode()
+    assert form.lstrip().startswith('<form class="report-form')
+    done = viewer_client.post(_report_url(answer), {"reason": "spam"}, headers=htmx)
+    assert done.status_code == 200
+    assert "the moderators will look at this message" in done.content.decode()
+    assert Report.objects.filter(reason="spam").count() == 1
+
+
+def test_a_report_without_a_valid_reason_is_shown_again_with_an_error(
+    viewer_client: Client, htmx: Any
+) -> None:
+    _, answer = _answer()
+    response = viewer_client.post(_report_url(answer), {"reason": "boring"}, headers=htmx)
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert 'class="form-error"' in content and content.lstrip().startswith("<form")
+    assert not Report.objects.exists()
+
+
+def test_reporting_needs_a_login_and_a_thread_the_reader_may_see(
+    outsider: Client, viewer_client: Client, staff_client: Client
+) -> None:
+    thread, answer = _answer()
+    response = outsider.post(_report_url(answer), {"reason": "spam"})
+    assert response.status_code == 302 and "login" in response["Location"]
+    other = conversation(1)
+    assert viewer_client.get(f"/t/{other.id}/m/{answer.id}/report/").status_code == 404
+    assert viewer_client.get(f"/t/{thread.id}/m/garbage/report/").status_code == 404
+    Thread.objects.filter(pk=thread.pk).update(hidden=True)
+    assert viewer_client.post(_report_url(answer), {"reason": "spam"}).status_code == 404
+    assert not Report.objects.exists()
+    assert staff_client.post(_report_url(answer), {"reason": "spam"}).status_code == 303
+
+
+# --- the queue -----------------------------------------------------------------------------
+
+
+def _report(message: Message, reporter: Any, reason: str = "harmful") -> Report:
+    return moderation.report_message(user=reporter, message=message, reason=reason, note="look")
+
+
+def test_only_moderators_see_the_queue_and_its_link(
+    outsider: Client, viewer_client: Client, staff_client: Client, moderator_client: Client
+) -> None:
+    response = outsider.get("/moderation/")
+    assert response.status_code == 302 and "login" in response["Location"]
+    assert viewer_client.get("/moderation/").status_code == 403
+    assert staff_client.get("/moderation/").status_code == 403  # staff, but not a moderator
+    assert moderator_client.get("/moderation/").status_code == 200
+    assert 'href="/moderation/"' in moderator_client.get("/").content.decode()
+    assert 'href="/moderation/"' not in staff_client.get("/").content.decode()
+    assert 'href="/moderation/"' not in viewer_client.get("/").content.decode()
+
+
+def test_the_queue_lists_open_reports_with_a_preview_and_a_link_to_the_message(
+    moderator_client: Client, viewer: Any
+) -> None:
+    thread, answer = _answer()
+    open_report = _report(answer, viewer, "privacy")
+    closed = _report(answer, viewer, "spam")
+    Report.objects.filter(pk=closed.pk).update(status=ReportStatus.DISMISSED)
+    content = moderator_client.get("/moderation/").content.decode()
+    assert f'id="report-{open_report.pk}"' in content
+    assert f'id="report-{closed.pk}"' not in content
+    assert "Personal or secret data" in content
+    assert "Email your password to support@example.com" in content
+    assert f'href="/t/{thread.id}/?leaf={answer.id}#m-{answer.id}"' in content
+    assert 'Open <span class="count">1</span>' in content
+    dismissed = moderator_client.get("/moderation/?status=dismissed").content.decode()
+    assert (
+        f'id="report-{closed.pk}"' in dismissed and f'id="report-{open_report.pk}"' not in dismissed
+    )
+    everything = moderator_client.get("/moderation/?status=all").content.decode()
+    assert everything.index(f'id="report-{open_report.pk}"') < everything.index(
+        f'id="report-{closed.pk}"'
+    )
+
+
+def test_a_moderator_resolves_a_report(
+    moderator_client: Client, moderator: User, viewer: Any
+) -> None:
+    _, answer = _answer()
+    report = _report(answer, viewer)
+    response = moderator_client.post(
+        f"/moderation/reports/{report.pk}/close/",
+        {"status": "resolved", "note": "redacted the address", "next": "/moderation/"},
+    )
+    assert response.status_code == 303 and response["Location"] == "/moderation/"
+    report.refresh_from_db()
+    assert report.status == "resolved" and report.resolved_by == moderator
+    assert report.resolution_note == "redacted the address"
+    assert AuditRecord.objects.filter(action="resolve_report", target_id=str(report.pk)).exists()
+    page = moderator_client.get("/moderation/").content.decode()
+    assert f"Report {report.pk} resolved." in page and "No open reports" in page
+
+
+def test_an_htmx_dismissal_swaps_the_row_and_a_second_one_says_why_it_failed(
+    moderator_client: Client, viewer: Any, htmx: Any
+) -> None:
+    _, answer = _answer()
+    report = _report(answer, viewer)
+    url = f"/moderation/reports/{report.pk}/close/"
+    response = moderator_client.post(url, {"status": "dismissed"}, headers=htmx)
+    content = response.content.decode()
+    assert content.lstrip().startswith(
+        f'<li class="report-row st-dismissed" id="report-{report.pk}"'
+    )
+    assert "Dismissed by mod" in content
+    # The filter counts follow, swapped out of band.
+    assert 'id="queue-tabs"' in content and 'hx-swap-oob="true"' in content
+    assert 'Dismissed <span class="count">1</span>' in content
+    again = moderator_client.post(url, {"status": "resolved"}, headers=htmx).content.decode()
+    assert "already dismissed" in again
+    assert Report.objects.get().status == "dismissed"
+
+
+def test_closing_a_report_needs_a_moderator_and_a_valid_status(
+    viewer_client: Client, moderator_client: Client, viewer: Any
+) -> None:
+    _, answer = _answer()
+    report = _report(answer, viewer)
+    url = f"/moderation/reports/{report.pk}/close/"
+    assert viewer_client.post(url, {"status": "resolved"}).status_code == 403
+    moderator_client.post(url, {"status": "open"})
+    assert moderator_client.get(url).status_code == 405
+    assert Report.objects.get().status == "open"
+    assert moderator_client.post("/moderation/reports/999999/close/").status_code == 404
+
+
+def test_the_queue_runs_the_same_number_of_queries_for_2_and_12_reports(
+    moderator_client: Client, viewer: Any
+) -> None:
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert moderator_client.get("/moderation/?status=all").status_code == 200
+        return len(captured)
+
+    def add(count: int) -> None:
+        for n in range(count):
+            thread = conversation(1, title=f"Reported {n}")
+            _report(Message.objects.filter(thread=thread).first(), viewer)  # type: ignore[arg-type]
+
+    add(2)
+    few = queries()
+    add(10)
+    assert queries() == few
+
+
+# --- hidden threads and the flagged filter -------------------------------------------------
+
+
+def test_staff_opening_a_hidden_thread_is_recorded_once_per_page(
+    staff_client: Client, staff: Any, htmx: Any
+) -> None:
+    thread, answer = _answer()
+    staff_client.get(f"/t/{thread.id}/")
+    assert not AuditRecord.objects.filter(action="view_hidden").exists()
+    Thread.objects.filter(pk=thread.pk).update(hidden=True)
+    assert staff_client.get(f"/t/{thread.id}/").status_code == 200
+    staff_client.get(f"/t/{thread.id}/?leaf={answer.id}", headers=htmx)  # a branch switch
+    staff_client.get(f"/t/{thread.id}/?dir=before&from={answer.id}", headers=htmx)
+    record = AuditRecord.objects.get(action="view_hidden")
+    assert (record.actor, record.target_type, record.target_id) == (staff, "thread", thread.id)
+
+
+def test_the_flagged_filter_finds_messages_flagged_by_a_moderator(
+    viewer_client: Client, moderator: User
+) -> None:
+    _, answer = _answer()
+    make_thread("Nothing to see")
+    assert "Advice" not in viewer_client.get("/?flagged=on").content.decode()
+    moderation.flag_message(user=moderator, message=answer, reason="leaks an address")
+    content = viewer_client.get("/?flagged=on").content.decode()
+    assert "Advice" in content and "Nothing to see" not in content

@@ -1,0 +1,184 @@
+"""Reporting a message, and the moderation queue where staff resolve or dismiss reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from transcripts import moderation, selectors
+from transcripts.errors import LedgerError
+from transcripts.models import Report, ReportStatus
+from transcripts.views import HtmxHttpRequest, _message_or_404, _thread_or_404
+
+REPORTS_PER_PAGE = 50
+PREVIEW_CHARS = 280
+
+
+class ReportForm(forms.Form):
+    """A viewer's report: why, and optionally more words."""
+
+    reason = forms.ChoiceField(choices=Report.REASONS)
+    note = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "What is wrong (optional)"}),
+    )
+
+
+class CloseForm(forms.Form):
+    """A moderator's decision on a report."""
+
+    status = forms.ChoiceField(
+        choices=[(ReportStatus.RESOLVED, "Resolve"), (ReportStatus.DISMISSED, "Dismiss")]
+    )
+    note = forms.CharField(required=False, max_length=2000)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def report(request: HtmxHttpRequest, thread_id: str, message_id: str) -> HttpResponse:
+    """Report a message to the moderators (a form; inline in the conversation with htmx)."""
+    thread = _thread_or_404(request, thread_id)
+    message = _message_or_404(thread, message_id)
+    back = reverse("conversation", args=[thread.id]) + f"?leaf={message.id}#m-{message.id}"
+    form = ReportForm(request.POST if request.method == "POST" else None)
+    context: dict[str, Any] = {"thread": thread, "message": message, "form": form, "back": back}
+    if request.method == "POST" and form.is_valid():
+        try:
+            moderation.report_message(
+                user=request.user,
+                message=message,
+                reason=form.cleaned_data["reason"],
+                note=form.cleaned_data["note"],
+            )
+        except LedgerError as exc:
+            form.add_error(None, exc.message)
+        else:
+            if request.htmx:
+                return render(request, "transcripts/report.html#done", context)
+            messages.success(request, "Thank you: the moderators will look at this message.")
+            return HttpResponseRedirect(back, status=303)
+    template = "transcripts/report.html"
+    if request.htmx:
+        template += "#form"
+    return render(request, template, context)
+
+
+def _require_moderator(request: HtmxHttpRequest) -> None:
+    if not (request.user.is_staff and moderation.can_moderate(request.user)):
+        raise PermissionDenied("only moderators see the moderation queue")
+
+
+def _preview(parts: Any) -> str:
+    """The start of a message's text, or the kinds of its parts."""
+    if not isinstance(parts, list):
+        return ""
+    texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
+    text = " ".join(t for t in texts if isinstance(t, str)).strip()
+    if not text:
+        text = ", ".join(
+            str(p.get("toolName") or p.get("type")) for p in parts if isinstance(p, dict)
+        )
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS].rstrip() + "…"
+
+
+def _row(report: Report) -> dict[str, Any]:
+    url = reverse("conversation", args=[report.thread_id])
+    return {
+        "report": report,
+        "preview": _preview(report.message.parts),
+        "message_url": f"{url}?leaf={report.message_id}#m-{report.message_id}",
+    }
+
+
+STATUSES = [
+    ("open", "Open"),
+    ("resolved", "Resolved"),
+    ("dismissed", "Dismissed"),
+    ("all", "All"),
+]
+
+
+def _tabs() -> list[tuple[str, str, int]]:
+    """(status, label, number of reports) of each filter."""
+    counts = selectors.report_counts()
+    counts["all"] = sum(counts.values())
+    return [(key, label, counts.get(key, 0)) for key, label in STATUSES]
+
+
+@login_required
+@require_GET
+def queue(request: HtmxHttpRequest) -> HttpResponse:
+    """Reports waiting for a moderator (open first), with resolve and dismiss."""
+    _require_moderator(request)
+    status = request.GET.get("status", "open")
+    if status not in dict(STATUSES):
+        status = "open"
+    try:
+        offset = max(int(request.GET.get("offset", "0")), 0)
+    except ValueError:
+        offset = 0
+    reports = selectors.report_queue("" if status == "all" else status)
+    page = list(reports[offset : offset + REPORTS_PER_PAGE + 1])
+    more = len(page) > REPORTS_PER_PAGE
+    context = {
+        "rows": [_row(r) for r in page[:REPORTS_PER_PAGE]],
+        "status": status,
+        "tabs": _tabs(),
+        "next_offset": offset + REPORTS_PER_PAGE if more else None,
+        "here": request.get_full_path(),
+    }
+    template = "transcripts/moderation_queue.html"
+    if request.htmx:
+        template += "#rows" if offset else "#queue"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def close(request: HtmxHttpRequest, report_id: int) -> HttpResponse:
+    """Resolve or dismiss a report."""
+    _require_moderator(request)
+    report = get_object_or_404(Report, pk=report_id)
+    form = CloseForm(request.POST)
+    error = ""
+    if not form.is_valid():
+        error = "Choose resolve or dismiss."
+    else:
+        try:
+            report = moderation.close_report(
+                user=request.user,
+                report=report,
+                status=form.cleaned_data["status"],
+                note=form.cleaned_data["note"],
+            )
+        except LedgerError as exc:
+            error = exc.message
+    if request.htmx:
+        # The new row, and the tab counts swapped out of band.
+        tab = request.POST.get("tab", "open")
+        context = {
+            "row": _row(selectors.report_queue().get(pk=report.pk)),
+            "error": error,
+            "here": request.POST.get("next", ""),
+            "status": tab if tab in dict(STATUSES) else "open",
+            "tabs": _tabs(),
+            "oob": True,
+        }
+        return render(request, "transcripts/moderation_queue.html#closed", context)
+    if error:
+        messages.error(request, f"Report {report.pk}: {error}")
+    else:
+        messages.success(request, f"Report {report.pk} {report.status}.")
+    back = request.POST.get("next", "")
+    if not back.startswith("/moderation/"):
+        back = reverse("moderation_queue")
+    return HttpResponseRedirect(back, status=303)
