@@ -531,3 +531,19 @@ def test_the_live_block_follows_the_access_rules(
     Thread.objects.filter(pk=thread.pk).update(hidden=True)
     assert viewer_client.get(url, headers=HTMX).status_code == 404
     assert staff_client.get(url, headers=HTMX).status_code == 200
+
+
+def test_a_committed_branch_left_behind_mid_run_can_be_restored(viewer_client: Client) -> None:
+    thread = make_thread("one run holds the question and the answer")
+    both = make_run(
+        thread,
+        ("message", {"role": "user", "parts": [{"type": "text", "text": "q"}]}),
+        ("text-delta", {"delta": "first answer"}),
+    )
+    prompt, first = list(both.messages.order_by("position"))
+    make_run(thread, ("text-delta", {"delta": "second answer"}), fork_from=prompt.id)
+    html = viewer_client.get(f"/t/{thread.id}/?leaf={first.id}").content.decode()
+    assert f'action="/t/{thread.id}/restore/{both.id}/"' in html
+    viewer_client.post(f"/t/{thread.id}/restore/{both.id}/")
+    thread.refresh_from_db()
+    assert thread.head_id == first.id
