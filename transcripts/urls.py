@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from transcripts import views, views_compare, views_generation, views_moderation
+from transcripts import views, views_compare, views_generation, views_moderation, views_transfer
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
@@ -13,6 +13,8 @@ urlpatterns = [
     path("t/<str:thread_id>/", views.conversation, name="conversation"),
     path("t/<str:thread_id>/tree/", views.tree, name="tree"),
     path("runs/<str:run_id>/", views.run_detail, name="run_detail"),
+    path("import/", views_transfer.import_page, name="import_page"),
+    path("import/<str:job_id>/", views_transfer.import_progress, name="import_progress"),
     # Generation (issue 5): regenerate, edit, reply, stop, retry, restore and the live run.
     path(
         "t/<str:thread_id>/m/<str:message_id>/regenerate/",

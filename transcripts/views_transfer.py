@@ -1,0 +1,85 @@
+"""The import page: upload a file, watch a large import's progress, open the new threads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from transcripts import transfer
+from transcripts.errors import LedgerError
+from transcripts.formats import FORMATS
+from transcripts.ids import is_ulid
+from transcripts.models import ImportJob
+from transcripts.views import HtmxHttpRequest
+
+TEMPLATE = "transcripts/import.html"
+
+
+def _formats() -> list[tuple[str, str]]:
+    return [(key, spec.label) for key, spec in FORMATS.items() if spec.importer is not None]
+
+
+def _owner(request: HtmxHttpRequest) -> int:
+    """The logged-in user's id (the views require a login)."""
+    assert request.user.pk is not None
+    return int(request.user.pk)
+
+
+def _context(**extra: Any) -> dict[str, Any]:
+    return {"formats": _formats(), **extra}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def import_page(request: HtmxHttpRequest) -> HttpResponse:
+    """GET: the upload form. POST: import now (small files) or queue a job (large ones)."""
+    if request.method == "GET":
+        jobs = ImportJob.objects.filter(user_id=_owner(request)).order_by("-created_at")[:10]
+        return render(request, TEMPLATE, _context(jobs=jobs))
+    upload = request.FILES.get("file")
+    fmt = str(request.POST.get("format") or "") or None
+    partial = f"{TEMPLATE}#result" if request.htmx else TEMPLATE
+    if upload is None:
+        return render(request, partial, _context(error="Choose a file to import."), status=422)
+    if upload.size and upload.size > int(settings.TRANSCRIPTS_MAX_IMPORT_BYTES):
+        message = f"The file is larger than {settings.TRANSCRIPTS_MAX_IMPORT_BYTES} bytes."
+        return render(request, partial, _context(error=message), status=413)
+    try:
+        if (upload.size or 0) > int(settings.TRANSCRIPTS_SYNC_IMPORT_BYTES):
+            job = transfer.queue_import(
+                content=upload,
+                filename=upload.name or "upload",
+                size=upload.size or 0,
+                fmt=fmt,
+                user=request.user,
+            )
+            return render(request, partial, _context(job=job), status=202)
+        result = transfer.import_stream(upload, fmt)  # type: ignore[arg-type]
+    except LedgerError as exc:
+        problems = exc.details.get("problems") or []
+        return render(
+            request, partial, _context(error=exc.message, problems=problems[:50]), status=exc.status
+        )
+    threads = transfer.iter_threads(result.thread_ids)
+    return render(request, partial, _context(result=result, threads=threads), status=201)
+
+
+@login_required
+@require_GET
+def import_progress(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
+    """A job's progress (polled by the page while it runs)."""
+    job = (
+        ImportJob.objects.filter(pk=job_id, user_id=_owner(request)).first()
+        if is_ulid(job_id)
+        else None
+    )
+    if job is None:
+        raise Http404("no such import")
+    threads = transfer.iter_threads(job.thread_ids) if job.status == "done" else []
+    template = f"{TEMPLATE}#job" if request.htmx else TEMPLATE
+    return render(request, template, _context(job=job, threads=threads))
