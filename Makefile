@@ -36,6 +36,10 @@ check: lint typecheck
 
 bench: install
 	$(BIN)/python bench/bench_ledger.py
+	$(BIN)/python bench/bench_api.py
+	$(BIN)/python bench/bench_views.py
+	$(BIN)/python bench/bench_generation.py
+	$(BIN)/python bench/bench_import.py
 
 ## Stop the embedded development database (serve starts it again)
 db-stop: install
