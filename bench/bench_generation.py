@@ -177,7 +177,9 @@ def main() -> None:
             to_commit.append(commit * 1000)
             ids.append(match.group(1))
         runs = list(Run.objects.filter(pk__in=ids))
-        pickup = [(r.started_at - r.created_at).total_seconds() * 1000 for r in runs]
+        pickup = [
+            (r.started_at - r.created_at).total_seconds() * 1000 for r in runs if r.started_at
+        ]
         first_after = [
             (r.first_event_at - r.started_at).total_seconds() * 1000
             for r in runs

@@ -18,26 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _setup import setup_django
+
 TARGET_MS = 150.0
-
-
-def setup_django() -> None:
-    """Django on DATABASE_URL or a fresh embedded cluster, migrated."""
-    sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault("DJANGO_DEBUG", "0")
-    os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
-    os.environ.setdefault("DJANGO_ALLOWED_HOSTS", "testserver")
-    if not os.environ.get("DATABASE_URL"):
-        from config.database import throwaway_database_url
-
-        os.environ["DATABASE_URL"] = throwaway_database_url()
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
 
 
 def linear_thread(count: int, title: str) -> Any:
@@ -130,6 +114,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
+    os.environ.setdefault("DJANGO_ALLOWED_HOSTS", "testserver")
     setup_django()
     from django.contrib.auth import get_user_model
     from django.test import Client

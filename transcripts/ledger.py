@@ -490,21 +490,26 @@ _REVIVE = """
 """
 
 
+# The child a branch continues through below message `d`: children of committed runs first,
+# then the newest. Shared by latest_leaf_below and the views' branch windows.
+NEXT_CHILD_SQL = """
+    SELECT m.id FROM transcripts_message m
+    JOIN transcripts_run r ON r.id = m.run_id
+    WHERE m.parent_id = d.id
+    ORDER BY (r.status = 'committed') DESC, m.id DESC
+    LIMIT 1
+"""
+
+
 def latest_leaf_below(message_id: str) -> str:
     """Follow the most recent committed child from message_id down to a leaf."""
     with connection.cursor() as cursor:
         cursor.execute(
-            """
+            f"""
             WITH RECURSIVE down AS (
                 SELECT %(start)s::uuid AS id, 0 AS n
                 UNION ALL
-                SELECT c.id, d.n + 1 FROM down d CROSS JOIN LATERAL (
-                    SELECT m.id FROM transcripts_message m
-                    JOIN transcripts_run r ON r.id = m.run_id
-                    WHERE m.parent_id = d.id
-                    ORDER BY (r.status = 'committed') DESC, m.id DESC
-                    LIMIT 1
-                ) c
+                SELECT c.id, d.n + 1 FROM down d CROSS JOIN LATERAL ({NEXT_CHILD_SQL}) c
             )
             SELECT id FROM down ORDER BY n DESC LIMIT 1
             """,

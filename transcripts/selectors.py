@@ -16,6 +16,7 @@ from django.db.models.expressions import RawSQL
 from ulid import ULID
 
 from transcripts.fields import to_uuid
+from transcripts.ledger import NEXT_CHILD_SQL
 from transcripts.models import (
     OPEN_STATUSES,
     Event,
@@ -130,7 +131,7 @@ def _window_messages() -> QuerySet[Message]:
 
 # Ancestors of the anchor (up to `before`) and its most recent descendants (up to `after`),
 # following the rule of ledger.latest_leaf_below: committed children first, then the newest.
-_BRANCH_WINDOW = """
+_BRANCH_WINDOW = f"""
     WITH RECURSIVE up(id, parent_id, n) AS (
         SELECT id, parent_id, 0 FROM transcripts_message WHERE id = %s
         UNION ALL
@@ -140,13 +141,7 @@ _BRANCH_WINDOW = """
     ), down(id, n) AS (
         SELECT %s::uuid, 0
         UNION ALL
-        SELECT c.id, d.n + 1 FROM down d CROSS JOIN LATERAL (
-            SELECT m.id FROM transcripts_message m
-            JOIN transcripts_run r ON r.id = m.run_id
-            WHERE m.parent_id = d.id
-            ORDER BY (r.status = 'committed') DESC, m.id DESC
-            LIMIT 1
-        ) c
+        SELECT c.id, d.n + 1 FROM down d CROSS JOIN LATERAL ({NEXT_CHILD_SQL}) c
         WHERE d.n < %s
     )
     SELECT id FROM up UNION SELECT id FROM down
