@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import tempfile
 import time
@@ -109,7 +108,8 @@ def main() -> None:
     for thread in Thread.objects.filter(pk__in=result.thread_ids).iterator():
         exported_bytes += len(export_thread(thread, "canonical").content)
     export_seconds = time.perf_counter() - started
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    with open("/proc/self/status") as status:
+        peak_mb = next(int(ln.split()[1]) for ln in status if ln.startswith("VmHWM:")) / 1024
     print(f"file: {args.conversations} conversations, {total} messages, {size_mb:.0f} MB")
     print(f"{'step':<10} {'seconds':>8} {'messages/s':>12}")
     print(f"{'import':<10} {import_seconds:>8.1f} {stored / import_seconds:>12,.0f}")
