@@ -322,16 +322,12 @@ def append_events(*, run: Run | str, events: Any) -> AppendResult:
             if run.status == RunStatus.QUEUED:
                 run.status = RunStatus.STREAMING
                 run.started_at = run.started_at or now
-            snapshot = None
             inline: Sequence[CheckedEvent] = fresh
-            if len(fresh) > _INLINE_INSERT_MAX or _snapshot_due(run):
+            if len(fresh) > _INLINE_INSERT_MAX:
                 _copy_events(run, fresh, now)
                 inline = ()
-            if _snapshot_due(run):
-                # The snapshot is projected from the stored events, this batch included.
-                _store_snapshot(run)
-                snapshot = json.dumps(run.snapshot, ensure_ascii=False, separators=(",", ":"))
-            _store_append(run, inline, snapshot, now)
+            # Snapshots are stored by readers (project_run), off this hot path.
+            _store_append(run, inline, now)
     return AppendResult(run.last_seq, len(fresh), len(overlap))
 
 
@@ -340,9 +336,7 @@ def append_events(*, run: Run | str, events: Any) -> AppendResult:
 _INLINE_INSERT_MAX = 16
 
 
-def _store_append(
-    run: Run, events: Sequence[CheckedEvent], snapshot: str | None, now: datetime
-) -> None:
+def _store_append(run: Run, events: Sequence[CheckedEvent], now: datetime) -> None:
     """Insert the events, update the run and notify listeners, in one round trip.
 
     The notification is delivered when the transaction commits.
@@ -358,9 +352,7 @@ def _store_append(
             ), updated AS (
                 UPDATE transcripts_run SET last_seq = %(last_seq)s,
                     first_event_at = %(first_event_at)s, status = %(status)s,
-                    started_at = %(started_at)s,
-                    snapshot = COALESCE(%(snapshot)s::jsonb, snapshot),
-                    snapshot_seq = %(snapshot_seq)s
+                    started_at = %(started_at)s
                 WHERE id = %(id)s RETURNING id
             )
             SELECT pg_notify(%(channel)s, %(payload)s) FROM updated
@@ -376,15 +368,13 @@ def _store_append(
                 "first_event_at": run.first_event_at,
                 "status": run.status,
                 "started_at": run.started_at,
-                "snapshot": snapshot,
-                "snapshot_seq": run.snapshot_seq,
                 "channel": run_channel(run.id),
                 "payload": json.dumps({"lastSeq": run.last_seq, "status": run.status}),
             },
         )
 
 
-def _snapshot_due(run: Run) -> bool:
+def _snapshot_due(run: Run, last_seq: int) -> bool:
     """Whether to store a snapshot now: every N events, less often as the run grows.
 
     A snapshot costs as much as the state it holds, so storing one every N events would make
@@ -392,7 +382,7 @@ def _snapshot_due(run: Run) -> bool:
     the tail to replay stays short.
     """
     every = int(getattr(settings, "TRANSCRIPTS_SNAPSHOT_EVERY", 0) or 0)
-    return bool(every) and run.last_seq - run.snapshot_seq >= max(every, run.snapshot_seq // 4)
+    return bool(every) and last_seq - run.snapshot_seq >= max(every, run.snapshot_seq // 4)
 
 
 def _event_dicts(run: Run, after_seq: int) -> Iterable[dict[str, Any]]:
@@ -418,15 +408,20 @@ def _projector_for(run: Run) -> Projector:
     return Projector(run_id=run.id, parent_id=run.fork_from_id).apply_all(_event_dicts(run, 0))
 
 
-def _store_snapshot(run: Run) -> None:
-    projector = _projector_for(run)
-    run.snapshot = projector.to_snapshot()
-    run.snapshot_seq = projector.last_seq
-
-
 def project_run(run: Run | str) -> Projection:
-    """The run's messages as they stand (snapshot plus the events after it)."""
-    return _projector_for(_get_run(run)).result()
+    """The run's messages as they stand (snapshot plus the events after it).
+
+    When the tail after the stored snapshot has grown long, the projection read here is kept
+    as the new snapshot, so appends never pay for snapshots and later readers replay less.
+    Only open runs get snapshots this way: commit stores the final one itself.
+    """
+    run = _get_run(run)
+    projector = _projector_for(run)
+    if run.is_open and _snapshot_due(run, projector.last_seq):
+        Run.objects.filter(
+            pk=run.pk, status__in=OPEN_STATUSES, snapshot_seq__lt=projector.last_seq
+        ).update(snapshot=projector.to_snapshot(), snapshot_seq=projector.last_seq)
+    return projector.result()
 
 
 def replay(*, run: Run | str, after_seq: int = 0, limit: int = 1000) -> list[Event]:

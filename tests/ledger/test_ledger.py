@@ -641,7 +641,9 @@ def test_a_run_can_be_projected_mid_stream() -> None:
 # --- snapshots -------------------------------------------------------------------------------
 
 
-def test_snapshots_are_stored_every_n_events_and_give_the_full_projection(settings: Any) -> None:
+def test_reading_a_run_stores_a_snapshot_every_n_events_equal_to_the_full_projection(
+    settings: Any,
+) -> None:
     settings.TRANSCRIPTS_SNAPSHOT_EVERY = 5
     thread = make_thread()
     run, _ = ledger.begin_run(thread=thread)
@@ -661,9 +663,12 @@ def test_snapshots_are_stored_every_n_events_and_give_the_full_projection(settin
     ]
     batch = events(*items)
     covered = []
-    # Once 5 events follow the last snapshot, the batch stores one up to its end.
+    # Appends never store snapshots; a reader does, once 5 events follow the last one.
     for part in (batch[:3], batch[3:6], batch[6:7], batch[7:11], batch[11:]):
         ledger.append_events(run=run, events=part)
+        run.refresh_from_db()
+        assert run.snapshot_seq == (covered[-1] if covered else 0)
+        ledger.project_run(run.id)
         run.refresh_from_db()
         covered.append(run.snapshot_seq)
     assert covered == [0, 6, 6, 11, 11]
@@ -674,12 +679,13 @@ def test_snapshots_are_stored_every_n_events_and_give_the_full_projection(settin
     assert ledger.project_run(run) == from_seq_one
 
 
-def test_snapshots_of_a_long_run_get_rarer_so_appends_stay_linear(settings: Any) -> None:
+def test_snapshots_of_a_long_run_get_rarer_so_reads_stay_linear(settings: Any) -> None:
     settings.TRANSCRIPTS_SNAPSHOT_EVERY = 4
     run, _ = ledger.begin_run(thread=make_thread())
     covered = []
     for seq in range(1, 101):
         ledger.append_events(run=run, events=deltas(str(seq), start=seq))
+        ledger.project_run(run.id)
         run.refresh_from_db()
         if run.snapshot_seq not in covered[-1:]:
             covered.append(run.snapshot_seq)
@@ -694,6 +700,7 @@ def test_commit_builds_on_the_stored_snapshot(settings: Any) -> None:
     settings.TRANSCRIPTS_SNAPSHOT_EVERY = 2
     run, _ = ledger.begin_run(thread=make_thread())
     ledger.append_events(run=run, events=deltas("a", "b"))
+    ledger.project_run(run.id)  # a reader stores the snapshot
     ledger.append_events(run=run, events=deltas("c", start=3))
     # Mark the snapshot so the materialized text shows that commit started from it.
     run.refresh_from_db()
@@ -709,6 +716,7 @@ def test_a_snapshot_of_another_fork_point_is_ignored(settings: Any) -> None:
     settings.TRANSCRIPTS_SNAPSHOT_EVERY = 2
     run, _ = ledger.begin_run(thread=make_thread())
     ledger.append_events(run=run, events=deltas("a", "b", "c"))
+    ledger.project_run(run.id)
     run.refresh_from_db()
     assert run.snapshot is not None
     Run.objects.filter(pk=run.pk).update(snapshot={**run.snapshot, "lastSeq": 1})
