@@ -1,6 +1,6 @@
 """Benchmark the ledger's write path against a raw COPY baseline.
 
-    .venv/bin/python bench/bench_ledger.py [--events 200000] [--batch1-events 20000]
+    .venv/bin/python bench/bench_ledger.py [--events 200000] [--batch1-events N]
 
 Starts a throwaway embedded PostgreSQL (unless DATABASE_URL is set), migrates it, then
 measures appends of text-delta events through ledger.append_events in batches of 1, 16 and
@@ -131,7 +131,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=200_000, help="events per batch size")
     parser.add_argument(
-        "--batch1-events", type=int, default=20_000, help="events for batch size 1 (slow)"
+        "--batch1-events",
+        type=int,
+        default=None,
+        help="fewer events for batch size 1, which is slow (default: as many as --events)",
     )
     parser.add_argument(
         "--rounds", type=int, default=3, help="alternating COPY / batch-256 rounds (best kept)"
@@ -139,6 +142,8 @@ def main() -> int:
     parser.add_argument("--commit-runs", type=int, default=20)
     parser.add_argument("--commit-events", type=int, default=1000)
     args = parser.parse_args()
+    if args.batch1_events is None:
+        args.batch1_events = args.events
     _setup()
     from django.conf import settings
 

@@ -73,5 +73,8 @@ def database_url(base_dir: Path) -> str:
         url = throwaway_database_url()
         os.environ["DATABASE_URL"] = url
         return url
-    data_dir = Path(os.environ.get("TRANSCRIPTS_PGDATA", base_dir / ".data" / "postgres"))
+    # An empty TRANSCRIPTS_PGDATA means the default, not the current directory.
+    data_dir = Path(
+        os.environ.get("TRANSCRIPTS_PGDATA", "").strip() or base_dir / ".data" / "postgres"
+    )
     return embedded_database_url(data_dir.resolve())

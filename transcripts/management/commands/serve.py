@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import subprocess
 import sys
@@ -58,15 +59,39 @@ class Command(BaseCommand):
 
     def _ensure_admin(self) -> None:
         user_model = get_user_model()
-        password_file = Path(settings.BASE_DIR) / ".data" / "admin-password.txt"
+        password_file = admin_password_file()
         if user_model.objects.filter(is_superuser=True).exists():
-            if password_file.exists():
-                self.stdout.write(f"Admin login: admin / {password_file.read_text().strip()}")
+            admin = user_model.objects.filter(username="admin", is_superuser=True).first()
+            stored = password_file.read_text().strip() if password_file.exists() else ""
+            if admin is not None and stored and admin.check_password(stored):
+                self.stdout.write(f"Admin login: admin / {stored}")
+            else:
+                # Never print a password that does not open this database.
+                self.stdout.write(
+                    "An admin login exists (its password is not in "
+                    f"{password_file}); `python manage.py changepassword admin` sets one."
+                )
             return
         password = secrets.token_urlsafe(12)
         user_model.objects.create_superuser("admin", "admin@localhost", password)
         password_file.parent.mkdir(parents=True, exist_ok=True)
-        password_file.write_text(password + "\n")
+        # Created private (0600) before the password is written, not chmod-ed afterwards.
+        descriptor = os.open(password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(password + "\n")
         password_file.chmod(0o600)
         self.stdout.write(self.style.WARNING(f"Created admin login: admin / {password}"))
         self.stdout.write(f"(kept in {password_file} for local use)")
+
+
+def admin_password_file() -> Path:
+    """Where serve keeps the local admin password, one file per embedded database.
+
+    `.data/admin-password.txt` for the default database (and with DATABASE_URL); beside the
+    data directory (`<dir>.admin-password.txt`) when TRANSCRIPTS_PGDATA names another one.
+    """
+    custom = os.environ.get("TRANSCRIPTS_PGDATA", "").strip()
+    if custom and not os.environ.get("DATABASE_URL", "").strip():
+        data_dir = Path(custom).resolve()
+        return data_dir.with_name(data_dir.name + ".admin-password.txt")
+    return Path(settings.BASE_DIR) / ".data" / "admin-password.txt"
