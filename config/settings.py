@@ -130,6 +130,7 @@ LOGGING = {
 TRANSCRIPTS_SNAPSHOT_EVERY = int(os.environ.get("TRANSCRIPTS_SNAPSHOT_EVERY", "500"))
 TRANSCRIPTS_MAX_BODY_BYTES = int(os.environ.get("TRANSCRIPTS_MAX_BODY_BYTES", str(5 * 1024 * 1024)))
 TRANSCRIPTS_MAX_BATCH_EVENTS = int(os.environ.get("TRANSCRIPTS_MAX_BATCH_EVENTS", "5000"))
+TRANSCRIPTS_MAX_JSON_DEPTH = int(os.environ.get("TRANSCRIPTS_MAX_JSON_DEPTH", "64"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = TRANSCRIPTS_MAX_BODY_BYTES
 
 # Generation: leases, re-queueing and the OpenAI-compatible generator (key only from the env).

@@ -36,6 +36,10 @@ class Principal:
 
 def issue_token(*, name: str, scopes: Iterable[str], user: Any = None) -> tuple[ApiToken, str]:
     """Create a token; returns the stored record and the token itself (shown once, never kept)."""
+    name = name.strip()
+    longest = ApiToken._meta.get_field("name").max_length or 200
+    if not name or len(name) > longest:
+        raise ValueError(f"a token's name must have between 1 and {longest} characters")
     scopes = sorted(set(scopes))
     unknown = [s for s in scopes if s not in ApiToken.SCOPES]
     if unknown or not scopes:
@@ -61,6 +65,8 @@ def token_principal(raw_token: str) -> Principal | None:
     if row is None:
         return None
     pk, name, scopes, last_used_at, user_is_staff, user_is_active = row
+    if user_is_active is False:
+        return None  # the token of a deactivated user stops working with the account
     now = timezone.now()
     if last_used_at is None or now - last_used_at > LAST_USED_PRECISION:
         ApiToken.objects.filter(pk=pk).update(last_used_at=now)
@@ -98,6 +104,10 @@ def authenticate(request: HttpRequest, scope: str) -> Principal:
     if principal is None:
         raise AuthenticationError(401, "a valid API token is required (Authorization: Bearer …)")
     if not principal.can(scope):
+        if token is None:
+            raise AuthorizationError(
+                403, f"a browser session may only read; this needs a token with the {scope!r} scope"
+            )
         raise AuthorizationError(403, f"this token lacks the {scope!r} scope")
     return principal
 

@@ -6,12 +6,54 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
-from pydantic import StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ModelWrapValidatorHandler,
+    StrictInt,
+    StrictStr,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 Id = Annotated[
     str, Field(description="A 26-character ULID", examples=["01JB8ZT6QK5X4V3N2M1P0R9S8T"])
 ]
 JsonObject = dict[str, Any]
+RunStatusName = Literal["queued", "streaming", "committed", "superseded", "failed", "cancelled"]
+
+
+class InputSchema(Schema):
+    """A request body (or an object inside one): a JSON object, nothing else.
+
+    Ninja's Schema validates arbitrary objects by reading their attributes (ORM mode), so a
+    body of `5`, `null` or `[]` would pass as an object with every field at its default.
+    Input is JSON: validate it as plain pydantic, and refuse what is not an object.
+    """
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _run_root_validator(
+        cls, values: Any, handler: ModelWrapValidatorHandler[Any], info: ValidationInfo
+    ) -> Any:
+        if not isinstance(values, dict | BaseModel):
+            raise ValueError(f"must be a JSON object, not {_json_type(values)}")
+        return handler(values)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
 
 
 class ErrorBody(Schema):
@@ -29,7 +71,7 @@ class ErrorOut(Schema):
 # --- threads -----------------------------------------------------------------------------
 
 
-class ThreadIn(Schema):
+class ThreadIn(InputSchema):
     title: str = Field("", max_length=500)
     metadata: JsonObject = Field(default_factory=dict)
     agents: JsonObject = Field(default_factory=dict)
@@ -78,7 +120,7 @@ class MessagePage(Schema):
 # --- runs --------------------------------------------------------------------------------
 
 
-class RunIn(Schema):
+class RunIn(InputSchema):
     forkFromMessageId: Id | None = Field(
         None, description="Absent: continue from the head. null: start a new root."
     )
@@ -90,7 +132,7 @@ class RunOut(Schema):
     id: Id
     threadId: Id
     forkFromMessageId: Id | None
-    status: Literal["queued", "streaming", "committed", "superseded", "failed", "cancelled"]
+    status: RunStatusName
     supersededBy: Id | None
     lastSeq: int
     error: JsonObject | None
@@ -117,16 +159,44 @@ class RunMessagesOut(Schema):
     metadata: JsonObject
 
 
-class FailIn(Schema):
-    error: StrictStr | JsonObject = Field(
-        description='A message, or an object with a "message" string (and e.g. a "code")'
-    )
+_RUN_ERROR_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "minLength": 1},
+        {
+            "type": "object",
+            "properties": {
+                "message": {"type": "string"},
+                "code": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+            },
+            "required": ["message"],
+            "additionalProperties": True,
+        },
+    ],
+    "description": 'A message, or an object with a "message" string (and e.g. a "code");'
+    " other keys are kept",
+}
+
+
+class FailIn(InputSchema):
+    error: Annotated[Any, WithJsonSchema(_RUN_ERROR_SCHEMA)]
+
+    @field_validator("error", mode="before")
+    @classmethod
+    def _message_or_object(cls, value: Any) -> Any:
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, dict) and isinstance(value.get("message"), str):
+            code = value.get("code")
+            if code is None or isinstance(code, str) or type(code) is int:
+                return value
+            raise ValueError("error.code must be a string or an integer")
+        raise ValueError('must be a message, or an object with a "message" string')
 
 
 # --- events ------------------------------------------------------------------------------
 
 
-class EventIn(Schema):
+class EventIn(InputSchema):
     seq: StrictInt = Field(ge=1, description="Continues the run's lastSeq without gaps")
     kind: StrictStr = Field(
         description="message-start, text-delta, reasoning, tool-call, tool-result, file,"
@@ -136,7 +206,7 @@ class EventIn(Schema):
     at: StrictStr | None = Field(None, description="ISO 8601 with a timezone; default: now")
 
 
-class EventBatchIn(Schema):
+class EventBatchIn(InputSchema):
     events: list[EventIn]
 
 

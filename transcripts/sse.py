@@ -20,6 +20,7 @@ from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from ninja.errors import HttpError
 from psycopg import sql
 
+from transcripts import moderation
 from transcripts.auth import READ, Principal, authenticate
 from transcripts.errors import LedgerError
 from transcripts.fields import to_uuid
@@ -137,6 +138,10 @@ def _open_stream(request: HttpRequest, run_id: str) -> tuple[str, int]:
     )
     if run is None or (run.thread.hidden and not principal.is_staff):
         raise _Refusal(404, "not_found", f"run {run_id} does not exist")
+    if run.thread.hidden:
+        moderation.record_hidden_api_read(
+            principal=principal, thread_id=run.thread_id, path=request.path
+        )
     return run.id, _after_seq(request)
 
 

@@ -12,6 +12,14 @@ from transcripts.events import check_events
 from transcripts.projector import project
 
 RUN_ID = "01JB8ZT6QK5X4V3N2M1P0R9S8T"
+REAL_STREAMS = [
+    "multi_step_tools",
+    "tool_error_with_data",
+    "model_error",
+    "tool_approval_request",
+    "tool_approval_denied",
+    "aborted",
+]
 
 
 def _kinds(chunks: list[dict]) -> list[tuple[str, dict]]:
@@ -22,7 +30,7 @@ def _fixture(name: str) -> list[dict]:
     return parse_stream((FIXTURES / f"{name}.sse").read_bytes(), "text/event-stream")
 
 
-@pytest.mark.parametrize("name", ["multi_step_tools", "tool_error_with_data", "model_error"])
+@pytest.mark.parametrize("name", REAL_STREAMS)
 def test_the_sse_and_json_forms_of_a_real_sdk_stream_give_the_same_chunks(name):
     as_json = (FIXTURES / f"{name}.json").read_bytes()
 
@@ -30,7 +38,7 @@ def test_the_sse_and_json_forms_of_a_real_sdk_stream_give_the_same_chunks(name):
     assert _fixture(name) == parse_stream(as_json, "")  # sniffed
 
 
-@pytest.mark.parametrize("name", ["multi_step_tools", "tool_error_with_data", "model_error"])
+@pytest.mark.parametrize("name", REAL_STREAMS)
 def test_every_event_of_a_real_sdk_stream_is_valid(name):
     check_events(to_events(_fixture(name), after_seq=0))
 
@@ -356,3 +364,72 @@ def test_a_malformed_stream_is_refused_naming_the_chunk_and_field(body, path):
 def test_a_json_body_that_is_not_an_array_is_refused():
     with pytest.raises(InvalidStream):
         parse_stream(json.dumps({"chunks": []}).encode(), "application/json")
+
+
+def test_a_real_approval_request_keeps_the_call_the_source_and_the_request():
+    kinds = _kinds(_fixture("tool_approval_request"))
+
+    assert [k for k, _ in kinds] == [
+        "message-start",
+        "step-started",
+        "system.ai-sdk.message-metadata",
+        "system.ai-sdk.source-document",
+        "text-delta",
+        "tool-call",
+        "system.ai-sdk.tool-approval-request",
+        "step-finished",
+        "message-end",
+    ]
+    assert kinds[5][1] == {
+        "toolCallId": "call-del",
+        "toolName": "deleteFile",
+        "input": {"path": "/tmp/x"},
+    }
+    assert kinds[6][1] == {"approvalId": "id-2", "toolCallId": "call-del"}
+    assert kinds[-2][1] == {"finishReason": "tool-calls"}
+
+
+def test_a_denial_answering_an_earlier_stream_comes_before_the_new_message():
+    chunks = _fixture("tool_approval_denied")
+    events = to_events(chunks, after_seq=0, tool_names={"call-del": "deleteFile"})
+
+    assert [e["kind"] for e in events][:3] == ["tool-result", "message-start", "step-started"]
+    assert events[0]["data"] == {
+        "toolCallId": "call-del",
+        "toolName": "deleteFile",
+        "output": "The tool call was denied.",
+        "isError": True,
+        "denied": True,
+    }
+    projection = project(events, run_id=RUN_ID)
+    assert [m["role"] for m in projection.messages] == ["tool", "assistant"]
+    assert projection.messages[1]["parts"] == [
+        {"type": "text", "text": "Understood, I left it alone."}
+    ]
+
+
+def test_only_outputs_of_calls_the_stream_lacks_are_answered_elsewhere():
+    from transcripts.adapters.ai_sdk import answered_elsewhere
+
+    assert answered_elsewhere(_fixture("tool_approval_denied")) == ["call-del"]
+    assert answered_elsewhere(_fixture("multi_step_tools")) == []
+
+
+def test_a_real_abort_keeps_the_text_so_far_and_an_abort_error():
+    events = to_events(_fixture("aborted"), after_seq=0)
+    projection = project(events, run_id=RUN_ID)
+
+    assert events[-1]["kind"] == "error"
+    assert events[-1]["data"] == {
+        "reason": "the user pressed stop",
+        "message": "the stream was aborted: the user pressed stop",
+        "code": "abort",
+    }
+    assert projection.messages[0]["parts"] == [{"type": "text", "text": "Once upon a "}]
+
+
+def test_an_event_stream_body_sent_as_json_is_read_by_its_content():
+    body = (FIXTURES / "multi_step_tools.sse").read_bytes()
+
+    assert parse_stream(body, "application/json") == _fixture("multi_step_tools")
+    assert parse_stream(body, "text/plain") == _fixture("multi_step_tools")

@@ -105,6 +105,7 @@ def test_a_logged_in_browser_session_may_read_but_not_write(ids):
     assert client.get(f"/api/v1/runs/{ids['run']}").status_code == 200
     response = client.post("/api/v1/threads", "{}", content_type="application/json")
     assert response.status_code == 403
+    assert "browser session may only read" in error_of(response)["message"]
 
 
 def test_an_explicit_bad_token_wins_over_a_session(ids):
@@ -158,6 +159,13 @@ def test_the_command_refuses_unknown_scopes():
     assert not ApiToken.objects.exists()
 
 
+@pytest.mark.parametrize("name", ["", "   ", "x" * 201])
+def test_the_command_refuses_an_empty_or_overlong_name(name):
+    with pytest.raises(CommandError, match="name"):
+        call_command("create_api_token", name, stdout=io.StringIO())
+    assert not ApiToken.objects.exists()
+
+
 def test_the_admin_shows_a_new_token_once(admin_client):
     response = admin_client.post(
         "/admin/transcripts/apitoken/add/",
@@ -189,3 +197,15 @@ def test_the_admin_revokes_tokens(admin_client, make_token):
     token.refresh_from_db()
     assert token.revoked_at is not None
     assert ApiClient(raw).get("/threads").status_code == 401
+
+
+def test_the_token_of_a_deactivated_user_stops_working(make_token):
+    user = get_user_model().objects.create_user("leaver", password="x")
+    raw = make_token("ingest", "read", user=user)
+    assert ApiClient(raw).get("/threads").status_code == 200
+
+    user.is_active = False
+    user.save(update_fields=["is_active"])
+
+    assert ApiClient(raw).get("/threads").status_code == 401
+    assert ApiClient(make_token("read")).get("/threads").status_code == 200  # no user: fine

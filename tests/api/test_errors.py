@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from django.test import override_settings
@@ -115,3 +116,62 @@ def test_the_openapi_schema_and_docs_are_served_by_the_app(client):
         assert response.status_code == 200
         assert b"".join(response.streaming_content)
     assert client.get("/api/v1/docs/assets/..%2Fsettings.py").status_code == 404
+
+
+@pytest.mark.parametrize("body", [5, "text", None, True, [], [None, None], [{"title": "x"}]])
+def test_a_body_that_is_not_a_json_object_is_a_422_and_creates_nothing(api, body):
+    from transcripts.models import Run, Thread
+
+    thread = make_thread()
+    run = make_run(thread, commit=False)
+    threads, runs = Thread.objects.count(), Run.objects.count()
+
+    for path in ("/threads", f"/threads/{thread.id}/runs", f"/runs/{run.id}/events"):
+        response = api.post_raw(path, json.dumps(body), "application/json")
+        assert response.status_code == 422, (path, body, response.content)
+        problem = error_of(response)["details"]["problems"][0]
+        assert problem["path"] == "body"
+        assert problem["message"].startswith("must be a JSON object")
+    assert (Thread.objects.count(), Run.objects.count()) == (threads, runs)
+
+
+def test_an_event_that_is_not_an_object_is_named_by_its_index(api):
+    run = make_run(make_thread(), commit=False)
+
+    response = api.post(f"/runs/{run.id}/events", {"events": [5]})
+
+    assert response.status_code == 422
+    assert error_of(response)["details"]["problems"][0]["path"] == "events[0]"
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "bottom"
+    for level in range(depth):
+        value = {"a": value} if level % 2 else [value]
+    return value
+
+
+def test_json_nested_too_deeply_is_a_422_and_stores_nothing(api):
+    from transcripts.models import Event
+
+    run = make_run(make_thread(), commit=False)
+    for depth in (61, 900):  # 61: one level past the limit with the envelope
+        batch = {"events": [{"seq": 1, "kind": "data-deep", "data": {"v": _nested(depth)}}]}
+        response = api.post(f"/runs/{run.id}/events", batch)
+        assert response.status_code == 422, depth
+        assert error_of(response)["details"]["maxDepth"] == 64
+        chunks = [{"type": "data-deep", "data": _nested(depth + 2)}]  # a shorter envelope
+        assert api.post(f"/runs/{run.id}/ai-sdk?commit=true", chunks).status_code == 422, depth
+    assert not Event.objects.filter(run=run).exists()
+
+
+def test_json_nested_within_the_limit_is_stored_projected_and_committed(api):
+    run = make_run(make_thread(), commit=False)
+    data = {"v": _nested(60)}  # with the envelope: 64 levels, the limit
+    batch = {"events": [{"seq": 1, "kind": "data-deep", "data": data}, *_events(1)["events"]]}
+    batch["events"][1]["seq"] = 2
+
+    assert api.post(f"/runs/{run.id}/events", batch).status_code == 200
+    assert api.get(f"/runs/{run.id}/messages").status_code == 200
+    assert api.post(f"/runs/{run.id}/commit").json()["status"] == "committed"
+    assert api.get(f"/runs/{run.id}/events").json()["events"][0]["data"] == data

@@ -242,8 +242,28 @@ def test_fail_records_the_error(api):
 def test_fail_refuses_an_error_without_a_message(api):
     run = make_run(make_thread(), commit=False)
 
-    assert api.post(f"/runs/{run.id}/fail", {"error": {"code": 1}}).status_code == 422
-    assert api.post(f"/runs/{run.id}/fail", {}).status_code == 422
+    for body in (
+        {"error": {"code": 1}},
+        {"error": 5},
+        {"error": ""},
+        {"error": None},
+        {"error": {"message": "x", "code": {"nested": True}}},
+        {},
+    ):
+        response = api.post(f"/runs/{run.id}/fail", body)
+        assert response.status_code == 422, body
+        assert error_of(response)["details"]["problems"][0]["path"] == "error", body
+    assert Run.objects.get(pk=run.id).status == RunStatus.STREAMING
+
+
+def test_fail_keeps_every_key_of_an_error_object(api):
+    run = make_run(make_thread(), commit=False)
+    error = {"message": "rate limited", "code": 429, "provider": {"retryAfter": 30}}
+
+    response = api.post(f"/runs/{run.id}/fail", {"error": error})
+
+    assert response.status_code == 200
+    assert response.json()["error"] == error
 
 
 def test_cancel_closes_an_open_run(api):

@@ -122,3 +122,24 @@ def test_claims_need_ingest_and_valid_input(api: ApiClient, reader: ApiClient):
     assert api.post(f"/runs/{run.id}/claim", {"worker": "w", "leaseSeconds": -1}).status_code == 422
     assert api.get("/runs", status="bogus").status_code == 422
     assert Run.objects.get(pk=run.id).status == "queued"
+
+
+def test_an_import_nested_too_deeply_is_a_422_and_imports_nothing(api: ApiClient):
+    thread = conversation(turns=1)
+    document = json.loads(
+        b"".join(api.get(f"/threads/{thread.id}/export", format="canonical").streaming_content)
+    )
+    threads = Thread.objects.count()
+    for depth in (70, 800):
+        deep: object = "bottom"
+        for _ in range(depth):
+            deep = [deep]
+        document["messages"][0]["metadata"]["deep"] = deep
+        document["thread"]["id"] = None
+        raw = json.dumps(document).encode()
+
+        response = api.post_raw("/imports?format=canonical", raw, "application/json")
+
+        assert response.status_code == 422, (depth, response.content)
+        assert error_of(response)["code"] == "invalid"
+    assert Thread.objects.count() == threads

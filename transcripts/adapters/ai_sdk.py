@@ -33,6 +33,8 @@ _REQUIRED: dict[str, dict[str, bool]] = {
     "error": {"errorText": False},
 }
 _TOOL_EXTRAS = ("providerExecuted", "providerMetadata", "toolMetadata", "dynamic", "title")
+_TOOL_INPUTS = ("tool-input-start", "tool-input-delta", "tool-input-available", "tool-input-error")
+_TOOL_OUTPUTS = ("tool-output-available", "tool-output-error", "tool-output-denied")
 
 
 class InvalidStream(ValueError):
@@ -52,8 +54,10 @@ def parse_stream(body: bytes, content_type: str = "") -> list[Any]:
         raise InvalidStream([("body", "the body is not UTF-8 text")]) from None
     media_type = content_type.split(";")[0].strip().lower()
     stripped = text.lstrip("\ufeff \t\r\n")
-    if media_type == "application/json" or (
-        media_type != "text/event-stream" and stripped.startswith(("[", "{"))
+    looks_like_json = stripped.startswith(("[", "{"))
+    # A JSON content type on an event-stream body (a common slip) is read by its content.
+    if (media_type == "application/json" and not stripped.startswith("data:")) or (
+        media_type != "text/event-stream" and looks_like_json
     ):
         chunks = _loads(stripped, "body")
         if not isinstance(chunks, list):
@@ -116,6 +120,16 @@ class _Mapper:
     open_parts: dict[tuple[str, str], _Slot] = field(default_factory=dict)
     open_tools: dict[str, _Slot] = field(default_factory=dict)
     tool_names: dict[str, str] = field(default_factory=dict)
+    # Calls whose input this stream carries; an output for another call answers an earlier
+    # stream (after a tool approval, say) and belongs before this stream's message.
+    own_calls: set[str] = field(default_factory=set)
+    pending_start: tuple[int, dict[str, Any]] | None = None
+
+    def flush_start(self) -> None:
+        if self.pending_start is not None:
+            index, data = self.pending_start
+            self.pending_start = None
+            self.add(index, "message-start", data)
 
     def add(self, index: int, kind: str, data: dict[str, Any], *, done: bool = True) -> _Slot:
         slot = _Slot(index, kind, data, done)
@@ -130,6 +144,7 @@ class _Mapper:
                 self.events.append((slot.index, slot.kind, slot.data))
 
     def finish_all(self) -> None:
+        self.flush_start()
         for (part, _), slot in list(self.open_parts.items()):
             self._close_part(part, slot)
         for slot in list(self.open_tools.values()):
@@ -190,6 +205,7 @@ class _Mapper:
 
     def tool_start(self, index: int, chunk: Mapping[str, Any]) -> None:
         call_id = chunk["toolCallId"]
+        self.own_calls.add(call_id)
         self.tool_names[call_id] = chunk["toolName"]
         data = {"toolCallId": call_id, "toolName": chunk["toolName"]}
         _copy_extras(chunk, data, (*_TOOL_EXTRAS, "inputEncoding"))
@@ -204,6 +220,7 @@ class _Mapper:
 
     def tool_input(self, index: int, chunk: Mapping[str, Any], *, error: bool) -> None:
         call_id = chunk["toolCallId"]
+        self.own_calls.add(call_id)
         name = chunk.get("toolName") or self.tool_names.get(call_id, "")
         slot = self.open_tools.pop(call_id, None)
         if slot is None:
@@ -303,6 +320,10 @@ def _steering_message(chunk: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _map_chunk(mapper: _Mapper, index: int, chunk: dict[str, Any], kind: str) -> None:
+    if kind != "start" and not (
+        kind in _TOOL_OUTPUTS and chunk["toolCallId"] not in mapper.own_calls
+    ):
+        mapper.flush_start()
     if kind in ("text-start", "reasoning-start"):
         mapper.part_start(index, kind.split("-")[0], chunk)
     elif kind in ("text-delta", "reasoning-delta"):
@@ -315,7 +336,7 @@ def _map_chunk(mapper: _Mapper, index: int, chunk: dict[str, Any], kind: str) ->
         mapper.tool_delta(index, chunk)
     elif kind in ("tool-input-available", "tool-input-error"):
         mapper.tool_input(index, chunk, error=kind == "tool-input-error")
-    elif kind in ("tool-output-available", "tool-output-error", "tool-output-denied"):
+    elif kind in _TOOL_OUTPUTS:
         mapper.tool_output(index, chunk)
     elif kind == "start":
         data: dict[str, Any] = {"role": "assistant"}
@@ -324,7 +345,8 @@ def _map_chunk(mapper: _Mapper, index: int, chunk: dict[str, Any], kind: str) ->
         if "messageMetadata" in chunk:
             metadata = chunk["messageMetadata"]
             data["metadata"] = metadata if isinstance(metadata, dict) else {"value": metadata}
-        mapper.add(index, "message-start", data)
+        mapper.flush_start()
+        mapper.pending_start = (index, data)
     elif kind == "start-step":
         mapper.add(index, "step-started", {})
     elif kind == "finish-step":
@@ -374,9 +396,30 @@ def _map_finish(mapper: _Mapper, index: int, chunk: Mapping[str, Any]) -> None:
     mapper.add(index, "message-end", {})
 
 
-def chunks_to_events(chunks: Iterable[Any]) -> list[tuple[int, str, dict[str, Any]]]:
-    """(index of the source chunk, kind, data) for every event the chunks amount to."""
-    mapper = _Mapper()
+def answered_elsewhere(chunks: Iterable[Any]) -> list[str]:
+    """toolCallIds whose output the chunks carry without the call's input (an earlier stream,
+    e.g. before a tool approval, had it): the caller may look their tool names up."""
+    own: set[str] = set()
+    found: list[str] = []
+    for chunk in chunks:
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("toolCallId"), str):
+            continue
+        call_id = chunk["toolCallId"]
+        if chunk.get("type") in _TOOL_INPUTS:
+            own.add(call_id)
+        elif chunk.get("type") in _TOOL_OUTPUTS and call_id not in own and call_id not in found:
+            found.append(call_id)
+    return found
+
+
+def chunks_to_events(
+    chunks: Iterable[Any], tool_names: Mapping[str, str] | None = None
+) -> list[tuple[int, str, dict[str, Any]]]:
+    """(index of the source chunk, kind, data) for every event the chunks amount to.
+
+    tool_names maps the toolCallIds of calls made before this stream to their tool names.
+    """
+    mapper = _Mapper(tool_names=dict(tool_names or {}))
     for index, chunk in enumerate(chunks):
         kind = _check_chunk(chunk, index)
         _map_chunk(mapper, index, chunk, kind)
@@ -391,9 +434,11 @@ def chunks_to_events(chunks: Iterable[Any]) -> list[tuple[int, str, dict[str, An
     return mapper.events
 
 
-def to_events(chunks: Iterable[Any], *, after_seq: int) -> list[dict[str, Any]]:
+def to_events(
+    chunks: Iterable[Any], *, after_seq: int, tool_names: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
     """Events ready for the ledger, numbered from after_seq + 1."""
     return [
         {"seq": after_seq + offset, "kind": kind, "data": data}
-        for offset, (_, kind, data) in enumerate(chunks_to_events(chunks), start=1)
+        for offset, (_, kind, data) in enumerate(chunks_to_events(chunks, tool_names), start=1)
     ]

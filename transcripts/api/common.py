@@ -8,6 +8,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
+from transcripts import moderation
 from transcripts.auth import Principal
 from transcripts.errors import InvalidInput, NotFound
 from transcripts.ids import is_ulid
@@ -25,23 +26,35 @@ def caller(request: HttpRequest) -> Principal:
     return principal
 
 
+def _audit_hidden_read(request: HttpRequest, thread_id: str) -> None:
+    """Staff reading a hidden thread is recorded in the audit log (writes are audited apart)."""
+    if request.method == "GET":
+        moderation.record_hidden_api_read(
+            principal=caller(request), thread_id=thread_id, path=request.path
+        )
+
+
 def visible_thread(request: HttpRequest, thread_id: str) -> Thread:
     """The thread, or NotFound when the id is unknown or the thread is hidden from the caller."""
     thread = Thread.objects.filter(pk=thread_id).first() if is_ulid(thread_id) else None
     if thread is None or (thread.hidden and not caller(request).is_staff):
         raise NotFound(f"thread {thread_id} does not exist", threadId=thread_id)
+    if thread.hidden:
+        _audit_hidden_read(request, thread.id)
     return thread
 
 
 def check_run_visible(request: HttpRequest, run_id: str) -> str:
     """run_id, or NotFound when unknown or hidden from the caller (one small query)."""
-    hidden = (
-        Run.objects.filter(pk=run_id).values_list("thread__hidden", flat=True).first()
+    row = (
+        Run.objects.filter(pk=run_id).values_list("thread__hidden", "thread_id").first()
         if is_ulid(run_id)
         else None
     )
-    if hidden is None or (hidden and not caller(request).is_staff):
+    if row is None or (row[0] and not caller(request).is_staff):
         raise NotFound(f"run {run_id} does not exist", runId=run_id)
+    if row[0]:
+        _audit_hidden_read(request, row[1])
     return run_id
 
 
@@ -52,6 +65,8 @@ def visible_run(request: HttpRequest, run_id: str) -> Run:
     )
     if run is None or (run.thread.hidden and not caller(request).is_staff):
         raise NotFound(f"run {run_id} does not exist", runId=run_id)
+    if run.thread.hidden:
+        _audit_hidden_read(request, run.thread_id)
     return run
 
 

@@ -13,7 +13,8 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 from ninja.parser import Parser
 
-from transcripts.errors import LedgerError
+from transcripts.errors import InvalidInput, LedgerError
+from transcripts.events import max_json_depth, nests_deeper_than
 
 logger = logging.getLogger("transcripts.api")
 
@@ -74,15 +75,26 @@ def read_body(request: HttpRequest) -> bytes:
     return body
 
 
+def check_depth(value: Any, body: bytes) -> None:
+    """Refuse (422) JSON nested deeper than the limit; bodies too small to be that deep pass."""
+    limit = max_json_depth()
+    if body.count(b"{") + body.count(b"[") > limit and nests_deeper_than(value, limit):
+        raise InvalidInput(
+            f"the body nests JSON deeper than {limit} levels", field="body", maxDepth=limit
+        )
+
+
 class JsonBodyParser(Parser):
-    """Ninja's JSON parser with the size limit and a precise refusal of malformed JSON."""
+    """Ninja's JSON parser with the size and depth limits and a precise refusal of bad JSON."""
 
     def parse_body(self, request: HttpRequest) -> Any:
         body = read_body(request)
         try:
-            return json.loads(body)
+            value = json.loads(body)
         except (ValueError, RecursionError) as exc:
             raise InvalidJson(f"the body is not valid JSON: {exc}") from None
+        check_depth(value, body)
+        return value
 
 
 def _location(loc: Any) -> str:
@@ -94,6 +106,8 @@ def _location(loc: Any) -> str:
         parts = parts[1:]
     path = ""
     for part in parts:
+        if isinstance(part, str) and part.startswith("function-"):
+            continue  # a validator's name (function-wrap[…]), not a place in the input
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
     return path or "body"
 
@@ -109,7 +123,10 @@ def install_handlers(api: NinjaAPI) -> None:
 
     def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
         problems = [
-            {"path": _location(e.get("loc", ())), "message": str(e.get("msg", "invalid"))}
+            {
+                "path": _location(e.get("loc", ())),
+                "message": str(e.get("msg", "invalid")).removeprefix("Value error, "),
+            }
             for e in exc.errors
         ]
         first = problems[0] if problems else {"path": "body", "message": "invalid"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.http import HttpRequest
 from ninja import Router, Status
 from ninja.params.functions import Query
@@ -19,10 +20,10 @@ from transcripts.api.common import (
     visible_run,
     visible_thread,
 )
-from transcripts.api.errors import read_body
+from transcripts.api.errors import check_depth, read_body
 from transcripts.auth import ingest_auth, read_auth
 from transcripts.errors import InvalidInput
-from transcripts.models import Run
+from transcripts.models import Event, Run
 from transcripts.schemas import (
     AiSdkOut,
     AppendOut,
@@ -143,6 +144,20 @@ def restore_run(request: HttpRequest, runId: str) -> dict[str, Any]:
     return run_out(ledger.restore_run(run=visible_run(request, runId)))
 
 
+def _earlier_tool_names(run: Run, call_ids: list[str]) -> dict[str, str]:
+    """The tool names of calls made earlier in the run's thread (the AI SDK sends a tool's
+    output without its name, e.g. after an approval, in a stream of its own)."""
+    if not call_ids:
+        return {}
+    calls = (
+        Event.objects.filter(thread_id=run.thread_id, kind="tool-call")
+        .filter(data__toolCallId__in=call_ids[:1000])
+        .order_by("id")
+        .values_list("data__toolCallId", "data__toolName")
+    )
+    return {call_id: name for call_id, name in calls if isinstance(name, str) and name}
+
+
 _AI_SDK_BODY = {
     "required": True,
     "description": "A UI message stream: the text/event-stream body the AI SDK sends"
@@ -173,19 +188,31 @@ def ai_sdk_stream(
     request: HttpRequest,
     runId: str,
     commit: bool = Query(False, description="Commit the run after appending"),
+    afterSeq: int | None = Query(
+        None,
+        ge=0,
+        le=MAX_INT,
+        description="Number the events from afterSeq + 1 (default: the run's lastSeq)."
+        " Sending the same stream again with the same afterSeq is then a no-op: a safe retry.",
+    ),
 ) -> dict[str, Any]:
-    """Append a Vercel AI SDK UI message stream as events after lastSeq."""
+    """Append a Vercel AI SDK UI message stream as events after lastSeq (or afterSeq)."""
     run = visible_run(request, runId)
     body = read_body(request)
     try:
         chunks = ai_sdk.parse_stream(body, request.content_type or "")
-        events = ai_sdk.to_events(chunks, after_seq=run.last_seq)
+        check_depth(chunks, body)
+        start = run.last_seq if afterSeq is None else afterSeq
+        tool_names = _earlier_tool_names(run, ai_sdk.answered_elsewhere(chunks))
+        events = ai_sdk.to_events(chunks, after_seq=start, tool_names=tool_names)
     except ai_sdk.InvalidStream as exc:
         problems = [{"path": path, "message": message} for path, message in exc.problems]
         raise InvalidInput(f"not a UI message stream: {exc}", problems=problems) from None
     _check_batch_length(len(events))
-    result = ledger.append_events(run=run, events=events)
-    committed: Run | None = ledger.commit_run(run=run) if commit else None
+    # Append and commit together: a refused commit leaves no half-stored stream behind.
+    with transaction.atomic():
+        result = ledger.append_events(run=run, events=events)
+        committed: Run | None = ledger.commit_run(run=run) if commit else None
     status = (
         committed.status
         if committed

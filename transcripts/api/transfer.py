@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 from typing import Any, cast
 
@@ -12,9 +13,10 @@ from ninja.params.functions import Query
 
 from transcripts import transfer
 from transcripts.api.common import ERRORS, visible_thread
-from transcripts.api.errors import BodyTooLarge
+from transcripts.api.errors import BodyTooLarge, check_depth
 from transcripts.auth import ingest_auth, read_auth
-from transcripts.errors import NotFound
+from transcripts.errors import InvalidInput, NotFound
+from transcripts.events import max_json_depth
 from transcripts.ids import is_ulid
 from transcripts.models import ImportJob
 from transcripts.schemas import Id
@@ -119,8 +121,31 @@ def create_import(
                 user=getattr(request, "user", None),
             )
             return Status(202, _job_out(job))
-        result = transfer.import_stream(cast(Any, spool), format or None)
+        _check_json_depth(spool)
+        try:
+            result = transfer.import_stream(cast(Any, spool), format or None)
+        except RecursionError:  # a reader of some format recursed too deep: still a 422
+            raise InvalidInput("the file nests JSON too deeply to be imported") from None
     return Status(201, {"format": result.format, "threadIds": result.thread_ids})
+
+
+def _check_json_depth(spool: Any) -> None:
+    """Refuse a JSON file nested deeper than the API's limit (what it holds would break
+    the recursive readers of messages later); other files are left to their format."""
+    content = spool.read()
+    spool.seek(0)
+    if content.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] not in (b"{", b"["):
+        return
+    try:
+        value = json.loads(content)
+    except RecursionError:
+        limit = max_json_depth()
+        raise InvalidInput(
+            f"the file nests JSON deeper than {limit} levels", field="body", maxDepth=limit
+        ) from None
+    except ValueError:
+        return  # the format's reader says what is wrong with it
+    check_depth(value, content)
 
 
 @router.get("/imports/{jobId}", response={200: ImportJobOut, **ERRORS})

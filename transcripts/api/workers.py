@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from django.http import HttpRequest
 from ninja import Router, Schema
@@ -12,20 +12,18 @@ from pydantic import Field
 from transcripts import ledger
 from transcripts.api.common import ERRORS, caller, run_out, visible_run
 from transcripts.auth import ingest_auth, read_auth
-from transcripts.errors import InvalidInput
 from transcripts.generation import conversation_for
-from transcripts.models import Run, RunStatus
-from transcripts.schemas import RunOut
+from transcripts.models import Run
+from transcripts.schemas import InputSchema, RunOut, RunStatusName
 
 router = Router(tags=["workers"], auth=read_auth)
-STATUSES = [s.value for s in RunStatus]
 
 
 class RunList(Schema):
     runs: list[RunOut]
 
 
-class ClaimIn(Schema):
+class ClaimIn(InputSchema):
     worker: str = Field(min_length=1, max_length=200, description="who holds the lease")
     leaseSeconds: float = Field(30, gt=0, le=3600)
 
@@ -42,13 +40,11 @@ class ClaimOut(Schema):
 @router.get("/runs", response={200: RunList, **ERRORS})
 def list_runs(
     request: HttpRequest,
-    status: str = Query("queued", description=", ".join(STATUSES)),
+    status: Annotated[RunStatusName, Query(description="Runs with this status")] = "queued",
     generator: str | None = Query(None, description="e.g. external"),
     limit: int = Query(50, ge=1, le=500),
 ) -> dict[str, Any]:
     """Runs by status, oldest first: a stream layer polls this for queued external runs."""
-    if status not in STATUSES:
-        raise InvalidInput(f"status must be one of {', '.join(STATUSES)}", field="status")
     runs = Run.objects.filter(status=status).order_by("created_at")
     if not caller(request).is_staff:
         runs = runs.filter(thread__hidden=False)
