@@ -12,6 +12,7 @@ import nh3
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
@@ -25,12 +26,11 @@ MAX_JSON_CHARS = 20_000
 
 _ALLOWED_TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "details", "div", "em", "h1", "h2",
-    "h3", "h4", "h5", "h6", "hr", "i", "img", "li", "ol", "p", "pre", "s", "span", "strong",
+    "h3", "h4", "h5", "h6", "hr", "i", "li", "ol", "p", "pre", "s", "span", "strong",
     "sub", "summary", "sup", "table", "tbody", "td", "th", "thead", "tr", "ul",
 }  # fmt: skip
 _ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
-    "img": {"src", "alt", "title"},
     "code": {"class"},
     "div": {"class"},
     "pre": {"class"},
@@ -67,19 +67,35 @@ def _highlight_code(code: str, language: str, _attrs: str) -> str:
 
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    # Single line breaks are kept, as chat UIs do: model output (poems, addresses, lists
+    # without markers) relies on them.
+    md = MarkdownIt(
+        "commonmark", {"html": False, "linkify": False, "typographer": False, "breaks": True}
+    )
     md.enable(["table", "strikethrough"])
     md.options["highlight"] = _highlight_code
+    md.add_render_rule("image", _image_as_link)
     return md
 
 
+def _image_as_link(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
+    """A Markdown image in message text becomes a link, never an automatic fetch.
+
+    Model output is untrusted: an image the browser loads by itself can carry the
+    conversation to a third party in its URL (a known prompt-injection exfiltration trick)
+    and reveals the reader's address. Readers open it deliberately instead.
+    """
+    token = tokens[idx]
+    src = str(token.attrGet("src") or "")
+    alt = "".join(child.content for child in token.children or []) or src
+    return f'<a href="{escape(src)}" title="image, not loaded automatically">🖼 {escape(alt)}</a>'
+
+
 def _link_attributes(element: str, attribute: str, value: str) -> str | None:
-    """Keep only http(s)/mailto links and http(s) images (data: images for previews only)."""
-    if attribute in ("href", "src"):
+    """Keep only http(s)/mailto links."""
+    if attribute == "href":
         scheme = urlsplit(value.strip()).scheme.lower()
         if scheme and scheme not in _URL_SCHEMES:
-            return None
-        if element == "img" and scheme not in ("http", "https"):
             return None
     return value
 
@@ -93,7 +109,6 @@ def sanitize_html(html: str) -> SafeString:
         url_schemes=_URL_SCHEMES,
         link_rel="nofollow noopener noreferrer",
         attribute_filter=_link_attributes,
-        set_tag_attribute_values={"img": {"loading": "lazy", "referrerpolicy": "no-referrer"}},
         strip_comments=True,
     )
     return mark_safe(cleaned)

@@ -5,21 +5,31 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from functools import wraps
+from typing import Any, TypeVar, cast
 
 from django import forms
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.decorators import login_required as django_login_required
+from django.contrib.auth.views import redirect_to_login
 from django.db import connection
 from django.db.models import OuterRef, Q, QuerySet, Subquery
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+)
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
+from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from transcripts import moderation, rendering, selectors
@@ -39,6 +49,26 @@ _EMPTY = SafeString("")
 
 class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
+
+
+_View = TypeVar("_View", bound=Callable[..., HttpResponse])
+
+
+def login_required(view: _View) -> _View:
+    """Django's login_required; an htmx request whose session ended reloads into the login page.
+
+    A plain redirect would be followed by htmx and the login page swapped into the fragment.
+    """
+    guarded = django_login_required(view)
+
+    @wraps(view)
+    def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.htmx and not request.user.is_authenticated:
+            page = request.htmx.current_url_abs_path or request.get_full_path()
+            return HttpResponseClientRedirect(redirect_to_login(page).url)
+        return guarded(request, *args, **kwargs)
+
+    return cast(_View, wrapper)
 
 
 @require_GET
@@ -101,7 +131,7 @@ SORTS: dict[str, tuple[str, bool]] = {
 class ThreadFilters(forms.Form):
     """The thread list's search, filters and sort (all optional, from the query string)."""
 
-    q = forms.CharField(required=False, max_length=200)
+    q = forms.CharField(required=False, max_length=200, label="Search")
     status = forms.ChoiceField(
         required=False,
         choices=[
@@ -115,8 +145,12 @@ class ThreadFilters(forms.Form):
     branches = forms.BooleanField(required=False, label="Has branches")
     failed = forms.BooleanField(required=False, label="Has failed runs")
     flagged = forms.BooleanField(required=False, label="Flagged")
-    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    since = forms.DateField(
+        required=False, label="From", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    until = forms.DateField(
+        required=False, label="To", widget=forms.DateInput(attrs={"type": "date"})
+    )
     who = forms.CharField(required=False, max_length=200, label="Agent or model")
     sort = forms.ChoiceField(
         required=False,
@@ -173,12 +207,34 @@ def _mark_hits(snippet: str) -> SafeString:
     return mark_safe(marked)
 
 
+def _sort_key(form: ThreadFilters) -> str:
+    return SORTS.get(form.cleaned_data.get("sort") or "recent", SORTS["recent"])[0]
+
+
+def _invalid_filters(
+    request: HtmxHttpRequest, form: ThreadFilters, *, bad_cursor: bool
+) -> HttpResponse:
+    """A 400 that names each bad field: the list is not silently shown unfiltered."""
+    errors = [
+        f"{form.fields[name].label or name.capitalize()}: {' '.join(str(m) for m in messages)}"
+        for name, messages in form.errors.items()
+    ]
+    if bad_cursor:
+        errors.append("Page: the “load more” position is not valid; start again from the top.")
+    context = {"form": form, "rows": [], "errors": errors, "filtered": True}
+    template = "transcripts/threads.html#results" if request.htmx else "transcripts/threads.html"
+    return render(request, template, context, status=400)
+
+
 @login_required
 @require_GET
 def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     """Every thread the reader may see: search, filters, sort and cursor pagination."""
     form = ThreadFilters(request.GET)
-    filters: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
+    cursor = request.GET.get("cursor", "")
+    if not form.is_valid() or (cursor and _decode_cursor(cursor, _sort_key(form)) is None):
+        return _invalid_filters(request, form, bad_cursor=form.is_valid())
+    filters: dict[str, Any] = form.cleaned_data
     query = filters.get("q") or ""
     key, desc = SORTS.get(filters.get("sort") or "recent", SORTS["recent"])
     status = filters.get("status") or ""
@@ -196,7 +252,6 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     )
     if status == "none":
         threads = threads.none()
-    cursor = request.GET.get("cursor", "")
     if cursor:
         threads = _after_cursor(threads, key, desc, cursor)
     order = [f"-{key}", "-id"] if desc else [key, "id"]
@@ -584,9 +639,11 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
         pk=run_id,
     )
     try:
-        after = max(int(request.GET.get("after", "0")), 0)
+        after = int(request.GET.get("after") or "0")
     except ValueError:
-        after = 0
+        after = -1
+    if not 0 <= after < 2**62:
+        return HttpResponseBadRequest("after: a sequence number (0 or more) was expected.")
     events = list(
         Event.objects.filter(run_id=run.id, seq__gt=after).order_by("seq")[: EVENTS_PER_PAGE + 1]
     )

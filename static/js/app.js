@@ -121,6 +121,24 @@
     event.detail.swapOverride = "innerHTML";
   });
 
+  // Filters the server cannot apply come back as a 400 that names them: show it in the list.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail.xhr;
+    var target = event.detail.target;
+    if (!xhr || xhr.status !== 400 || !target || target.id !== "results") return;
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  });
+
+  // A refused import (422, 413) says why in the import page's result area.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail.xhr;
+    var target = event.detail.target;
+    if (!xhr || xhr.status < 400 || xhr.status >= 500 || !target || target.id !== "import-result") return;
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  });
+
   // Reasoning streams in the open unless the reader folds it; the live block keeps that choice
   // across its re-renders.
   document.addEventListener("toggle", function (event) {

