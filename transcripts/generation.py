@@ -6,12 +6,13 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from transcripts import ledger
 from transcripts.errors import Conflict, InvalidInput, LedgerError, RunClosed
@@ -94,7 +95,8 @@ def start_generation(
             metadata=metadata,
         )
         if prefix:
-            ledger.append_events(run=run, events=prefix)
+            # Still queued: a worker (or the outside stream layer) has to pick it up.
+            ledger.append_events(run=run, events=prefix, start=False)
         from transcripts import tasks
 
         if generator == EXTERNAL:
@@ -114,18 +116,55 @@ def conversation_for(run: Run) -> list[dict[str, Any]]:
     return history + ledger.project_run(run).messages
 
 
-class _Batcher:
-    """Numbers events and appends them in small batches, renewing the lease as it goes."""
+class _Heartbeat:
+    """Renews the worker's lease in the background, so a generator that is slow to produce
+    its next event (a model thinking for a minute) keeps its run; notices a cancel or a lost
+    lease."""
 
-    def __init__(self, run: Run, worker: str) -> None:
-        self.run = run
+    def __init__(self, run_id: str, worker: str) -> None:
+        self.run_id = run_id
         self.worker = worker
+        self.lost: LedgerError | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"lease-{run_id}", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        seconds = lease_seconds()
+        try:
+            while not self._stop.wait(max(0.1, seconds / 3)):
+                try:
+                    ledger.renew_lease(run=self.run_id, worker=self.worker, lease_seconds=seconds)
+                except LedgerError as exc:  # cancelled, failed, or leased by another worker
+                    self.lost = exc
+                    return
+                except Exception:  # a database hiccup: the next beat tries again
+                    logger.exception("could not renew the lease of run %s", self.run_id)
+        finally:
+            connection.close()
+
+
+class _Batcher:
+    """Numbers events and appends them in small batches (every ~50 ms or 64 events)."""
+
+    def __init__(self, run: Run, heartbeat: _Heartbeat) -> None:
+        self.run = run
+        self.heartbeat = heartbeat
         self.next_seq = run.last_seq + 1
         self.pending: list[dict[str, Any]] = []
         self.flushed_any = False
         self.last_flush = time.monotonic()
 
     def add(self, kind: str, data: dict[str, Any]) -> None:
+        if self.heartbeat.lost is not None:
+            raise self.heartbeat.lost
         self.pending.append({"seq": self.next_seq, "kind": kind, "data": data})
         self.next_seq += 1
         due = time.monotonic() - self.last_flush >= FLUSH_SECONDS
@@ -137,7 +176,6 @@ class _Batcher:
             ledger.append_events(run=self.run, events=self.pending)
             self.pending = []
             self.flushed_any = True
-        ledger.renew_lease(run=self.run, worker=self.worker, lease_seconds=lease_seconds())
         self.last_flush = time.monotonic()
 
 
@@ -155,21 +193,29 @@ def generate(run_id: str, *, worker: str | None = None) -> str:
         model=run.model,
         parameters=dict(run.parameters),
     )
-    batcher = _Batcher(run, worker)
-    try:
-        for kind, data in get_generator(run.generator).stream(request):
-            batcher.add(kind, data)
-        batcher.flush()
-        ledger.commit_run(run=run.id)
-        return RunStatus.COMMITTED
-    except RunClosed:
-        # Cancelled (or closed otherwise) while streaming: stop quietly, keep what was stored.
-        return Run.objects.get(pk=run.id).status
-    except (GeneratorError, LedgerError) as exc:
-        return _fail(run.id, str(exc), type(exc).__name__)
-    except Exception as exc:
-        logger.exception("generator %s crashed on run %s", run.generator, run.id)
-        return _fail(run.id, f"{type(exc).__name__}: {exc}", "generator_crashed")
+    with _Heartbeat(run.id, worker) as heartbeat:
+        batcher = _Batcher(run, heartbeat)
+        try:
+            for kind, data in get_generator(run.generator).stream(request):
+                batcher.add(kind, data)
+            batcher.flush()
+            if heartbeat.lost is not None:
+                raise heartbeat.lost
+            ledger.commit_run(run=run.id)
+            return RunStatus.COMMITTED
+        except RunClosed:
+            # Cancelled (or closed otherwise) while streaming: stop quietly, keep what was stored.
+            return Run.objects.get(pk=run.id).status
+        except Conflict as exc:
+            if exc is heartbeat.lost:  # another worker holds the run now: leave it to them
+                logger.warning("lost the lease of run %s: %s", run.id, exc)
+                return "lost"
+            return _fail(run.id, str(exc), type(exc).__name__)
+        except (GeneratorError, LedgerError) as exc:
+            return _fail(run.id, str(exc), type(exc).__name__)
+        except Exception as exc:
+            logger.exception("generator %s crashed on run %s", run.generator, run.id)
+            return _fail(run.id, f"{type(exc).__name__}: {exc}", "generator_crashed")
 
 
 def _fail(run_id: str, message: str, code: str) -> str:
@@ -184,14 +230,7 @@ def reap_expired_runs() -> list[str]:
     if getattr(settings, "TRANSCRIPTS_REQUEUE_EXPIRED", False):
         for run in Run.objects.filter(pk__in=expired).select_related("thread"):
             try:
-                start_generation(
-                    thread=run.thread,
-                    fork_from=run.fork_from_id,
-                    generator=run.generator,
-                    model=run.model,
-                    parameters=run.parameters,
-                    metadata={"retryOf": run.id},
-                )
+                _queue_again(run)
             except LedgerError as exc:
                 logger.warning("could not re-queue run %s: %s", run.id, exc)
     return expired
@@ -240,6 +279,11 @@ def retry(*, run: Run) -> Run:
     """Run a failed or cancelled run's generation again, from the same fork point."""
     if run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
         raise InvalidInput("only a failed or cancelled run can be retried", status=run.status)
+    return _queue_again(run)
+
+
+def _queue_again(run: Run) -> Run:
+    """A fresh attempt of run's generation: same fork point, options and edited message."""
     prefix = [
         {"seq": e.seq, "kind": e.kind, "data": e.data}
         for e in run.events.filter(seq=1, kind="message")
@@ -256,10 +300,12 @@ def retry(*, run: Run) -> Run:
 
 
 def last_choice(thread: Thread) -> dict[str, Any]:
-    """The generator, model and parameters the thread's latest generated run used."""
+    """The generator, model and parameters the thread's latest generated run used.
+
+    Runs a stream layer posted under its own name (not one of ours) are no choice to repeat.
+    """
     run = (
-        Run.objects.filter(thread=thread)
-        .exclude(generator__in=["", "user", "import"])
+        Run.objects.filter(thread=thread, generator__in=[*GENERATORS, EXTERNAL])
         .order_by("-created_at")
         .first()
     )

@@ -18,6 +18,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseLocation
@@ -46,6 +47,9 @@ LIVE_TRIGGERS = ", ".join(
         "sse:file",
         "sse:error",
         "sse:step-finished",
+        # No event for a while: look again, so a run whose worker died shows as failed even
+        # when no other worker is alive to notice (run_live expires lapsed leases).
+        "every 10s",
     ]
 )
 
@@ -183,11 +187,14 @@ class LiveRun:
     placement: str = ""
     after_id: str | None = None
     generator_label: str = ""
+    # The newer attempt of this failed run (a Retry, or TRANSCRIPTS_REQUEUE_EXPIRED).
+    requeued_as: Run | None = None
     retryable: bool = field(init=False)
     waiting: str = field(init=False)
 
     def __post_init__(self) -> None:
-        self.retryable = self.run.status in (RunStatus.FAILED, RunStatus.CANCELLED)
+        closed = self.run.status in (RunStatus.FAILED, RunStatus.CANCELLED)
+        self.retryable = closed and self.requeued_as is None
         if self.run.status == RunStatus.QUEUED:
             self.waiting = (
                 "Waiting for the external stream layer to claim this run…"
@@ -196,6 +203,8 @@ class LiveRun:
             )
         else:
             self.waiting = "Generating…"
+        if self.run.is_open and self.run.metadata.get("retryOf"):
+            self.waiting += " (a new attempt of a run that failed)"
 
 
 def _unsaved_messages(run: Run, thread: Thread) -> tuple[list[Message], list[str]]:
@@ -224,6 +233,9 @@ def live_run(run: Run, thread: Thread) -> LiveRun:
     """The run's projection so far, rendered like committed messages."""
     messages, errors = _unsaved_messages(run, thread)
     label = dict(generator_choices()).get(run.generator, run.generator or "external")
+    requeued_as = None
+    if run.status == RunStatus.FAILED:
+        requeued_as = Run.objects.filter(thread=thread, metadata__retryOf=run.id).first()
     return LiveRun(
         run=run,
         items=views._message_items(thread, messages),
@@ -232,6 +244,7 @@ def live_run(run: Run, thread: Thread) -> LiveRun:
         stream_url=f"/api/v1/runs/{run.id}/stream",
         live_url=reverse("run_live", args=[run.id]),
         generator_label=label,
+        requeued_as=requeued_as,
     )
 
 
@@ -366,9 +379,12 @@ def reply(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
 @require_POST
 @_refusals
 def cancel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    """Stop an open run; what it streamed stays visible."""
+    """Stop an open run; what it streamed stays visible.
+
+    Allowed on a locked or hidden thread too: stopping adds nothing, and a moderator who
+    locks a thread mid-run wants the generation to end.
+    """
     run, thread = _run_or_404(request, run_id)
-    _check_open(thread)
     run = ledger.cancel_run(run=run)
     if request.htmx:
         return _render_live(request, run, thread)
@@ -409,6 +425,10 @@ def _render_live(request: HtmxHttpRequest, run: Run, thread: Thread) -> HttpResp
 def run_live(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     """The live block's body; once the run is committed, the conversation instead."""
     run, thread = _run_or_404(request, run_id)
+    if run.is_open and run.lease_expires_at is not None and run.lease_expires_at < timezone.now():
+        # Its worker died: do what any worker's reaper would (fail it, or queue it again).
+        generation.reap_expired_runs()
+        run.refresh_from_db()
     if run.status in (RunStatus.COMMITTED, RunStatus.SUPERSEDED):
         return _to_conversation(request, thread.id)
     return _render_live(request, run, thread)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
 
 import pytest
 
@@ -12,7 +17,8 @@ from tests.factories import ask, conversation, user_message
 from tests.generation.support import run_status, wait_for
 from transcripts import ledger
 from transcripts.errors import InvalidInput, ThreadLocked
-from transcripts.generation import reap_expired_runs, start_generation
+from transcripts.generation import generate, reap_expired_runs, start_generation
+from transcripts.generators import GENERATORS, GenerationRequest, Generator, StreamEvent
 from transcripts.models import Message, Run, RunStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -193,3 +199,151 @@ def test_retry_queues_the_same_generation_again():
     assert ledger.project_run(retried).messages[0]["parts"][0]["text"] == "again"
     with pytest.raises(InvalidInput):
         generation.retry(run=retried)
+
+
+class _SlowGenerator(Generator):
+    """Thinks for longer than a lease before its first word, while another worker reaps."""
+
+    name: ClassVar[str] = "slow"
+
+    def stream(self, request: GenerationRequest) -> Iterator[StreamEvent]:
+        yield ("step-started", {})
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            reap_expired_runs()  # what every other worker does every few seconds
+            time.sleep(0.2)
+        yield ("text-delta", {"delta": "Done thinking."})
+        yield ("step-finished", {"finishReason": "stop"})
+
+
+def test_the_heartbeat_keeps_the_lease_of_a_generator_that_is_slow_to_answer(settings, monkeypatch):
+    settings.TRANSCRIPTS_LEASE_SECONDS = 1
+    monkeypatch.setitem(GENERATORS, "slow", _SlowGenerator)
+    thread = conversation(turns=1)
+    run = start_generation(thread=thread, generator="slow")
+    assert generate(run.id, worker="slow-worker") == RunStatus.COMMITTED
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMMITTED and run.error is None
+    assert run.messages.get().parts == [{"type": "text", "text": "Done thinking."}]
+
+
+def test_a_worker_stops_when_its_run_is_cancelled_during_a_long_pause(settings, monkeypatch):
+    settings.TRANSCRIPTS_LEASE_SECONDS = 0.6
+    monkeypatch.setitem(GENERATORS, "slow", _SlowGenerator)
+    thread = conversation(turns=1)
+    run = start_generation(thread=thread, generator="slow")
+    canceller = threading.Timer(0.5, lambda: ledger.cancel_run(run=run.id))
+    canceller.start()
+    try:
+        assert generate(run.id, worker="w") == RunStatus.CANCELLED
+    finally:
+        canceller.join()
+    assert Run.objects.get(pk=run.id).last_seq == 1  # nothing after the cancel
+
+
+def test_an_expired_edit_is_queued_again_with_the_edited_message(settings):
+    from transcripts import generation
+
+    settings.TRANSCRIPTS_REQUEUE_EXPIRED = True
+    thread = conversation(turns=1)
+    question = Message.objects.get(thread=thread, active=True, role="user")
+    edit = generation.start_edit(message=question, text="the edited question")
+    ledger.claim_run(run=edit.id, worker="dead-worker", lease_seconds=0.01)
+    time.sleep(0.05)
+    assert reap_expired_runs() == [edit.id]
+    again = Run.objects.get(metadata__retryOf=edit.id)
+    assert again.status == RunStatus.QUEUED and again.fork_from_id == edit.fork_from_id
+    [first] = ledger.project_run(again).messages
+    assert first["role"] == "user"
+    assert first["parts"] == [{"type": "text", "text": "the edited question"}]
+
+
+class _Webhook(ThreadingHTTPServer):
+    received: list[tuple[str, dict[str, Any]]]
+
+
+class _WebhookHandler(BaseHTTPRequestHandler):
+    server: _Webhook
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        self.server.received.append((self.path, body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_worker_notifies_the_webhook_when_an_external_run_is_queued(start_worker, settings):
+    server = _Webhook(("127.0.0.1", 0), _WebhookHandler)
+    server.received = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/hooks/transcripts"
+    settings.TRANSCRIPTS_EXTERNAL_WEBHOOK_URL = url
+    try:
+        start_worker(TRANSCRIPTS_EXTERNAL_WEBHOOK_URL=url)
+        thread = conversation(turns=1)
+        run = start_generation(thread=thread, generator="external", model="my-agent")
+        wait_for(lambda: bool(server.received), what="the webhook call")
+        assert server.received == [
+            (
+                "/hooks/transcripts",
+                {
+                    "event": "run.queued",
+                    "runId": run.id,
+                    "threadId": thread.id,
+                    "model": "my-agent",
+                },
+            )
+        ]
+        # The worker only notified: the run waits, queued, for the outside stream layer.
+        assert run_status(run.id) == RunStatus.QUEUED
+    finally:
+        server.shutdown()
+
+
+def test_an_edit_stays_queued_until_its_generator_picks_it_up():
+    from transcripts import generation
+
+    thread = conversation(turns=1)
+    question = Message.objects.get(thread=thread, active=True, role="user")
+    edit = generation.start_edit(message=question, text="edited", generator="external")
+    # Queued, so an outside stream layer polling GET /api/v1/runs?status=queued finds it.
+    assert run_status(edit.id) == RunStatus.QUEUED
+    assert list(Run.objects.filter(status="queued", generator="external")) == [edit]
+    claimed = ledger.claim_run(run=edit.id, worker="agent", lease_seconds=30)
+    assert claimed.status == RunStatus.STREAMING and claimed.last_seq == 1
+
+
+def test_events_are_appended_in_batches_not_one_transaction_per_token():
+    from transcripts.models import Event
+
+    thread = conversation(turns=1)
+    # At a realistic pace (~10 ms a token) a batch holds the tokens of ~50 ms.
+    run = start_generation(thread=thread, parameters={"delayMs": 10, "maxTokens": 60})
+    assert generate(run.id, worker="w") == RunStatus.COMMITTED
+    stamps = list(Event.objects.filter(run_id=run.id).values_list("at", flat=True))
+    batches = len(set(stamps))  # every append stamps its events with one time
+    assert len(stamps) >= 20
+    assert batches <= len(stamps) / 2, f"{len(stamps)} events in {batches} appends"
+    # At full speed: the first event alone (so the page shows it at once), then 64 at a time.
+    fast = start_generation(thread=thread, parameters=FAST)
+    assert generate(fast.id, worker="w") == RunStatus.COMMITTED
+    stamps = list(Event.objects.filter(run_id=fast.id).values_list("at", flat=True))
+    assert len(set(stamps)) <= 2 + len(stamps) // 64
+
+
+def test_the_last_choice_is_the_latest_run_of_one_of_our_generators():
+    from transcripts import generation
+
+    thread = conversation(turns=1)
+    assert generation.last_choice(thread) == {"generator": "demo", "model": "", "parameters": {}}
+    start_generation(thread=thread, model="demo-9", parameters={"temperature": 0.3})
+    # A run some agent runtime posted under its own name is not offered as a generator.
+    ledger.begin_run(thread=thread, generator="pydantic-ai", model="claude-x")
+    assert generation.last_choice(thread) == {
+        "generator": "demo",
+        "model": "demo-9",
+        "parameters": {"temperature": 0.3},
+    }

@@ -132,12 +132,40 @@ def test_it_sends_the_conversation_and_records_the_streamed_answer(openai_server
         {"role": "assistant", "content": "answer 0 "},
     ]
 
-    kinds = list(Event.objects.filter(run_id=run.id).order_by("seq").values_list("kind", "data"))
-    assert ("text-delta", {"delta": "Let me "}) in kinds
-    assert (
-        "tool-call",
-        {"toolCallId": "call_abc", "toolName": "get_weather", "input": {"city": "Paris"}},
-    ) in kinds
+    assert body["stream_options"] == {"include_usage": True}
+    assert set(body) == {
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "temperature",
+        "max_tokens",
+        "tools",
+    }
+
+    # Every chunk is recorded, the tool call split over three chunks as one event, and the
+    # usage of the last chunk on the step's end; the tool is not executed (no tool-result).
+    stored = list(
+        Event.objects.filter(run_id=run.id).order_by("seq").values_list("seq", "kind", "data")
+    )
+    assert stored == [
+        (1, "step-started", {}),
+        (2, "text-delta", {"delta": "Let me "}),
+        (3, "text-delta", {"delta": "check."}),
+        (
+            4,
+            "tool-call",
+            {"toolCallId": "call_abc", "toolName": "get_weather", "input": {"city": "Paris"}},
+        ),
+        (
+            5,
+            "step-finished",
+            {
+                "finishReason": "tool-calls",
+                "usage": {"inputTokens": 21, "outputTokens": 9, "totalTokens": 30},
+            },
+        ),
+    ]
     [answer] = Message.objects.filter(run_id=run.id)
     assert answer.parts == [
         {"type": "text", "text": "Let me check."},
@@ -168,6 +196,16 @@ def test_tool_calls_and_results_in_the_history_use_the_openai_shapes(openai_serv
         "arguments": '{"q":1}',
     }
     assert messages[2]["role"] == "tool" and messages[2]["tool_call_id"] == "c1"
+
+
+def test_the_api_key_can_come_from_transcripts_openai_api_key(openai_server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("TRANSCRIPTS_OPENAI_API_KEY", "sk-transcripts-only")
+    run = start_generation(thread=conversation(turns=1), generator="openai", model="m")
+    assert generate(run.id, worker="w") == RunStatus.COMMITTED
+    assert openai_server.requests[0]["auth"] == "Bearer sk-transcripts-only"
+    run.refresh_from_db()
+    assert "sk-transcripts-only" not in str(run.parameters) + str(run.metadata)
 
 
 def test_a_provider_error_fails_the_run_with_its_message(settings, monkeypatch):

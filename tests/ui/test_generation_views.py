@@ -111,7 +111,10 @@ def test_the_actions_need_a_csrf_token(viewer: Any, name: str) -> None:
     assert _snapshot() == before
 
 
-@pytest.mark.parametrize("name", ENDPOINTS)
+REFUSED_WHEN_CLOSED = [name for name in ENDPOINTS if name != "cancel"]
+
+
+@pytest.mark.parametrize("name", REFUSED_WHEN_CLOSED)
 def test_a_hidden_thread_is_a_404_for_viewers_and_a_refusal_for_staff(
     viewer_client: Client, staff_client: Client, name: str
 ) -> None:
@@ -126,7 +129,7 @@ def test_a_hidden_thread_is_a_404_for_viewers_and_a_refusal_for_staff(
     assert _snapshot() == before
 
 
-@pytest.mark.parametrize("name", ENDPOINTS)
+@pytest.mark.parametrize("name", REFUSED_WHEN_CLOSED)
 def test_a_locked_thread_refuses_with_a_clear_message(viewer_client: Client, name: str) -> None:
     thread, url, data = _target(name)
     Thread.objects.filter(pk=thread.pk).update(locked=True)
@@ -404,6 +407,24 @@ def test_stop_cancels_the_run_and_keeps_its_output_with_retry(viewer_client: Cli
     assert 'data-status="cancelled"' in html
 
 
+def test_a_run_can_still_be_stopped_after_its_thread_was_locked_or_hidden(
+    viewer_client: Client, staff_client: Client
+) -> None:
+    for closing in ({"locked": True}, {"hidden": True}):
+        thread, _, _ = _thread()
+        run = _open_run(thread, "streaming")
+        Thread.objects.filter(pk=thread.pk).update(**closing)
+        client = staff_client if "hidden" in closing else viewer_client
+        assert client.post(f"/runs/{run.id}/cancel/", headers=HTMX).status_code == 200
+        run.refresh_from_db()
+        assert run.status == RunStatus.CANCELLED
+    hidden_run = _open_run(_thread()[0], "streaming")
+    Thread.objects.filter(pk=hidden_run.thread_id).update(hidden=True)
+    assert viewer_client.post(f"/runs/{hidden_run.id}/cancel/").status_code == 404
+    hidden_run.refresh_from_db()
+    assert hidden_run.is_open
+
+
 def test_stop_without_javascript_goes_back_to_the_conversation(viewer_client: Client) -> None:
     thread, _, _ = _thread()
     run = _open_run(thread, "x")
@@ -547,3 +568,44 @@ def test_a_committed_branch_left_behind_mid_run_can_be_restored(viewer_client: C
     viewer_client.post(f"/t/{thread.id}/restore/{both.id}/")
     thread.refresh_from_db()
     assert thread.head_id == first.id
+
+
+def test_a_run_queued_again_after_its_worker_died_says_so(viewer_client: Client, settings) -> None:
+    settings.TRANSCRIPTS_REQUEUE_EXPIRED = True
+    thread, question, _ = _thread()
+    dead = generation.start_regenerate(message=message_at(thread, 1))
+    ledger.claim_run(run=dead.id, worker="gone:1", lease_seconds=0.001)
+    ledger.append_events(
+        run=dead.id, events=[{"seq": 1, "kind": "text-delta", "data": {"delta": "hal"}}]
+    )
+    Run.objects.filter(pk=dead.id).update(lease_expires_at="2000-01-01T00:00:00Z")
+    [again_of] = generation.reap_expired_runs()
+    again = Run.objects.get(metadata__retryOf=again_of)
+
+    failed = viewer_client.get(f"/runs/{dead.id}/live/", headers=HTMX).content.decode()
+    assert "stopped responding" in failed and "lease_expired" in failed
+    assert "a new attempt was queued." in failed
+    assert f'action="/runs/{dead.id}/retry/"' not in failed  # no second retry by hand
+    assert f"#run-{again.id}" in failed
+
+    page = viewer_client.get(f"/t/{thread.id}/?leaf={question.id}").content.decode()
+    assert f'id="run-{again.id}"' in page
+    assert "a new attempt of a run that failed" in page
+
+
+def test_the_live_block_fails_a_run_whose_worker_died_with_no_worker_left(
+    viewer_client: Client,
+) -> None:
+    thread, question, _ = _thread()
+    run = generation.start_regenerate(message=message_at(thread, 1))
+    ledger.claim_run(run=run.id, worker="gone:1", lease_seconds=30)
+    page = viewer_client.get(f"/t/{thread.id}/?leaf={question.id}").content.decode()
+    assert f'id="run-{run.id}"' in page and "every 10s" in page  # it looks again
+    alive = viewer_client.get(f"/runs/{run.id}/live/", headers=HTMX).content.decode()
+    assert 'data-status="streaming"' in alive
+    Run.objects.filter(pk=run.id).update(lease_expires_at="2000-01-01T00:00:00Z")
+    html = viewer_client.get(f"/runs/{run.id}/live/", headers=HTMX).content.decode()
+    assert 'data-status="failed"' in html
+    assert "the worker &#x27;gone:1&#x27; stopped responding" in html
+    assert f'action="/runs/{run.id}/retry/"' in html
+    assert Run.objects.values_list("status", flat=True).get(pk=run.pk) == RunStatus.FAILED

@@ -66,7 +66,10 @@ class OpenAIChatGenerator(Generator):
     def stream(self, request: GenerationRequest) -> Iterator[StreamEvent]:
         import openai
 
-        api_key = _setting("TRANSCRIPTS_OPENAI_API_KEY", "OPENAI_API_KEY")
+        # The key is read from the environment at call time: never stored, never rendered.
+        api_key = os.environ.get("TRANSCRIPTS_OPENAI_API_KEY") or _setting(
+            "TRANSCRIPTS_OPENAI_API_KEY", "OPENAI_API_KEY"
+        )
         base_url = _setting("TRANSCRIPTS_OPENAI_BASE_URL", "OPENAI_BASE_URL") or None
         if not api_key and base_url is None:
             raise GeneratorError("set OPENAI_API_KEY (or TRANSCRIPTS_OPENAI_BASE_URL)")
