@@ -33,6 +33,7 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     form = ApiTokenForm
     list_display = ("name", "prefix", "scopes", "user", "created_at", "last_used_at", "revoked_at")
     list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    list_select_related = ("user",)  # a nullable foreign key: not joined by default
     search_fields = ("name", "prefix")
     readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
     actions = ("revoke",)

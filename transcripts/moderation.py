@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AnonymousUser, Group, Permission
 from django.contrib.auth.models import User as AuthUser
@@ -17,12 +18,16 @@ from transcripts.models import (
     Report,
     ReportStatus,
     Run,
+    RunStatus,
     Thread,
 )
+from transcripts.projector import REDACTION_TEXT as REDACTION_TEXT
+
+if TYPE_CHECKING:
+    from transcripts.auth import Principal
 
 User = AuthUser | AnonymousUser
 
-REDACTION_TEXT = "[redacted by a moderator]"
 REDACTED_PARTS = [{"type": "text", "text": REDACTION_TEXT}]
 
 GROUPS = {
@@ -257,6 +262,42 @@ def redact_message(*, user: User, message: Message, reason: str) -> Message:
     return message
 
 
+def redact_run(*, user: User, run: Run, reason: str) -> Run:
+    """Scrub every event of a failed or cancelled run, whose content no message holds.
+
+    Such runs are shown from their events (run timeline, compare); a committed run's
+    content lives in messages, which are redacted one by one.
+    """
+    _require(user, can_redact(user), "redact runs")
+    reason = _reason(reason, required=True)
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
+            raise Conflict(
+                f"a {run.status} run is not redacted as a whole: redact its messages instead"
+                if run.status in (RunStatus.COMMITTED, RunStatus.SUPERSEDED)
+                else f"a {run.status} run is still open: stop it first",
+                status=run.status,
+            )
+        events = [
+            event
+            for event in Event.objects.select_for_update().filter(run_id=run.pk)
+            if not (isinstance(event.data, dict) and event.data.get("redacted") is True)
+        ]
+        for event in events:
+            event.data = _scrubbed(event.kind, event.data)
+        Event.objects.bulk_update(events, ["data"], batch_size=500)
+        if isinstance(run.error, dict):
+            run.error = {**run.error, "message": REDACTION_TEXT}
+        run.snapshot = None
+        run.snapshot_seq = 0
+        run.save(update_fields=["error", "snapshot", "snapshot_seq"])
+        _audit(
+            user, "redact", run, thread_id=run.thread_id, reason=reason, scrubbedEvents=len(events)
+        )
+    return run
+
+
 def delete_thread(*, user: User, thread: Thread, reason: str) -> None:
     """Delete a thread and everything in it; the audit record stays."""
     _require(user, can_redact(user) or user.has_perm("transcripts.delete_thread"), "delete threads")
@@ -311,3 +352,36 @@ def record_hidden_view(*, user: User, thread: Thread) -> None:
     """Staff reading a hidden thread is itself recorded."""
     if thread.hidden:
         _audit(user, "view_hidden", thread, thread_id=thread.id)
+
+
+# An API client pages, polls and reconnects: one record per caller and thread in this window.
+API_READ_WINDOW = timedelta(minutes=10)
+
+
+def record_hidden_api_read(*, principal: Principal, thread_id: str, path: str) -> None:
+    """Staff reading a hidden thread through the API (a token or a session) is recorded."""
+    since = timezone.now() - API_READ_WINDOW
+    caller = {"via": "api", "caller": principal.name, "tokenId": principal.token_id}
+    recent = AuditRecord.objects.filter(
+        action="view_hidden",
+        target_type="thread",
+        target_id=thread_id,
+        created_at__gte=since,
+        details__contains=caller,
+    )
+    if recent.exists():
+        return
+    actor = None
+    if principal.token_id is not None:
+        actor = AuthUser.objects.filter(apitoken__pk=principal.token_id).first()
+    else:
+        actor = AuthUser.objects.filter(username=principal.name).first()
+    AuditRecord.objects.create(
+        actor=actor,
+        actor_name=actor.get_username() if actor is not None else principal.name,
+        action="view_hidden",
+        target_type="thread",
+        target_id=thread_id,
+        thread_id=thread_id,
+        details={**caller, "path": path[:500]},
+    )

@@ -13,14 +13,16 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import Count, Q, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from transcripts import moderation
+from transcripts import moderation, selectors
 from transcripts.errors import LedgerError
+from transcripts.events import KINDS
 from transcripts.ids import is_ulid
 from transcripts.models import AuditRecord, Event, Message, Report, ReportStatus, Run, Thread
 
@@ -66,6 +68,23 @@ def _link(obj: Any, label: str | None = None) -> str:
     return format_html('<a href="{}">{}</a>', url, label or str(obj))
 
 
+def _admin_url(model: str, pk: object) -> str:
+    """The admin change page of a transcripts object, from its id alone (no query)."""
+    return reverse(f"admin:transcripts_{model}_change", args=[pk])
+
+
+def _changelist(model: str, **filters: object) -> str:
+    """The admin list of a transcripts model, filtered."""
+    query = "&".join(f"{key}={value}" for key, value in filters.items())
+    return reverse(f"admin:transcripts_{model}_changelist") + (f"?{query}" if query else "")
+
+
+def _links(*pairs: tuple[str, str]) -> str:
+    """Links (url, label) separated by middle dots."""
+    html = " · ".join(["{}"] * len(pairs))
+    return format_html(html, *(format_html('<a href="{}">{}</a>', u, label) for u, label in pairs))
+
+
 def _search_by_id(queryset: QuerySet[Any], term: str, *fields: str) -> QuerySet[Any]:
     term = term.strip()
     if not is_ulid(term):
@@ -74,6 +93,23 @@ def _search_by_id(queryset: QuerySet[Any], term: str, *fields: str) -> QuerySet[
     for field in fields:
         condition |= Q(**{field: term})
     return queryset.filter(condition)
+
+
+class HasFlaggedFilter(admin.SimpleListFilter):
+    title = "flagged messages"
+    parameter_name = "has_flagged"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "With flagged messages"), ("reports", "With open reports")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "yes":
+            flagged = Message.objects.filter(thread_id=OuterRef("pk"), flagged_at__isnull=False)
+            return queryset.filter(Exists(flagged))
+        if self.value() == "reports":
+            reports = Report.objects.filter(thread_id=OuterRef("pk"), status=ReportStatus.OPEN)
+            return queryset.filter(Exists(reports))
+        return queryset
 
 
 class ReadOnlyMixin:
@@ -104,7 +140,7 @@ class ThreadAdmin(admin.ModelAdmin[Thread]):
         "updated_at",
         "open_link",
     )
-    list_filter = ("hidden", "locked", "updated_at")
+    list_filter = ("hidden", "locked", HasFlaggedFilter, "updated_at", "created_at")
     search_fields = ("title",)
     readonly_fields = (
         "id",
@@ -136,10 +172,14 @@ class ThreadAdmin(admin.ModelAdmin[Thread]):
         self, request: HttpRequest, queryset: QuerySet[Thread], search_term: str
     ) -> tuple[QuerySet[Thread], bool]:
         term = search_term.strip()
+        if not term:
+            return queryset, False
         if is_ulid(term):
-            ids = Message.objects.filter(pk=term).values("thread_id")
-            return queryset.filter(Q(id=term) | Q(id__in=ids)), False
-        return super().get_search_results(request, queryset, search_term)
+            messages_ = Message.objects.filter(pk=term).values("thread_id")
+            runs = Run.objects.filter(pk=term).values("thread_id")
+            return queryset.filter(Q(id=term) | Q(id__in=messages_) | Q(id__in=runs)), False
+        # Titles, and the text of every message on every branch (full-text).
+        return selectors.search_threads(queryset, term), False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -152,11 +192,50 @@ class ThreadAdmin(admin.ModelAdmin[Thread]):
         actions.pop("delete_selected", None)
         return actions
 
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """Our own confirmation, with a reason, instead of a page listing every event."""
+        thread = self.get_object(request, object_id) if is_ulid(object_id) else None
+        if thread is None:
+            return super().delete_view(request, object_id, extra_context)
+        if not self.has_delete_permission(request, thread):
+            raise DjangoPermissionDenied
+        reason = str(request.POST.get("confirmed_reason", "")).strip()
+        if request.method == "POST" and request.POST.get("confirmed") == "yes" and reason:
+            try:
+                moderation.delete_thread(
+                    user=request.user,  # type: ignore[arg-type]
+                    thread=thread,
+                    reason=reason,
+                )
+            except LedgerError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+            else:
+                self.message_user(request, f"Deleted {thread}.", messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:transcripts_thread_changelist"))
+        counts = Thread.objects.filter(pk=thread.pk).aggregate(
+            runs=Count("runs", distinct=True), msgs=Count("messages", distinct=True)
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Delete thread",
+            "warning": f"The thread, its {counts['runs']} runs, {counts['msgs']} messages and "
+            "their events are deleted for good. The audit record stays.",
+            "objects": [thread],
+            "count": 1,
+            "reason": reason,
+            "missing_reason": request.method == "POST" and not reason,
+            "single": True,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/transcripts/confirm_action.html", context)
+
     def delete_model(self, request: HttpRequest, obj: Thread) -> None:
         moderation.delete_thread(
             user=request.user,  # type: ignore[arg-type]
             thread=obj,
-            reason="deleted from the admin change page",
+            reason="deleted from the admin",
         )
 
     @admin.display(description="messages", ordering="_messages")
@@ -173,14 +252,13 @@ class ThreadAdmin(admin.ModelAdmin[Thread]):
 
     @admin.display(description="related")
     def related(self, obj: Thread) -> str:
-        runs = reverse("admin:transcripts_run_changelist") + f"?thread__id__exact={obj.id}"
-        msgs = reverse("admin:transcripts_message_changelist") + f"?thread__id__exact={obj.id}"
-        audit = reverse("admin:transcripts_auditrecord_changelist") + f"?thread_id={obj.id}"
-        return format_html(
-            '<a href="{}">runs</a> · <a href="{}">messages</a> · <a href="{}">audit log</a>',
-            runs,
-            msgs,
-            audit,
+        return _links(
+            (reverse("conversation", args=[obj.id]), "conversation"),
+            (_changelist("run", thread__id__exact=obj.id), "runs"),
+            (_changelist("message", thread__id__exact=obj.id), "messages"),
+            (_changelist("event", thread__id__exact=obj.id), "events"),
+            (_changelist("report", thread__id__exact=obj.id), "reports"),
+            (_changelist("auditrecord", thread_id=obj.id), "audit log"),
         )
 
     def _toggle(self, request: HttpRequest, queryset: QuerySet[Thread], name: str) -> None:
@@ -193,23 +271,30 @@ class ThreadAdmin(admin.ModelAdmin[Thread]):
             f"{name.capitalize()}d" if name.endswith("e") else f"{name.capitalize()}ed",
         )
 
-    @admin.action(description="Hide the selected threads")
+    def has_moderate_permission(self, request: HttpRequest) -> bool:
+        return moderation.can_moderate(request.user)  # type: ignore[arg-type]
+
+    @admin.action(description="Hide the selected threads", permissions=["moderate"])
     def hide(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
         self._toggle(request, queryset, "hide")
 
-    @admin.action(description="Unhide the selected threads")
+    @admin.action(description="Unhide the selected threads", permissions=["moderate"])
     def unhide(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
         self._toggle(request, queryset, "unhide")
 
-    @admin.action(description="Lock the selected threads (no new runs or events)")
+    @admin.action(
+        description="Lock the selected threads (no new runs or events)", permissions=["moderate"]
+    )
     def lock(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
         self._toggle(request, queryset, "lock")
 
-    @admin.action(description="Unlock the selected threads")
+    @admin.action(description="Unlock the selected threads", permissions=["moderate"])
     def unlock(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
         self._toggle(request, queryset, "unlock")
 
-    @admin.action(description="Delete the selected threads (asks for confirmation)")
+    @admin.action(
+        description="Delete the selected threads (asks for confirmation)", permissions=["delete"]
+    )
     def delete_with_reason(
         self, request: HttpRequest, queryset: QuerySet[Thread]
     ) -> HttpResponse | None:
@@ -275,7 +360,7 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin[Run]):
         "created_at",
         "timeline",
     )
-    list_filter = ("status", "generator", "created_at")
+    list_filter = ("status", "generator", "model", "created_at")
     list_select_related = ("thread",)
     search_fields = ("thread__title",)
     readonly_fields = (
@@ -297,10 +382,41 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin[Run]):
         "finished_at",
         "lease_owner",
         "lease_expires_at",
+        "related",
     )
     fields = readonly_fields
     raw_id_fields = ("thread", "fork_from", "superseded_by")
     list_per_page = 50
+    actions = ("redact_content",)
+
+    def has_redact_permission(self, request: HttpRequest) -> bool:
+        return moderation.can_redact(request.user)  # type: ignore[arg-type]
+
+    @admin.action(
+        description="Redact failed/cancelled runs' content (irreversible, asks for confirmation)",
+        permissions=["redact"],
+    )
+    def redact_content(self, request: HttpRequest, queryset: QuerySet[Run]) -> HttpResponse | None:
+        return _confirm(
+            self,
+            request,
+            queryset,
+            title="Redact runs",
+            warning="Every event of these failed or cancelled runs is scrubbed and shows a "
+            "redaction marker. Committed runs are refused: redact their messages. "
+            "This cannot be undone.",
+            action="redact_content",
+            act=lambda r, reason: moderation.redact_run(
+                user=request.user,  # type: ignore[arg-type]
+                run=r,
+                reason=reason,
+            ),
+            verb="Redacted",
+        )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
+        # The projection snapshot can be large and no page here shows it.
+        return super().get_queryset(request).defer("snapshot")
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Run], search_term: str
@@ -314,7 +430,21 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin[Run]):
 
     @admin.display(description="")
     def timeline(self, obj: Run) -> str:
-        return format_html('<a href="/runs/{}/">timeline</a>', obj.id)
+        return _links(
+            (reverse("run_detail", args=[obj.id]), "timeline"),
+            (_changelist("event", run__id__exact=obj.id), "events"),
+        )
+
+    @admin.display(description="related")
+    def related(self, obj: Run) -> str:
+        fork = obj.fork_from_id or "root"
+        return _links(
+            (reverse("run_detail", args=[obj.id]), "timeline"),
+            (reverse("compare", args=[obj.thread_id, fork]), "compare at its fork point"),
+            (_changelist("message", run__id__exact=obj.id), "messages"),
+            (_changelist("event", run__id__exact=obj.id), "events"),
+            (_changelist("auditrecord", thread_id=obj.thread_id), "its thread's audit log"),
+        )
 
 
 class FlaggedFilter(admin.SimpleListFilter):
@@ -351,6 +481,7 @@ class MessageAdmin(admin.ModelAdmin[Message]):
     list_display = (
         "id",
         "thread_link",
+        "run_link",
         "role",
         "depth",
         "active",
@@ -377,6 +508,7 @@ class MessageAdmin(admin.ModelAdmin[Message]):
         "flagged_at",
         "flag_reason",
         "redacted_at",
+        "related",
     )
     fields = readonly_fields
     actions = ("flag", "unflag", "redact")
@@ -409,6 +541,25 @@ class MessageAdmin(admin.ModelAdmin[Message]):
     def thread_link(self, obj: Message) -> str:
         return _link(obj.thread)
 
+    @admin.display(description="run")
+    def run_link(self, obj: Message) -> str:
+        return format_html('<a href="{}">{}</a>', _admin_url("run", obj.run_id), obj.run_id)
+
+    @admin.display(description="related")
+    def related(self, obj: Message) -> str:
+        url = reverse("conversation", args=[obj.thread_id])
+        return _links(
+            (f"{url}?leaf={obj.id}#m-{obj.id}", "in the conversation"),
+            (_changelist("report", message__id__exact=obj.id), "reports"),
+            (_changelist("auditrecord", target_id=obj.id), "audit log"),
+        )
+
+    def has_redact_permission(self, request: HttpRequest) -> bool:
+        return moderation.can_redact(request.user)  # type: ignore[arg-type]
+
+    def has_moderate_permission(self, request: HttpRequest) -> bool:
+        return moderation.can_moderate(request.user)  # type: ignore[arg-type]
+
     @admin.display(description="content")
     def preview(self, obj: Message) -> str:
         texts = [str(p.get("text", "")) for p in obj.parts if isinstance(p, dict)]
@@ -417,7 +568,9 @@ class MessageAdmin(admin.ModelAdmin[Message]):
         )
         return text[:120]
 
-    @admin.action(description="Flag the selected messages (reason required)")
+    @admin.action(
+        description="Flag the selected messages (reason required)", permissions=["moderate"]
+    )
     def flag(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
         _run_each(
             self,
@@ -429,7 +582,7 @@ class MessageAdmin(admin.ModelAdmin[Message]):
             "Flagged",
         )
 
-    @admin.action(description="Unflag the selected messages")
+    @admin.action(description="Unflag the selected messages", permissions=["moderate"])
     def unflag(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
         _run_each(
             self,
@@ -441,7 +594,10 @@ class MessageAdmin(admin.ModelAdmin[Message]):
             "Unflagged",
         )
 
-    @admin.action(description="Redact the selected messages (irreversible, asks for confirmation)")
+    @admin.action(
+        description="Redact the selected messages (irreversible, asks for confirmation)",
+        permissions=["redact"],
+    )
     def redact(self, request: HttpRequest, queryset: QuerySet[Message]) -> HttpResponse | None:
         return _confirm(
             self,
@@ -460,12 +616,31 @@ class MessageAdmin(admin.ModelAdmin[Message]):
         )
 
 
+class EventKindFilter(admin.SimpleListFilter):
+    """The kinds of the vocabulary (a fixed list: no DISTINCT over the whole event log)."""
+
+    title = "kind"
+    parameter_name = "kind"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(kind, kind) for kind in KINDS] + [("data-*", "data-*"), ("system.*", "system.*")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if not value:
+            return queryset
+        if value.endswith("*"):
+            return queryset.filter(kind__startswith=value[:-1])
+        return queryset.filter(kind=value)
+
+
 @admin.register(Event)
 class EventAdmin(ReadOnlyMixin, admin.ModelAdmin[Event]):
     """The event log, read-only and paged; filter by run from the run's page."""
 
-    list_display = ("run", "seq", "kind", "at", "payload")
-    list_filter = ("kind",)
+    list_display = ("run_link", "seq", "kind", "at", "payload", "thread_link")
+    show_facets = admin.ShowFacets.NEVER  # counting per filter choice scans the whole log
+    list_filter = (EventKindFilter, "at")
     list_per_page = 100
     show_full_result_count = False
     readonly_fields = ("thread", "run", "seq", "kind", "data", "at")
@@ -480,6 +655,16 @@ class EventAdmin(ReadOnlyMixin, admin.ModelAdmin[Event]):
             return _search_by_id(queryset, search_term, "run__id", "thread__id"), False
         return super().get_search_results(request, queryset, search_term)
 
+    @admin.display(description="run", ordering="run")
+    def run_link(self, obj: Event) -> str:
+        return format_html('<a href="{}">{}</a>', _admin_url("run", obj.run_id), obj.run_id)
+
+    @admin.display(description="thread")
+    def thread_link(self, obj: Event) -> str:
+        return format_html(
+            '<a href="{}">{}</a>', _admin_url("thread", obj.thread_id), obj.thread_id
+        )
+
     @admin.display(description="data")
     def payload(self, obj: Event) -> str:
         return str(obj.data)[:120]
@@ -489,7 +674,7 @@ class EventAdmin(ReadOnlyMixin, admin.ModelAdmin[Event]):
 class AuditRecordAdmin(ReadOnlyMixin, admin.ModelAdmin[AuditRecord]):
     """Who did what, when and why. Nobody edits or deletes it."""
 
-    list_display = ("created_at", "actor_name", "action", "target_type", "target_id", "reason")
+    list_display = ("created_at", "actor_name", "action", "target_link", "thread_link", "reason")
     list_filter = ("action", "target_type", "created_at")
     search_fields = ("actor_name", "target_id", "thread_id", "reason")
     readonly_fields = (
@@ -506,15 +691,45 @@ class AuditRecordAdmin(ReadOnlyMixin, admin.ModelAdmin[AuditRecord]):
     fields = readonly_fields
     list_per_page = 100
 
+    @admin.display(description="target", ordering="target_id")
+    def target_link(self, obj: AuditRecord) -> str:
+        # Built from the stored id alone: the target may have been deleted since.
+        if obj.target_type in ("thread", "run", "message", "report"):
+            return format_html(
+                '{} <a href="{}">{}</a>',
+                obj.target_type,
+                _admin_url(obj.target_type, obj.target_id),
+                obj.target_id,
+            )
+        return f"{obj.target_type} {obj.target_id}"
+
+    @admin.display(description="thread", ordering="thread_id")
+    def thread_link(self, obj: AuditRecord) -> str:
+        if not obj.thread_id:
+            return "—"
+        return format_html(
+            '<a href="{}">{}</a>',
+            _changelist("auditrecord", thread_id=obj.thread_id),
+            obj.thread_id,
+        )
+
 
 @admin.register(Report)
 class ReportAdmin(admin.ModelAdmin[Report]):
     """The moderation queue: reports from viewers, resolved or dismissed with a note."""
 
     action_form = ReasonActionForm
-    list_display = ("created_at", "status", "reason", "reporter", "message_link", "note")
+    list_display = (
+        "created_at",
+        "status",
+        "reason",
+        "reporter",
+        "message_link",
+        "thread_link",
+        "note",
+    )
     list_filter = ("status", "reason", "created_at")
-    list_select_related = ("reporter", "message")
+    list_select_related = ("reporter", "thread")
     search_fields = ("note",)
     readonly_fields = (
         "message",
@@ -537,6 +752,20 @@ class ReportAdmin(admin.ModelAdmin[Report]):
     def has_delete_permission(self, request: HttpRequest, obj: Report | None = None) -> bool:
         return False
 
+    def has_moderate_permission(self, request: HttpRequest) -> bool:
+        return moderation.can_moderate(request.user)  # type: ignore[arg-type]
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Report], search_term: str
+    ) -> tuple[QuerySet[Report], bool]:
+        if is_ulid(search_term.strip()):
+            return _search_by_id(queryset, search_term, "message__id", "thread__id"), False
+        return super().get_search_results(request, queryset, search_term)
+
+    @admin.display(description="thread")
+    def thread_link(self, obj: Report) -> str:
+        return _link(obj.thread)
+
     @admin.display(description="message")
     def message_link(self, obj: Report) -> str:
         return format_html(
@@ -558,11 +787,11 @@ class ReportAdmin(admin.ModelAdmin[Report]):
             "Resolved" if status == ReportStatus.RESOLVED else "Dismissed",
         )
 
-    @admin.action(description="Resolve the selected reports")
+    @admin.action(description="Resolve the selected reports", permissions=["moderate"])
     def resolve(self, request: HttpRequest, queryset: QuerySet[Report]) -> None:
         self._close(request, queryset, ReportStatus.RESOLVED)
 
-    @admin.action(description="Dismiss the selected reports")
+    @admin.action(description="Dismiss the selected reports", permissions=["moderate"])
     def dismiss(self, request: HttpRequest, queryset: QuerySet[Report]) -> None:
         self._close(request, queryset, ReportStatus.DISMISSED)
 

@@ -18,6 +18,10 @@ from transcripts.ids import derived_ulid, is_ulid, ulid_timestamp_ms
 SCHEMA_VERSION = 1
 SNAPSHOT_VERSION = 1
 CONTENT_ROLES = ("user", "assistant", "system")
+# What a moderator's redaction leaves of a message: its events are scrubbed and marked
+# "redacted", and a message with such an event projects to this marker.
+REDACTION_TEXT = "[redacted by a moderator]"
+REDACTED_KINDS = ("text-delta", "reasoning", "tool-call", "tool-result", "file", "message")
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,8 @@ class Projector:
         handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, seq, data, at_ms)
+            if data.get("redacted") is True and kind in REDACTED_KINDS:
+                self._redact_last()
         elif kind.startswith(("data-", "system.")):
             self._annotate(seq, kind, event.get("data"))
         else:
@@ -264,6 +270,13 @@ class Projector:
             self.messages[-1]["metadata"].setdefault("annotations", []).append(note)
         else:
             self.annotations.append(note)
+
+    def _redact_last(self) -> None:
+        """The message a scrubbed event went into shows the redaction marker only."""
+        self.chunks = []
+        message = self.messages[-1]
+        message["parts"] = [{"type": "text", "text": REDACTION_TEXT}]
+        message["metadata"]["redacted"] = True
 
     # --- handlers --------------------------------------------------------------------------
 

@@ -41,14 +41,15 @@ NO_VALUE = "\N{EN DASH}"
 ROOT = "root"  # the fork point of the runs that start a new root
 DIFF_TOKENS = 20_000  # beyond this many words a side, texts are compared line by line
 
-# Column order after the leading branch: superseded, other committed, live, then failed.
+# Column order after the leading branch: superseded, other committed, live, failed, then
+# cancelled (newest first within each).
 RANK: dict[str, int] = {
     RunStatus.SUPERSEDED: 1,
     RunStatus.COMMITTED: 2,
     RunStatus.STREAMING: 3,
     RunStatus.QUEUED: 3,
     RunStatus.FAILED: 4,
-    RunStatus.CANCELLED: 4,
+    RunStatus.CANCELLED: 5,
 }
 
 
@@ -109,7 +110,7 @@ class PartItem:
     part: PartView
     diff: SafeString | None = None
     in_diff: bool = True  # later text parts are shown within the first one's diff
-    tool_status: str = ""  # "same", "args", "output" or "new"
+    tool_status: str = ""  # "same", "args", "output", "both" or "new"
 
 
 @dataclass
@@ -289,11 +290,10 @@ def word_diff(before: str, after: str) -> tuple[SafeString, float]:
 
 
 def _same_tool(a: ToolUse, b: ToolUse) -> str:
-    if a.input != b.input:
-        return "args"
-    if (a.has_result, a.output, a.is_error) != (b.has_result, b.output, b.is_error):
-        return "output"
-    return "same"
+    """How a tool use differs from its counterpart: "same", "args", "output" or "both"."""
+    args = a.input != b.input
+    output = (a.has_result, a.output, a.is_error) != (b.has_result, b.output, b.is_error)
+    return "both" if args and output else "args" if args else "output" if output else "same"
 
 
 def _plural(count: int, noun: str) -> str:
@@ -333,7 +333,9 @@ def _compare(column: Column, first: Column) -> None:
         ):
             change = metric.raw - base.raw
             if isinstance(change, float):
-                metric.delta = ("+" if change >= 0 else "-") + _duration(abs(change))
+                sign = "+" if change >= 0 else "-"
+                # Values that differ by less than the shown precision: not "+0 ms".
+                metric.delta = sign + ("<1 ms" if abs(change) < 0.0005 else _duration(abs(change)))
             else:
                 metric.delta = f"{change:+d}"
 
@@ -427,7 +429,7 @@ def _columns(
 
 
 def _ordered(runs: list[Run], fork_id: str | None) -> list[Run]:
-    """The leading branch, then superseded, committed, live, failed; newest first in each.
+    """The leading branch, then superseded, committed, live, failed, cancelled; newest first.
 
     The leading branch is the one on the thread's active path or, when the fork point is off
     that path, the committed run forked there (the one the superseded runs point to).

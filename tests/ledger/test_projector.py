@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.ledger.strategies import event_sequences
 from transcripts.ids import derived_ulid, is_ulid, ulid_timestamp_ms
-from transcripts.projector import Projection, Projector, project
+from transcripts.projector import REDACTION_TEXT, Projection, Projector, project
 
 RUN_ID = "01HZX3K5Q7R8S9T0V1W2X3Y4Z5"
 OTHER_RUN_ID = "01HZX3K5Q7R8S9T0V1W2X3Y4Z6"
@@ -550,3 +550,21 @@ def test_a_snapshot_taken_mid_text_keeps_appending_to_the_same_part() -> None:
     resumed = Projector.from_snapshot(_through_json(projector.to_snapshot()))
     resumed.apply({"seq": 2, "kind": "text-delta", "data": {"delta": "lo"}, "at": AT})
     assert resumed.result().messages[0]["parts"] == [{"type": "text", "text": "Hello"}]
+
+
+def test_a_message_with_scrubbed_events_projects_to_the_redaction_marker_only() -> None:
+    result = run(
+        ev("message", role="user", parts=[{"type": "text", "text": "keep me"}]),
+        ev("reasoning", text="", redacted=True),
+        ev("text-delta", delta="", redacted=True),
+        ev("tool-call", toolCallId="c1", toolName="t", input=None, redacted=True),
+        ev("tool-result", toolCallId="c1", toolName="t", output=None, redacted=True),
+        ev("text-delta", delta="after"),
+    )
+    user, redacted, tool, after = result.messages
+    assert user["parts"] == [{"type": "text", "text": "keep me"}]
+    marker = [{"type": "text", "text": REDACTION_TEXT}]
+    assert redacted["parts"] == marker and redacted["metadata"]["redacted"] is True
+    assert tool["parts"] == marker and tool["role"] == "tool"
+    assert after["parts"] == [{"type": "text", "text": "after"}]
+    assert "redacted" not in after["metadata"]

@@ -7,7 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from tests.factories import ask, conversation, make_run
+from tests.factories import ask, conversation, events, make_run
+from transcripts import ledger
 from transcripts.models import AuditRecord, Event, Message, Report, Thread
 
 pytestmark = pytest.mark.django_db
@@ -93,6 +94,22 @@ def test_redaction_in_the_admin_asks_for_confirmation_and_a_reason(admin_client_
     assert SECRET not in str(Message.objects.get(pk=leaked.id).parts)
     assert SECRET not in str(list(Event.objects.filter(run=leaked.run).values_list("data")))
     assert AuditRecord.objects.get(action="redact").reason == "leaked key"
+
+
+def test_a_failed_run_is_redacted_in_the_admin_after_confirmation(admin_client_):
+    [thread] = _threads(1)
+    run, _ = ledger.begin_run(thread=thread)
+    ledger.append_events(run=run, events=events(("text-delta", {"delta": SECRET})))
+    ledger.fail_run(run=run, error="boom")
+    url = reverse("admin:transcripts_run_changelist")
+    form = {"action": "redact_content", "_selected_action": [run.id]}
+    confirm = admin_client_.post(url, form)
+    assert confirm.status_code == 200 and b"cannot be undone" in confirm.content
+    assert SECRET in str(list(Event.objects.filter(run=run).values_list("data")))
+    done = admin_client_.post(url, {**form, "confirmed": "yes", "confirmed_reason": "pii"})
+    assert done.status_code == 302
+    assert SECRET not in str(list(Event.objects.filter(run=run).values_list("data")))
+    assert AuditRecord.objects.get(action="redact", target_type="run").reason == "pii"
 
 
 def test_a_moderator_cannot_redact_through_the_admin(moderator_client):

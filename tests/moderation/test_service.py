@@ -104,6 +104,62 @@ def test_redaction_leaves_no_trace_of_the_text(admin_user):
     assert record.reason == "credential leak" and record.details["scrubbedEvents"] == 4
 
 
+def test_a_redacted_message_projects_to_the_marker_like_the_stored_one(admin_user):
+    _, message = _secret_thread()
+    moderation.redact_message(user=admin_user, message=message, reason="pii")
+    [projected] = ledger.project_run(message.run_id).messages
+    assert projected["id"] == message.id
+    assert projected["parts"] == moderation.REDACTED_PARTS
+    assert projected["metadata"]["redacted"] is True
+
+
+def _failed_secret_run(thread: Thread, status: str = "failed") -> Run:
+    run = make_run(
+        thread,
+        ("reasoning", {"text": f"the password is {SECRET}"}),
+        ("text-delta", {"delta": SECRET}),
+        ("tool-call", {"toolCallId": "c9", "toolName": "vault", "input": {"q": SECRET}}),
+        ("error", {"message": f"upstream echoed {SECRET}"}),
+        commit=False,
+    )
+    if status == "failed":
+        return ledger.fail_run(run=run, error=f"model said {SECRET}")
+    return ledger.cancel_run(run=run)
+
+
+@pytest.mark.parametrize("status", ["failed", "cancelled"])
+def test_a_failed_or_cancelled_run_is_redacted_as_a_whole(admin_user, status):
+    thread, _ = _secret_thread()
+    run = _failed_secret_run(thread, status)
+    assert SECRET in str(ledger.project_run(run.id).messages)
+    moderation.redact_run(user=admin_user, run=run, reason="credential leak")
+    run.refresh_from_db()
+    assert SECRET not in str(list(Event.objects.filter(run=run).values_list("data")))
+    assert SECRET not in str(run.error)
+    assert SECRET not in str([e.as_dict() for e in ledger.replay(run=run.id)])
+    projection = ledger.project_run(run.id)
+    assert SECRET not in str(projection.messages) + str(projection.errors)
+    assert projection.messages[0]["parts"] == moderation.REDACTED_PARTS
+    assert run.status == status
+    record = AuditRecord.objects.get(action="redact", target_type="run")
+    assert record.target_id == run.id and record.reason == "credential leak"
+
+
+def test_only_closed_uncommitted_runs_are_redacted_as_a_whole(admin_user, moderator):
+    thread, message = _secret_thread()
+    open_run = make_run(thread, ("text-delta", {"delta": SECRET}), commit=False)
+    for run in (Run.objects.get(pk=message.run_id), open_run):
+        with pytest.raises(Conflict):
+            moderation.redact_run(user=admin_user, run=run, reason="pii")
+    failed = _failed_secret_run(thread)
+    with pytest.raises(moderation.PermissionDenied):
+        moderation.redact_run(user=moderator, run=failed, reason="pii")
+    with pytest.raises(InvalidInput):
+        moderation.redact_run(user=admin_user, run=failed, reason=" ")
+    assert SECRET in str(list(Event.objects.filter(run=failed).values_list("data")))
+    assert not AuditRecord.objects.exists()
+
+
 def test_redaction_is_irreversible_and_cannot_be_repeated(admin_user):
     _, message = _secret_thread()
     moderation.redact_message(user=admin_user, message=message, reason="pii")

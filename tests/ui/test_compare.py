@@ -56,30 +56,31 @@ def regenerated(count: int = 3) -> tuple[Thread, Message, list[Run]]:
 # --- which runs, in which order ------------------------------------------------------------
 
 
-def test_the_active_branch_comes_first_then_superseded_newest_first_then_failed(
+def test_the_active_branch_comes_first_then_superseded_newest_first_then_failed_then_cancelled(
     viewer_client: Client,
 ) -> None:
     thread, prompt, runs = regenerated(3)
     failed = _failed(thread, prompt, "half an ans")
+    # A cancelled run newer than the failed one still comes after it.
     cancelled = _cancelled(thread, prompt, "never mind")
     columns = _columns(viewer_client, _compare_url(thread, prompt))
     assert [c.run.id for c in columns] == [
         runs[2].id,
         runs[1].id,
         runs[0].id,
-        cancelled.id,
         failed.id,
+        cancelled.id,
     ]
     assert [c.kind for c in columns] == [
         "active",
         "superseded",
         "superseded",
-        "cancelled",
         "failed",
+        "cancelled",
     ]
     # Failed runs have no rows: their column is the projection of their events.
-    assert columns[4].cards[0].text == "half an ans"
-    assert not columns[4].cards[0].message.materialized
+    assert columns[3].cards[0].text == "half an ans"
+    assert not columns[3].cards[0].message.materialized
 
 
 def test_a_restored_branch_leads_again(viewer_client: Client) -> None:
@@ -182,8 +183,8 @@ def _tool_run(thread: Thread, fork: Message, city: str, forecast: str) -> Run:
 def test_tool_calls_are_compared_by_name_arguments_and_output(viewer_client: Client) -> None:
     thread = make_thread("Tools")
     prompt = last_message(ask(thread, "Weather?"))
-    _tool_run(thread, prompt, "Paris", "sunny")  # column 3
-    _tool_run(thread, prompt, "Rome", "sunny")  # column 2: other arguments
+    _tool_run(thread, prompt, "Paris", "sunny")  # column 3: other arguments and output
+    _tool_run(thread, prompt, "Rome", "sunny")  # column 2: other output
     _tool_run(thread, prompt, "Rome", "rainy")  # column 1, active
     say(thread, "I do not know", fork_from=prompt.id)  # no tool at all
     ledger.restore_run(run=Run.objects.filter(thread=thread).order_by("-id")[1])
@@ -193,10 +194,11 @@ def test_tool_calls_are_compared_by_name_arguments_and_output(viewer_client: Cli
         for column in columns
     ]
     # Active: Rome/rainy; then the plain answer (superseded last), Rome/sunny, Paris/sunny.
-    assert statuses == [[], [], ["output"], ["args"]]
+    # Paris/sunny differs from Rome/rainy in both its arguments and its output.
+    assert statuses == [[], [], ["output"], ["both"]]
     assert "forecast call" in columns[1].missing
     content = viewer_client.get(_compare_url(thread, prompt)).content.decode()
-    assert "output differs" in content and "arguments differ" in content
+    assert "output differs" in content and "arguments and output differ" in content
 
 
 def test_the_metrics_row_shows_model_tokens_timings_and_events(viewer_client: Client) -> None:
@@ -254,6 +256,21 @@ def test_the_metrics_row_shows_model_tokens_timings_and_events(viewer_client: Cl
     assert differs["Input tokens"] == (False, "")
     assert differs["Duration"] == (True, "+2.50 s")
     assert differs["Events"] == (True, "-1")
+
+
+def test_a_timing_that_differs_by_less_than_a_millisecond_says_so(viewer_client: Client) -> None:
+    thread = make_thread("Close timings")
+    prompt = last_message(ask(thread, "Go"))
+    first = say(thread, "one answer", fork_from=prompt.id)
+    second = say(thread, "another answer", fork_from=prompt.id)
+    start = timezone.now()
+    for run, duration in ((second, 0.0094), (first, 0.0098)):
+        Run.objects.filter(pk=run.pk).update(
+            started_at=start, finished_at=start + timedelta(seconds=duration)
+        )
+    columns = _columns(viewer_client, _compare_url(thread, prompt))
+    duration = {m.label: m for m in columns[1].metrics}["Duration"]
+    assert (duration.value, duration.differs, duration.delta) == ("10 ms", True, "+<1 ms")
 
 
 # --- two runs --------------------------------------------------------------------------------
