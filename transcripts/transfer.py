@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,9 +16,10 @@ from django.utils import timezone
 
 from transcripts.errors import InvalidInput, LedgerError, NotFound
 from transcripts.formats import FORMATS, FormatError, TreeThread, detect_format, iter_chatgpt
-from transcripts.ledger_import import import_tree
+from transcripts.ledger_import import check_tree, import_tree
 from transcripts.models import Event, ImportJob, ImportStatus, Message, Run, RunStatus, Thread
 
+logger = logging.getLogger(__name__)
 EXPORT_FORMATS = [key for key, spec in FORMATS.items() if spec.exporter is not None]
 IMPORT_FORMATS = [key for key, spec in FORMATS.items() if spec.importer is not None]
 # Statuses whose messages are in the tree; other runs are exported without messages.
@@ -125,18 +127,31 @@ def _format_error(exc: FormatError) -> InvalidInput:
     )
 
 
+def _in_conversation(exc: InvalidInput, index: int) -> InvalidInput:
+    """exc with its problem paths inside conversation index of the export."""
+    problems = [
+        {"path": f"$[{index}].{p.get('path', '')}", "message": p.get("message", "")}
+        for p in exc.details.get("problems") or []
+    ]
+    return InvalidInput(f"conversation {index}: {exc.message}", problems=problems)
+
+
 def parse_document(raw: bytes | str) -> Any:
     """Parse an uploaded JSON document, or raise InvalidInput saying where it breaks."""
     try:
         return json.loads(raw)
-    except (UnicodeDecodeError, RecursionError):
+    except UnicodeDecodeError:
         raise InvalidInput("the file is not UTF-8 JSON") from None
+    except RecursionError:
+        raise InvalidInput("the JSON is nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
             line=exc.lineno,
             column=exc.colno,
         ) from None
+    except ValueError as exc:  # integers of thousands of digits, among others
+        raise InvalidInput(f"the JSON holds a value that cannot be read: {exc}") from None
 
 
 def resolve_format(data: Any, fmt: str | None) -> str:
@@ -184,18 +199,31 @@ def import_stream(
     progress: Callable[[int], None] | None = None,
 ) -> ImportResult:
     """Import a file; a ChatGPT export is read one conversation at a time (bounded memory)."""
+    head = fp.read(65536)
+    fp.seek(0)
+    if not head.strip(b" \t\r\n\xef\xbb\xbf"):
+        raise InvalidInput("the file is empty")
     if fmt is None:
-        head = fp.read(65536)
-        fp.seek(0)
         fmt = "chatgpt" if b'"mapping"' in head else None
     if fmt == "chatgpt":
+        # Two streamed passes keep memory flat and still change nothing on invalid input:
+        # the first checks every conversation, the second writes them.
+        try:
+            for index, tree in enumerate(iter_chatgpt(fp)):
+                try:
+                    check_tree(tree)
+                except InvalidInput as exc:
+                    raise _in_conversation(exc, index) from None
+        except FormatError as exc:
+            raise _format_error(exc) from None
+        fp.seek(0)
         result = ImportResult("chatgpt")
         try:
             for tree in iter_chatgpt(fp):
                 result.thread_ids.append(import_tree(tree).id)
                 if progress is not None:
                     progress(len(result.thread_ids))
-        except FormatError as exc:
+        except FormatError as exc:  # the file changed between the passes
             raise _format_error(exc) from None
         return result
     result = import_data(parse_document(fp.read()), fmt)
@@ -257,6 +285,11 @@ def run_import_job(job_id: str) -> ImportJob:
         except LedgerError as exc:
             job.status = ImportStatus.FAILED
             job.error = {"code": exc.code, "message": exc.message, "details": exc.details}
+        except Exception:
+            # Never leave a job "running" forever: the poller learns it failed.
+            logger.exception("import job %s failed", job.pk)
+            job.status = ImportStatus.FAILED
+            job.error = {"code": "internal", "message": "the import failed", "details": {}}
         else:
             job.status = ImportStatus.DONE
             job.format = result.format

@@ -18,6 +18,8 @@ from transcripts.models import ImportJob
 from transcripts.views import HtmxHttpRequest
 
 TEMPLATE = "transcripts/import.html"
+# A ChatGPT export holds thousands of conversations: the result lists the first ones.
+LISTED = 50
 
 
 def _formats() -> list[tuple[str, str]]:
@@ -65,8 +67,9 @@ def import_page(request: HtmxHttpRequest) -> HttpResponse:
         return render(
             request, partial, _context(error=exc.message, problems=problems[:50]), status=exc.status
         )
-    threads = transfer.iter_threads(result.thread_ids)
-    return render(request, partial, _context(result=result, threads=threads), status=201)
+    threads = list(transfer.iter_threads(result.thread_ids)[:LISTED])
+    more = len(result.thread_ids) - len(threads)
+    return render(request, partial, _context(result=result, threads=threads, more=more), status=201)
 
 
 @login_required
@@ -80,6 +83,7 @@ def import_progress(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
     )
     if job is None:
         raise Http404("no such import")
-    threads = transfer.iter_threads(job.thread_ids) if job.status == "done" else []
+    threads = list(transfer.iter_threads(job.thread_ids)[:LISTED]) if job.status == "done" else []
+    more = len(job.thread_ids) - len(threads) if threads else 0
     template = f"{TEMPLATE}#job" if request.htmx else TEMPLATE
-    return render(request, template, _context(job=job, threads=threads))
+    return render(request, template, _context(job=job, threads=threads, more=more))

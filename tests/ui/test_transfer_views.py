@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,15 @@ def test_the_conversation_offers_every_export_format(viewer_client: Client) -> N
     download = viewer_client.get(f"/api/v1/threads/{thread.id}/export?format=markdown")
     assert download.status_code == 200
     assert b"question 0" in download.getvalue()
+
+
+def test_a_big_result_lists_the_first_threads_and_counts_the_rest(viewer_client: Client) -> None:
+    from transcripts.views_transfer import LISTED
+
+    one = json.loads((FIXTURES / "chatgpt_conversations.json").read_text())[0]
+    many = [dict(one, title=f"copy {n}") for n in range(LISTED + 3)]
+    upload = SimpleUploadedFile("c.json", json.dumps(many).encode(), "application/json")
+    response = viewer_client.post("/import/", {"file": upload})
+    assert response.status_code == 201
+    assert response.content.count(b'href="/t/') == LISTED
+    assert b"and 3 more" in response.content

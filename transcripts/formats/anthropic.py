@@ -123,7 +123,9 @@ def import_anthropic(data: Any) -> list[TreeThread]:
         body: dict[str, Any] = {"messages": data}
         base = "$"
     else:
-        body = problems.obj(data, "$") or {"messages": []}
+        parsed = problems.obj(data, "$")
+        # An empty object is no request body either: `messages` is required.
+        body = parsed if parsed is not None else {"messages": []}
         base = "$.messages"
     turns = problems.array(body.get("messages"), base) or []
     messages: list[dict[str, Any]] = []

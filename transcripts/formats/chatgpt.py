@@ -67,7 +67,7 @@ def iter_chatgpt(fp: BinaryIO) -> Iterator[TreeThread]:
         if not head.strip().startswith(b'"conversations"'):
             try:
                 document = json.loads(prefix + fp.read())
-            except (ValueError, UnicodeDecodeError) as error:
+            except (ValueError, UnicodeDecodeError, RecursionError) as error:
                 raise FormatError([("$", f"invalid JSON: {error}")]) from error
             yield from import_chatgpt(document)
             return
@@ -86,7 +86,7 @@ def iter_chatgpt(fp: BinaryIO) -> Iterator[TreeThread]:
             index += 1
     except FormatError:
         raise
-    except (ijson.JSONError, UnicodeDecodeError, ValueError) as error:
+    except (ijson.JSONError, UnicodeDecodeError, ValueError, RecursionError) as error:
         raise FormatError([(f"{base}[{index}]", f"invalid JSON: {error}")]) from error
 
 

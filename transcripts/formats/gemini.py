@@ -121,7 +121,9 @@ def import_gemini(data: Any) -> list[TreeThread]:
         body: dict[str, Any] = {"contents": _camel(data)}
         base = "$"
     else:
-        body = problems.obj(_camel(data), "$") or {"contents": []}
+        parsed = problems.obj(_camel(data), "$")
+        # An empty object is no request body either: `contents` is required.
+        body = parsed if parsed is not None else {"contents": []}
         base = "$.contents"
     messages: list[dict[str, Any]] = []
     system = body.get("systemInstruction")

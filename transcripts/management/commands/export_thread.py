@@ -35,7 +35,10 @@ class Command(BaseCommand):
         except LedgerError as exc:
             raise CommandError(exc.message) from None
         if options["output"]:
-            Path(options["output"]).write_text(exported.content, encoding="utf-8")
+            try:
+                Path(options["output"]).write_text(exported.content, encoding="utf-8")
+            except OSError as exc:
+                raise CommandError(f"cannot write {options['output']}: {exc.strerror}") from None
             self.stderr.write(f"Wrote {options['output']}")
         else:
             self.stdout.write(exported.content)

@@ -25,7 +25,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         path = options["file"]
         started = time.monotonic()
-        total = Path(path).stat().st_size if path != "-" else 0
+        try:
+            total = Path(path).stat().st_size if path != "-" else 0
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+        if path != "-" and not Path(path).is_file():
+            raise CommandError(f"cannot read {path}: not a file")
 
         def progress(count: int) -> None:
             if not self.stderr.isatty():
