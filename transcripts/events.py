@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
@@ -107,6 +107,22 @@ class Error(_Data):
     code: str | int | None = None
 
 
+OUT_OF_RANGE = "must fall between the years 1 and 9999 in UTC"
+
+
+def storable_moment(moment: datetime) -> bool:
+    """Whether moment, once in UTC, stays within years 1..9999.
+
+    PostgreSQL would store an earlier or later moment (as a BC date, or year 10000) that
+    Python cannot read back, which would break every later read of the run.
+    """
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
+
+
 class CompleteMessage(_Data):
     role: Role
     parts: list[Part]
@@ -124,6 +140,8 @@ class CompleteMessage(_Data):
                 raise ValueError("createdAt must be an ISO 8601 timestamp") from None
             if parsed.tzinfo is None:
                 raise ValueError("createdAt must carry a timezone (e.g. Z)")
+            if not storable_moment(parsed):
+                raise ValueError(f"createdAt {OUT_OF_RANGE}")
         return value
 
 
@@ -186,6 +204,31 @@ class InvalidEvents(ValueError):
         first = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         super().__init__(f"{first.path}: {first.message}{more}")
+
+
+def max_json_depth() -> int:
+    """How deeply stored JSON may nest (deeper data breaks recursive readers later)."""
+    from django.conf import settings
+
+    return int(getattr(settings, "TRANSCRIPTS_MAX_JSON_DEPTH", 64))
+
+
+_CONTAINERS = (dict, list)
+
+
+def nests_deeper_than(value: Any, limit: int) -> bool:
+    """Whether value (parsed JSON) has containers nested more than limit levels deep."""
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    for _ in range(limit):
+        if not level:
+            return False
+        level = [
+            child
+            for item in level
+            for child in (item.values() if type(item) is dict else item)
+            if isinstance(child, _CONTAINERS)
+        ]
+    return bool(level)
 
 
 def _locate_unstorable(value: Any, path: str) -> Problem | None:
@@ -310,6 +353,12 @@ def check_event(raw: Any, index: int) -> CheckedEvent:
         else:
             if at.tzinfo is None:
                 problems.append(Problem(f"{where}.at", "at must carry a timezone (e.g. Z)"))
+            elif not storable_moment(at):
+                problems.append(Problem(f"{where}.at", f"at {OUT_OF_RANGE}"))
+    depth_limit = max_json_depth()
+    if nests_deeper_than(data, depth_limit):
+        problems.append(Problem(f"{where}.data", f"data nests deeper than {depth_limit} levels"))
+        raise InvalidEvents(problems)
     schema = DATA_SCHEMAS.get(kind) if isinstance(kind, str) else None
     if schema is not None:
         if not isinstance(data, dict):

@@ -48,7 +48,8 @@ def _notify(run: Run) -> None:
 def _ulid_or_invalid(value: Any, field: str) -> str:
     if not is_ulid(value):
         raise InvalidInput(f"{field} must be a 26-character ULID", field=field, value=str(value))
-    return str(value)
+    # ULIDs are case-insensitive; the database hands them back upper-case, so compare that.
+    return str(value).upper()
 
 
 def _get_run(run: Run | str, *, for_update: bool = False) -> Run:
@@ -72,6 +73,16 @@ def _check_storable(value: Any, field: str) -> None:
         raise InvalidInput(exc.problems[0].message, problems=_problem_dicts(exc.problems)) from None
 
 
+def _check_object(value: Any, field: str) -> dict[str, Any]:
+    """A JSON object PostgreSQL can store (None is an empty one), or InvalidInput."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInput(f"{field} must be a JSON object", field=field)
+    _check_storable(dict(value), field)
+    return dict(value)
+
+
 def _problem_dicts(problems: Sequence[Problem]) -> list[dict[str, str]]:
     return [p.as_dict() for p in problems]
 
@@ -91,8 +102,8 @@ def create_thread(
     if not isinstance(title, str) or len(title) > 500:
         raise InvalidInput("title must be a string of at most 500 characters", field="title")
     _check_storable(title, "title")
-    _check_storable(dict(metadata or {}), "metadata")
-    _check_storable(dict(agents or {}), "agents")
+    metadata = _check_object(metadata, "metadata")
+    agents = _check_object(agents, "agents")
     if thread_id is not None:
         thread_id = _ulid_or_invalid(thread_id, "id")
         existing = Thread.objects.filter(pk=thread_id).first()
@@ -131,8 +142,8 @@ def begin_run(
     """
     if status not in (RunStatus.QUEUED, RunStatus.STREAMING):
         raise InvalidInput("a run begins queued or streaming", field="status")
-    _check_storable(dict(metadata or {}), "metadata")
-    _check_storable(dict(parameters or {}), "parameters")
+    metadata = _check_object(metadata, "metadata")
+    parameters = _check_object(parameters, "parameters")
     if run_id is not None:
         run_id = _ulid_or_invalid(run_id, "id")
     with transaction.atomic():
@@ -158,11 +169,13 @@ def begin_run(
                 # A retry that asked for "the head" must find its run even after the head moved
                 # (typically because that very run was committed in between).
                 same_fork = fork_from is HEAD or existing.fork_from_id == fork_id
-                if existing.thread_id != thread.id or not same_fork:
+                if existing.thread_id != thread.id:
+                    # Which thread is not said: the caller may not be allowed to see it.
+                    raise Conflict("a run with this id exists in another thread", runId=run_id)
+                if not same_fork:
                     raise Conflict(
-                        "a run with this id exists with another thread or fork point",
+                        "a run with this id exists at another fork point",
                         runId=run_id,
-                        threadId=existing.thread_id,
                         forkFromMessageId=existing.fork_from_id,
                     )
                 return existing, False
@@ -194,11 +207,31 @@ class AppendResult:
     duplicates: int
 
 
-def _same_event(stored: tuple[str, Any, datetime], new: CheckedEvent) -> bool:
-    kind, data, at = stored
-    if kind != new.kind or data != new.data:
-        return False
-    return new.at is None or new.at == at
+def _stored_likeness(run_id: str, events: Sequence[CheckedEvent]) -> dict[int, tuple[bool, Any]]:
+    """For each of events already stored: whether kind and data are the same, and its at.
+
+    The data are compared as jsonb, as stored: a number jsonb spells differently on the way
+    back (1e23 comes back as 23 digits) is still the same, and true is not 1.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT e.seq, e.kind = u.kind AND e.data = u.data::jsonb, e.at"
+            " FROM transcripts_event e"
+            " JOIN unnest(%s::integer[], %s::text[], %s::text[]) AS u(seq, kind, data)"
+            " ON e.seq = u.seq WHERE e.run_id = %s",
+            [
+                [e.seq for e in events],
+                [e.kind for e in events],
+                [e.data_json for e in events],
+                to_uuid(run_id),
+            ],
+        )
+        return {seq: (same, at) for seq, same, at in cursor.fetchall()}
+
+
+def _same_event(stored: tuple[bool, Any], new: CheckedEvent) -> bool:
+    same, at = stored
+    return bool(same) and (new.at is None or new.at == at)
 
 
 def copy_event_rows(rows: Iterable[tuple[Any, ...]]) -> None:
@@ -263,8 +296,35 @@ def _ulid_str(value: Any) -> str | None:
     return None if value is None else str(ULID.from_uuid(value))
 
 
-def append_events(*, run: Run | str, events: Any) -> AppendResult:
+def _refuse_taken_message_ids(events: Sequence[CheckedEvent]) -> None:
+    """Refuse events that ask for the id of a message already in the database.
+
+    The projector keeps a requested id, so such a run could never be committed; saying so
+    at append time leaves the run usable.
+    """
+    requested = {
+        str(event.data.get(key)).upper()
+        for event in events
+        for kind, key in (("message", "id"), ("message-start", "messageId"))
+        if event.kind == kind and is_ulid(event.data.get(key))
+    }
+    if not requested:
+        return
+    taken = sorted(
+        str(pk) for pk in Message.objects.filter(pk__in=requested).values_list("pk", flat=True)
+    )
+    if taken:
+        raise Conflict(
+            "message ids are already used by other messages: give each message a new id or none",
+            messageIds=taken,
+        )
+
+
+def append_events(*, run: Run | str, events: Any, start: bool = True) -> AppendResult:
     """Append a batch of events after the run's last seq, all or nothing.
+
+    The first events start a queued run (it becomes streaming) unless start is False: an
+    edit's user message is stored while the run still waits for its generator.
 
     An exact re-send of stored events is a no-op; a gap, the same seq with other content, or
     new events for a closed run raise a Conflict saying which seq was expected.
@@ -291,12 +351,7 @@ def append_events(*, run: Run | str, events: Any) -> AppendResult:
         overlap = [e for e in checked if e.seq <= last_seq]
         fresh = checked[len(overlap) :]
         if overlap:
-            stored = {
-                seq: (kind, data, at)
-                for seq, kind, data, at in Event.objects.filter(
-                    run_id=run.id, seq__gte=overlap[0].seq, seq__lte=overlap[-1].seq
-                ).values_list("seq", "kind", "data", "at")
-            }
+            stored = _stored_likeness(run.id, overlap)
             for event in overlap:
                 if event.seq not in stored or not _same_event(stored[event.seq], event):
                     raise SeqConflict(
@@ -316,10 +371,11 @@ def append_events(*, run: Run | str, events: Any) -> AppendResult:
                     expectedSeq=expected,
                     lastSeq=last_seq,
                 )
+            _refuse_taken_message_ids(fresh)
             now = timezone.now()
             run.last_seq = fresh[-1].seq
             run.first_event_at = run.first_event_at or now
-            if run.status == RunStatus.QUEUED:
+            if run.status == RunStatus.QUEUED and start:
                 run.status = RunStatus.STREAMING
                 run.started_at = run.started_at or now
             inline: Sequence[CheckedEvent] = fresh
@@ -427,9 +483,20 @@ def project_run(run: Run | str) -> Projection:
 def replay(*, run: Run | str, after_seq: int = 0, limit: int = 1000) -> list[Event]:
     """Stored events after after_seq, in order, at most limit of them."""
     run = _get_run(run)
-    if after_seq < 0 or limit < 1:
-        raise InvalidInput("afterSeq must be ≥ 0 and limit ≥ 1", afterSeq=after_seq, limit=limit)
+    numbers = (after_seq, limit)
+    if any(type(n) is not int for n in numbers) or after_seq < 0 or limit < 1:
+        raise InvalidInput(
+            "afterSeq must be an integer ≥ 0 and limit an integer ≥ 1",
+            afterSeq=str(after_seq),
+            limit=str(limit),
+        )
+    # Seqs are 32-bit: a larger cursor or limit means "everything after", and must not
+    # overflow PostgreSQL's bigint LIMIT.
+    after_seq, limit = min(after_seq, _MAX_SEQ), min(limit, _MAX_SEQ)
     return list(Event.objects.filter(run_id=run.id, seq__gt=after_seq).order_by("seq")[:limit])
+
+
+_MAX_SEQ = 2**31 - 1
 
 
 # --- active path -------------------------------------------------------------------------

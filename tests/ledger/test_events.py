@@ -158,6 +158,23 @@ def test_at_must_be_an_iso_timestamp_with_a_timezone() -> None:
     ]
 
 
+@pytest.mark.parametrize("at", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
+def test_an_at_outside_the_years_1_to_9999_in_utc_is_refused(at: str) -> None:
+    # PostgreSQL would store it (as a BC date or year 10000) and then no read could load it.
+    assert problems_of([one("step-started", at=at)]) == [
+        ("events[0].at", "at must fall between the years 1 and 9999 in UTC")
+    ]
+    [checked] = check_events([one("step-started", at="0001-01-01T00:00:00Z")])
+    assert checked.at is not None and checked.at.year == 1
+
+
+def test_a_message_created_outside_the_years_1_to_9999_in_utc_is_refused() -> None:
+    data = {"role": "user", "parts": [], "createdAt": "0001-01-01T01:00:00+05:00"}
+    [(where, message)] = problems_of([one("message", data)])
+    assert where == "events[0].data.createdAt"
+    assert "between the years 1 and 9999" in message
+
+
 def test_a_valid_at_is_parsed() -> None:
     [checked] = check_events([one("step-started", at="2026-11-21T10:00:00+01:00")])
     assert checked.at is not None
@@ -274,3 +291,21 @@ def test_the_shortcut_for_text_chunks_agrees_with_the_full_check(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(events_module, "_TEXT_FIELDS", {})
         assert outcome() == fast
+
+
+@pytest.mark.parametrize("kind", ["data-deep", "tool-call", "message"])
+def test_data_nested_deeper_than_the_limit_is_refused(kind: str) -> None:
+    deep: Any = "leaf"
+    for _ in range(65):
+        deep = {"x": deep}
+    data: dict[str, Any] = {
+        "data-deep": {"v": deep},
+        "tool-call": {"toolCallId": "c", "toolName": "t", "input": deep},
+        "message": {"role": "user", "parts": [{"type": "text", "text": "a", "extra": deep}]},
+    }[kind]
+    [(path, message)] = problems_of([one(kind, data)])
+    assert path == "events[0].data" and "deeper than 64 levels" in message
+    shallow: Any = "leaf"
+    for _ in range(40):
+        shallow = {"x": shallow}
+    assert check_events([one("data-ok", {"v": shallow})])

@@ -126,6 +126,31 @@ def test_a_fork_point_may_be_given_as_a_message() -> None:
     assert run.fork_from_id == first.id
 
 
+def test_ids_are_case_insensitive_and_given_back_upper_case() -> None:
+    thread = make_thread()
+    prompt = last_message(ask(thread, "q"))
+    wanted = new_ulid()
+    run, created = ledger.begin_run(
+        thread=thread, fork_from=prompt.id.lower(), run_id=wanted.lower()
+    )
+    assert (run.id, run.fork_from_id, created) == (wanted, prompt.id, True)
+    again, created = ledger.begin_run(
+        thread=thread, fork_from=prompt.id.lower(), run_id=wanted.lower()
+    )
+    assert (again.pk, created) == (wanted, False)
+    assert ledger.create_thread(thread_id=thread.id.lower())[0].pk == thread.id
+
+
+def test_thread_and_run_metadata_must_be_json_objects() -> None:
+    with pytest.raises(InvalidInput):
+        ledger.create_thread(metadata=[["a", 1]])  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        ledger.create_thread(agents="planner")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        ledger.begin_run(thread=make_thread(), parameters=[1])  # type: ignore[arg-type]
+    assert Thread.objects.count() == 1
+
+
 def test_a_client_run_id_makes_begin_idempotent() -> None:
     thread = conversation(turns=1)
     wanted = new_ulid()
@@ -154,8 +179,10 @@ def test_the_same_run_id_at_another_fork_point_is_a_conflict() -> None:
     with pytest.raises(Conflict) as caught:
         ledger.begin_run(thread=thread, run_id=wanted, fork_from=None)
     assert caught.value.details["forkFromMessageId"] == thread.head_id
-    with pytest.raises(Conflict):
+    with pytest.raises(Conflict) as elsewhere:
         ledger.begin_run(thread=make_thread(), run_id=wanted)
+    # The other thread may be hidden from the caller: its id is not given away.
+    assert elsewhere.value.details == {"runId": wanted}
 
 
 def test_a_locked_thread_refuses_new_runs() -> None:
@@ -204,6 +231,39 @@ def test_an_exact_re_send_is_a_no_op() -> None:
     result = ledger.append_events(run=run, events=batch)
     assert (result.last_seq, result.accepted, result.duplicates) == (2, 0, 2)
     assert Event.objects.filter(run=run).count() == 2
+
+
+def test_a_re_send_is_compared_as_stored_json_not_as_python_values() -> None:
+    run, _ = ledger.begin_run(thread=make_thread())
+    # jsonb gives 1e23 back as 23 digits, a Python int that differs from the float 1e23.
+    batch = [{"seq": 1, "kind": "data-usage", "data": {"big": 1e23, "flag": True}}]
+    ledger.append_events(run=run, events=batch)
+    assert ledger.append_events(run=run, events=batch).duplicates == 1
+    # true and 1 are equal in Python but not in JSON: that is other content.
+    with pytest.raises(SeqConflict):
+        ledger.append_events(run=run, events=[{**batch[0], "data": {"big": 1e23, "flag": 1}}])
+    assert len(stored_events(run)) == 1
+
+
+def test_an_event_time_postgres_cannot_give_back_is_refused_and_the_run_stays_readable() -> None:
+    run, _ = ledger.begin_run(thread=make_thread())
+    ledger.append_events(run=run, events=deltas("a"))
+    bad = [
+        {"seq": 2, "kind": "text-delta", "data": {"delta": "b"}, "at": "0001-01-01T00:00+14:00"},
+        {
+            "seq": 3,
+            "kind": "message",
+            "data": {"role": "user", "parts": [], "createdAt": "9999-12-31T23:00:00-14:00"},
+        },
+    ]
+    with pytest.raises(InvalidInput) as caught:
+        ledger.append_events(run=run, events=bad)
+    assert [p["path"] for p in caught.value.details["problems"]] == [
+        "events[0].at",
+        "events[1].data.createdAt",
+    ]
+    assert [e.seq for e in ledger.replay(run=run)] == [1]
+    assert ledger.commit_run(run=run).status == RunStatus.COMMITTED
 
 
 def test_a_partially_overlapping_batch_stores_only_the_new_events() -> None:
@@ -480,22 +540,37 @@ def test_a_failed_or_cancelled_run_cannot_commit() -> None:
     assert not Message.objects.exists()
 
 
-def test_message_ids_already_in_use_are_a_conflict() -> None:
+def test_a_message_id_already_in_use_is_refused_at_append_and_the_run_stays_usable() -> None:
     thread = make_thread()
     taken = last_message(ask(thread, "q")).id
+    run, _ = ledger.begin_run(thread=thread, fork_from=None)
+    for kind, data in (
+        ("message", {"role": "user", "parts": [], "id": taken.lower()}),
+        ("message-start", {"role": "assistant", "messageId": taken}),
+    ):
+        with pytest.raises(Conflict) as caught:
+            ledger.append_events(run=run, events=events((kind, data)))
+        assert caught.value.details == {"messageIds": [taken]}
+        assert stored_events(run) == []
+    ledger.append_events(run=run, events=deltas("fresh"))
+    ledger.commit_run(run=run)
+    assert active_texts(thread) == ["fresh"]
+
+
+def test_message_ids_taken_between_append_and_commit_are_a_conflict() -> None:
+    thread = make_thread()
+    wanted = new_ulid()
     run = make_run(
         thread,
-        ("message", {"role": "user", "parts": [], "id": taken}),
+        ("message", {"role": "user", "parts": [], "id": wanted}),
         commit=False,
         fork_from=None,
     )
-    projected = ledger.project_run(run).messages[0]["id"]
-    assert projected == taken
+    make_run(thread, ("message", {"role": "user", "parts": [], "id": wanted}), fork_from=None)
     with pytest.raises(Conflict) as caught:
         ledger.commit_run(run=run)
-    assert caught.value.details == {"messageIds": [taken]}
+    assert caught.value.details == {"messageIds": [wanted]}
     assert status_of(run) == RunStatus.STREAMING
-    assert active_texts(thread) == ["q"]
 
 
 def test_a_locked_thread_refuses_commits() -> None:
@@ -615,6 +690,16 @@ def test_a_committed_run_cannot_fail_and_errors_must_have_a_message() -> None:
 
 
 # --- replay and projection -------------------------------------------------------------------
+
+
+def test_replay_refuses_cursors_that_are_not_integers_and_caps_huge_ones() -> None:
+    run, _ = ledger.begin_run(thread=make_thread())
+    ledger.append_events(run=run, events=deltas("a", "b"))
+    for after_seq, limit in (("1", 10), (0, 2.0), (True, 10), (-1, 10), (0, 0)):
+        with pytest.raises(InvalidInput):
+            ledger.replay(run=run, after_seq=after_seq, limit=limit)
+    assert [e.seq for e in ledger.replay(run=run, after_seq=0, limit=2**70)] == [1, 2]
+    assert ledger.replay(run=run, after_seq=2**70) == []
 
 
 def test_replay_pages_through_the_events_in_order() -> None:
