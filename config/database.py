@@ -73,8 +73,13 @@ def database_url(base_dir: Path) -> str:
         url = throwaway_database_url()
         os.environ["DATABASE_URL"] = url
         return url
-    # An empty TRANSCRIPTS_PGDATA means the default, not the current directory.
-    data_dir = Path(
-        os.environ.get("TRANSCRIPTS_PGDATA", "").strip() or base_dir / ".data" / "postgres"
-    )
-    return embedded_database_url(data_dir.resolve())
+    return embedded_database_url(embedded_data_dir(base_dir))
+
+
+def embedded_data_dir(base_dir: Path) -> Path:
+    """The embedded cluster's data directory: TRANSCRIPTS_PGDATA, else .data/postgres.
+
+    An empty TRANSCRIPTS_PGDATA means the default, not the current directory.
+    """
+    custom = os.environ.get("TRANSCRIPTS_PGDATA", "").strip()
+    return (Path(custom) if custom else base_dir / ".data" / "postgres").resolve()

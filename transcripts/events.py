@@ -316,7 +316,7 @@ def _plain_text_event(raw: dict[str, Any]) -> CheckedEvent | None:
     return CheckedEvent(seq, raw["kind"], data, None, data_json)
 
 
-def check_event(raw: Any, index: int) -> CheckedEvent:
+def check_event(raw: Any, index: int, depth_limit: int | None = None) -> CheckedEvent:
     """Validate one event envelope and its data against the vocabulary."""
     if type(raw) is dict and (plain := _plain_text_event(raw)) is not None:
         return plain
@@ -355,7 +355,7 @@ def check_event(raw: Any, index: int) -> CheckedEvent:
                 problems.append(Problem(f"{where}.at", "at must carry a timezone (e.g. Z)"))
             elif not storable_moment(at):
                 problems.append(Problem(f"{where}.at", f"at {OUT_OF_RANGE}"))
-    depth_limit = max_json_depth()
+    depth_limit = max_json_depth() if depth_limit is None else depth_limit
     if nests_deeper_than(data, depth_limit):
         problems.append(Problem(f"{where}.data", f"data nests deeper than {depth_limit} levels"))
         raise InvalidEvents(problems)
@@ -381,9 +381,10 @@ def check_events(raw_events: Any) -> list[CheckedEvent]:
     checked: list[CheckedEvent] = []
     problems: list[Problem] = []
     previous: int | None = None
+    depth_limit = max_json_depth()
     for index, raw in enumerate(raw_events):
         try:
-            checked.append(check_event(raw, index))
+            checked.append(check_event(raw, index, depth_limit))
         except InvalidEvents as exc:
             problems.extend(exc.problems)
         seq = raw.get("seq") if isinstance(raw, dict) else None

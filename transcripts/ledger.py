@@ -480,6 +480,9 @@ def project_run(run: Run | str) -> Projection:
     return projector.result()
 
 
+_MAX_SEQ = 2**31 - 1
+
+
 def replay(*, run: Run | str, after_seq: int = 0, limit: int = 1000) -> list[Event]:
     """Stored events after after_seq, in order, at most limit of them."""
     run = _get_run(run)
@@ -494,9 +497,6 @@ def replay(*, run: Run | str, after_seq: int = 0, limit: int = 1000) -> list[Eve
     # overflow PostgreSQL's bigint LIMIT.
     after_seq, limit = min(after_seq, _MAX_SEQ), min(limit, _MAX_SEQ)
     return list(Event.objects.filter(run_id=run.id, seq__gt=after_seq).order_by("seq")[:limit])
-
-
-_MAX_SEQ = 2**31 - 1
 
 
 # --- active path -------------------------------------------------------------------------

@@ -154,17 +154,17 @@ def check_tree(tree: TreeThread) -> None:
     by_key = _check_tree(tree)
     _check_runs(tree)
     now = timezone.now()
+    _message_events([(message, new_ulid(), now) for message in by_key.values()])
+
+
+def _message_events(messages: list[tuple[dict[str, Any], str, datetime]]) -> list[CheckedEvent]:
+    """The checked `message` events recording (message, new id, time) triples, seq 1 on."""
     events = [
-        {
-            "seq": seq,
-            "kind": "message",
-            "data": _message_event(message, new_ulid(), now),
-            "at": _iso(now),
-        }
-        for seq, message in enumerate(by_key.values(), start=1)
+        {"seq": seq, "kind": "message", "data": _message_event(message, id_, at), "at": _iso(at)}
+        for seq, (message, id_, at) in enumerate(messages, start=1)
     ]
     try:
-        check_events(events)
+        return check_events(events)
     except InvalidEvents as exc:
         raise InvalidInput(
             f"invalid message in the import: {exc}",
@@ -276,22 +276,7 @@ def import_tree(tree: TreeThread, *, keep_ids: bool = True) -> Thread:
         event_rows: list[tuple[Any, ...]] = []
         thread_uuid = to_uuid(thread.id)
         for chain, run in zip(chains, runs, strict=True):
-            events = [
-                {
-                    "seq": seq,
-                    "kind": "message",
-                    "data": _message_event(by_key[key], ids[key], times[key]),
-                    "at": _iso(times[key]),
-                }
-                for seq, key in enumerate(chain.keys, start=1)
-            ]
-            try:
-                checked = check_events(events)
-            except InvalidEvents as exc:
-                raise InvalidInput(
-                    f"invalid message in the import: {exc}",
-                    problems=[p.as_dict() for p in exc.problems],
-                ) from None
+            checked = _message_events([(by_key[k], ids[k], times[k]) for k in chain.keys])
             kept = _kept_events(chain, run, ids)
             stored = checked if kept is None else kept[0]
             ranges = [(n, n) for n in range(1, len(checked) + 1)] if kept is None else kept[1]
@@ -362,6 +347,11 @@ def _check_runs(tree: TreeThread) -> None:
                 problems.append(
                     {"path": f"{where}.{key}", "message": f"longer than {limit} characters"}
                 )
+            else:
+                try:
+                    to_storable_json(value, f"{where}.{key}")
+                except InvalidEvents as exc:
+                    problems.extend(p.as_dict() for p in exc.problems)
         for key in _RUN_JSON:
             value = run.get(key)
             if value is None:
@@ -373,13 +363,6 @@ def _check_runs(tree: TreeThread) -> None:
                 to_storable_json(value, f"{where}.{key}")
             except InvalidEvents as exc:
                 problems.extend(p.as_dict() for p in exc.problems)
-        for key in ("generator", "model"):
-            value = run.get(key)
-            if isinstance(value, str):
-                try:
-                    to_storable_json(value, f"{where}.{key}")
-                except InvalidEvents as exc:
-                    problems.extend(p.as_dict() for p in exc.problems)
         events = run.get("events")
         if events is not None:
             if not isinstance(events, list):

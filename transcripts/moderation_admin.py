@@ -112,6 +112,16 @@ class HasFlaggedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class ModerationPermissions:
+    """The custom action permissions `moderate` and `redact`, from the moderation service."""
+
+    def has_moderate_permission(self, request: HttpRequest) -> bool:
+        return moderation.can_moderate(request.user)  # type: ignore[arg-type]
+
+    def has_redact_permission(self, request: HttpRequest) -> bool:
+        return moderation.can_redact(request.user)  # type: ignore[arg-type]
+
+
 class ReadOnlyMixin:
     """Moderators read runs and events; they never edit them by hand."""
 
@@ -126,7 +136,7 @@ class ReadOnlyMixin:
 
 
 @admin.register(Thread)
-class ThreadAdmin(admin.ModelAdmin[Thread]):
+class ThreadAdmin(ModerationPermissions, admin.ModelAdmin[Thread]):
     """Threads: hide, lock and delete (with a reason), linked to their runs and messages."""
 
     action_form = ReasonActionForm
@@ -271,9 +281,6 @@ class ThreadAdmin(admin.ModelAdmin[Thread]):
             f"{name.capitalize()}d" if name.endswith("e") else f"{name.capitalize()}ed",
         )
 
-    def has_moderate_permission(self, request: HttpRequest) -> bool:
-        return moderation.can_moderate(request.user)  # type: ignore[arg-type]
-
     @admin.action(description="Hide the selected threads", permissions=["moderate"])
     def hide(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
         self._toggle(request, queryset, "hide")
@@ -347,7 +354,7 @@ def _confirm(
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyMixin, admin.ModelAdmin[Run]):
+class RunAdmin(ModerationPermissions, ReadOnlyMixin, admin.ModelAdmin[Run]):
     """Runs, read-only: status, fork point, generator and timings."""
 
     list_display = (
@@ -388,9 +395,6 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin[Run]):
     raw_id_fields = ("thread", "fork_from", "superseded_by")
     list_per_page = 50
     actions = ("redact_content",)
-
-    def has_redact_permission(self, request: HttpRequest) -> bool:
-        return moderation.can_redact(request.user)  # type: ignore[arg-type]
 
     @admin.action(
         description="Redact failed/cancelled runs' content (irreversible, asks for confirmation)",
@@ -474,7 +478,7 @@ class RedactedFilter(FlaggedFilter):
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin[Message]):
+class MessageAdmin(ModerationPermissions, admin.ModelAdmin[Message]):
     """Messages: full-text search over every branch; flag, unflag and redact."""
 
     action_form = ReasonActionForm
@@ -553,12 +557,6 @@ class MessageAdmin(admin.ModelAdmin[Message]):
             (_changelist("report", message__id__exact=obj.id), "reports"),
             (_changelist("auditrecord", target_id=obj.id), "audit log"),
         )
-
-    def has_redact_permission(self, request: HttpRequest) -> bool:
-        return moderation.can_redact(request.user)  # type: ignore[arg-type]
-
-    def has_moderate_permission(self, request: HttpRequest) -> bool:
-        return moderation.can_moderate(request.user)  # type: ignore[arg-type]
 
     @admin.display(description="content")
     def preview(self, obj: Message) -> str:
@@ -715,7 +713,7 @@ class AuditRecordAdmin(ReadOnlyMixin, admin.ModelAdmin[AuditRecord]):
 
 
 @admin.register(Report)
-class ReportAdmin(admin.ModelAdmin[Report]):
+class ReportAdmin(ModerationPermissions, admin.ModelAdmin[Report]):
     """The moderation queue: reports from viewers, resolved or dismissed with a note."""
 
     action_form = ReasonActionForm
@@ -751,9 +749,6 @@ class ReportAdmin(admin.ModelAdmin[Report]):
 
     def has_delete_permission(self, request: HttpRequest, obj: Report | None = None) -> bool:
         return False
-
-    def has_moderate_permission(self, request: HttpRequest) -> bool:
-        return moderation.can_moderate(request.user)  # type: ignore[arg-type]
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Report], search_term: str

@@ -17,6 +17,8 @@ from pydantic import (
     model_validator,
 )
 
+from transcripts.formats.checks import kind as json_kind
+
 Id = Annotated[
     str, Field(description="A 26-character ULID", examples=["01JB8ZT6QK5X4V3N2M1P0R9S8T"])
 ]
@@ -38,22 +40,8 @@ class InputSchema(Schema):
         cls, values: Any, handler: ModelWrapValidatorHandler[Any], info: ValidationInfo
     ) -> Any:
         if not isinstance(values, dict | BaseModel):
-            raise ValueError(f"must be a JSON object, not {_json_type(values)}")
+            raise ValueError(f"must be a JSON object, not {json_kind(values)}")
         return handler(values)
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return type(value).__name__
 
 
 class ErrorBody(Schema):

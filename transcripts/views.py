@@ -207,10 +207,6 @@ def _mark_hits(snippet: str) -> SafeString:
     return mark_safe(marked)
 
 
-def _sort_key(form: ThreadFilters) -> str:
-    return SORTS.get(form.cleaned_data.get("sort") or "recent", SORTS["recent"])[0]
-
-
 def _invalid_filters(
     request: HtmxHttpRequest, form: ThreadFilters, *, bad_cursor: bool
 ) -> HttpResponse:
@@ -231,12 +227,14 @@ def _invalid_filters(
 def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     """Every thread the reader may see: search, filters, sort and cursor pagination."""
     form = ThreadFilters(request.GET)
-    cursor = request.GET.get("cursor", "")
-    if not form.is_valid() or (cursor and _decode_cursor(cursor, _sort_key(form)) is None):
-        return _invalid_filters(request, form, bad_cursor=form.is_valid())
+    if not form.is_valid():
+        return _invalid_filters(request, form, bad_cursor=False)
     filters: dict[str, Any] = form.cleaned_data
     query = filters.get("q") or ""
     key, desc = SORTS.get(filters.get("sort") or "recent", SORTS["recent"])
+    cursor = request.GET.get("cursor", "")
+    if cursor and _decode_cursor(cursor, key) is None:
+        return _invalid_filters(request, form, bad_cursor=True)
     status = filters.get("status") or ""
     if status == "hidden" and not request.user.is_staff:
         status = "none"

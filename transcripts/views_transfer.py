@@ -22,6 +22,12 @@ TEMPLATE = "transcripts/import.html"
 LISTED = 50
 
 
+def _listed(thread_ids: list[str]) -> dict[str, Any]:
+    """The first LISTED imported threads, and how many more there are."""
+    threads = list(transfer.iter_threads(thread_ids)[:LISTED])
+    return {"threads": threads, "more": len(thread_ids) - len(threads)}
+
+
 def _formats() -> list[tuple[str, str]]:
     return [(key, spec.label) for key, spec in FORMATS.items() if spec.importer is not None]
 
@@ -67,9 +73,8 @@ def import_page(request: HtmxHttpRequest) -> HttpResponse:
         return render(
             request, partial, _context(error=exc.message, problems=problems[:50]), status=exc.status
         )
-    threads = list(transfer.iter_threads(result.thread_ids)[:LISTED])
-    more = len(result.thread_ids) - len(threads)
-    return render(request, partial, _context(result=result, threads=threads, more=more), status=201)
+    listed = _listed(result.thread_ids)
+    return render(request, partial, _context(result=result, **listed), status=201)
 
 
 @login_required
@@ -83,7 +88,6 @@ def import_progress(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
     )
     if job is None:
         raise Http404("no such import")
-    threads = list(transfer.iter_threads(job.thread_ids)[:LISTED]) if job.status == "done" else []
-    more = len(job.thread_ids) - len(threads) if threads else 0
+    listed = _listed(job.thread_ids) if job.status == "done" else {"threads": [], "more": 0}
     template = f"{TEMPLATE}#job" if request.htmx else TEMPLATE
-    return render(request, template, _context(job=job, threads=threads, more=more))
+    return render(request, template, _context(job=job, **listed))

@@ -121,20 +121,14 @@
     event.detail.swapOverride = "innerHTML";
   });
 
-  // Filters the server cannot apply come back as a 400 that names them: show it in the list.
+  // Refusals that say why are shown where the answer goes: filters the server cannot apply
+  // (a 400 naming them) in the thread list, a refused import (422, 413) in its result area.
+  var SHOWS_REFUSALS = { "results": true, "import-result": true };
   document.addEventListener("htmx:beforeSwap", function (event) {
     var xhr = event.detail.xhr;
     var target = event.detail.target;
-    if (!xhr || xhr.status !== 400 || !target || target.id !== "results") return;
-    event.detail.shouldSwap = true;
-    event.detail.isError = false;
-  });
-
-  // A refused import (422, 413) says why in the import page's result area.
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    var xhr = event.detail.xhr;
-    var target = event.detail.target;
-    if (!xhr || xhr.status < 400 || xhr.status >= 500 || !target || target.id !== "import-result") return;
+    if (!xhr || xhr.status < 400 || xhr.status >= 500 || !target) return;
+    if (!SHOWS_REFUSALS[target.id]) return;
     event.detail.shouldSwap = true;
     event.detail.isError = false;
   });

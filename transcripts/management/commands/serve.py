@@ -14,6 +14,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from config.database import embedded_data_dir
+
 
 class Command(BaseCommand):
     help = "Serve Transcripts on an ASGI server (uvicorn), ready to use on a fresh machine."
@@ -75,7 +77,7 @@ class Command(BaseCommand):
         password = secrets.token_urlsafe(12)
         user_model.objects.create_superuser("admin", "admin@localhost", password)
         password_file.parent.mkdir(parents=True, exist_ok=True)
-        # Created private (0600) before the password is written, not chmod-ed afterwards.
+        # Created private (0600) before the password is written; chmod for a file that existed.
         descriptor = os.open(password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as handle:
             handle.write(password + "\n")
@@ -92,6 +94,6 @@ def admin_password_file() -> Path:
     """
     custom = os.environ.get("TRANSCRIPTS_PGDATA", "").strip()
     if custom and not os.environ.get("DATABASE_URL", "").strip():
-        data_dir = Path(custom).resolve()
+        data_dir = embedded_data_dir(Path(settings.BASE_DIR))
         return data_dir.with_name(data_dir.name + ".admin-password.txt")
     return Path(settings.BASE_DIR) / ".data" / "admin-password.txt"
