@@ -285,7 +285,7 @@ def main() -> None:
     args = parser.parse_args()
 
     setup_django()
-    from transcripts.auth import issue_token
+    from transcripts.api.auth import issue_token
 
     token = issue_token(name="bench", scopes=["ingest", "read"])[1]
     port = _free_port()

@@ -74,6 +74,10 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            "libraries": {
+                "generation_ui": "transcripts.web.templatetags.generation_ui",
+                "transfer_ui": "transcripts.web.templatetags.transfer_ui",
+            },
         },
     },
 ]

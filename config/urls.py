@@ -8,5 +8,5 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("transcripts.api.urls")),
-    path("", include("transcripts.urls")),
+    path("", include("transcripts.web.urls")),
 ]

@@ -17,6 +17,6 @@ class TranscriptsConfig(AppConfig):
 
 
 def _create_groups(**kwargs: object) -> None:
-    from transcripts.moderation import ensure_groups
+    from transcripts.ledger.moderation import ensure_groups
 
     ensure_groups()

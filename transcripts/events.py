@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from transcripts.errors import InvalidEvents, Problem
+
 Role = Literal["user", "assistant", "system", "tool"]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
@@ -175,17 +177,6 @@ def is_known_kind(kind: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Problem:
-    """One thing wrong with an input, located by a path such as events[3].data.delta."""
-
-    path: str
-    message: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "message": self.message}
-
-
-@dataclass(frozen=True)
 class CheckedEvent:
     """An event that passed validation, with its JSON text ready for storage."""
 
@@ -194,16 +185,6 @@ class CheckedEvent:
     data: Any
     at: datetime | None
     data_json: str
-
-
-class InvalidEvents(ValueError):
-    """Raised when a batch holds events that may not be stored; nothing of it is stored."""
-
-    def __init__(self, problems: list[Problem]) -> None:
-        self.problems = problems
-        first = problems[0]
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        super().__init__(f"{first.path}: {first.message}{more}")
 
 
 def max_json_depth() -> int:

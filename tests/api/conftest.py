@@ -21,7 +21,7 @@ from django.test import Client
 from django.utils import timezone
 
 from tests.support import database_url_of_tests
-from transcripts.auth import issue_token
+from transcripts.api.auth import issue_token
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -16,7 +16,7 @@ from schemathesis.checks import (
 )
 
 from tests.factories import make_run, make_thread
-from transcripts.auth import issue_token
+from transcripts.api.auth import issue_token
 
 CHECKS = [
     not_a_server_error,

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from transcripts.formats.checks import output_text
-from transcripts.formats.tree import TreeThread, parse_data_url
+from transcripts.formats.document import TreeThread, parse_data_url
 
 
 def through_json(value: Any) -> Any:

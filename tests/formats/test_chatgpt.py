@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from transcripts.formats.errors import FormatError
 
 from transcripts.formats.chatgpt import import_chatgpt, iter_chatgpt
-from transcripts.formats.errors import FormatError
-from transcripts.formats.tree import TreeThread, active_path
+from transcripts.formats.document import TreeThread, active_path
 
 FIXTURE = Path(__file__).parent / "fixtures" / "chatgpt_conversations.json"
 

@@ -15,10 +15,10 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter
 from tests.formats.helpers import through_json
 from tests.formats.strategies import Features, linear_threads
 from transcripts.formats.anthropic import export_anthropic
+from transcripts.formats.document import TreeThread
 from transcripts.formats.gemini import export_gemini
 from transcripts.formats.openai import export_openai
 from transcripts.formats.pydantic_ai import export_pydantic_ai
-from transcripts.formats.tree import TreeThread
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 OPENAI_MESSAGES = pydantic.TypeAdapter(list[chat.ChatCompletionMessageParam])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from transcripts.formats.document import TreeThread, make_message
 from transcripts.formats.markdown import export_markdown
-from transcripts.formats.tree import TreeThread, make_message
 
 
 def thread() -> TreeThread:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from tests.formats.helpers import through_json
-from transcripts.formats.ai_sdk import export_ai_sdk, import_ai_sdk
+from transcripts.formats.ai_sdk_messages import export_ai_sdk, import_ai_sdk
 from transcripts.formats.anthropic import export_anthropic, import_anthropic
+from transcripts.formats.document import linear_thread, make_message
 from transcripts.formats.gemini import import_gemini
 from transcripts.formats.openai import export_openai, import_openai
 from transcripts.formats.pydantic_ai import export_pydantic_ai, import_pydantic_ai
-from transcripts.formats.tree import linear_thread, make_message
 
 
 def text(value: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from tests.formats.helpers import through_json
 from tests.formats.strategies import linear_threads
 from transcripts.formats import FORMATS, detect_format
-from transcripts.formats.tree import TreeThread
+from transcripts.formats.document import TreeThread
 
 
 def test_it_lists_every_format_with_its_converters() -> None:

@@ -22,7 +22,7 @@ from tests.formats.helpers import (
 from tests.formats.strategies import Features, linear_threads, tree_threads
 from transcripts.formats import FORMATS
 from transcripts.formats.canonical import export_canonical, import_canonical
-from transcripts.formats.tree import TreeThread
+from transcripts.formats.document import TreeThread
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 Messages = list[dict[str, Any]]

@@ -18,7 +18,7 @@ from tests.generation.support import run_status, wait_for
 from transcripts import ledger
 from transcripts.errors import InvalidInput, ThreadLocked
 from transcripts.generation import generate, reap_expired_runs, start_generation
-from transcripts.generators import GENERATORS, GenerationRequest, Generator, StreamEvent
+from transcripts.generation.generators import GENERATORS, GenerationRequest, Generator, StreamEvent
 from transcripts.models import Message, Run, RunStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transcripts import events as events_module
-from transcripts.events import InvalidEvents, check_event, check_events, to_storable_json
+from transcripts.errors import InvalidEvents
+from transcripts.events import check_event, check_events, to_storable_json
 
 
 def problems_of(raw_events: Any) -> list[tuple[str, str]]:

@@ -15,8 +15,9 @@ from django.urls import reverse
 from tests.api.conftest import ApiClient, live_server_asgi, make_token  # noqa: F401
 from tests.api.sse_client import frames
 from tests.factories import ask, conversation, make_run
-from transcripts import moderation, transfer
-from transcripts.auth import issue_token
+from transcripts import transfer
+from transcripts.api.auth import issue_token
+from transcripts.ledger import moderation
 from transcripts.models import AuditRecord, Message, Report, Run, Thread
 
 SECRET = "zebracorn-4417-private"

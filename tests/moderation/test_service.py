@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import ask, conversation, events, make_run
-from transcripts import ledger, moderation
+from transcripts import ledger
 from transcripts.errors import Conflict, InvalidInput, ThreadLocked
+from transcripts.ledger import moderation
 from transcripts.models import AuditRecord, Event, Message, Report, Run, Thread
 from transcripts.selectors import search_threads, visible_threads
 

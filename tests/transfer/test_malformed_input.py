@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from tests.factories import conversation
-from transcripts.auth import issue_token
+from transcripts.api.auth import issue_token
 from transcripts.models import Event, Message, Run, Thread
 
 pytestmark = pytest.mark.django_db

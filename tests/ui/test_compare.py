@@ -13,10 +13,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tests.factories import ask, last_message, make_run, make_thread, say, user_message
-from transcripts import ledger, ratings
-from transcripts.errors import Conflict
+from transcripts import ledger
+from transcripts.errors import Conflict, PermissionDenied
+from transcripts.ledger import ratings
 from transcripts.models import AuditRecord, Message, Run, RunRating, RunStatus, Thread
-from transcripts.moderation import PermissionDenied
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import time
 
-from transcripts.tree_layout import TreeNode, layout_tree
+from transcripts.web.tree_layout import TreeNode, layout_tree
 
 
 def _chain(prefix: str, parent: str | None, start_depth: int, count: int, *, active: bool,

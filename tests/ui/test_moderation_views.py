@@ -11,7 +11,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from tests.factories import ask, conversation, last_message, make_thread, say
-from transcripts import moderation
+from transcripts.ledger import moderation
 from transcripts.models import AuditRecord, Message, Report, ReportStatus, Thread
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from tests.factories import make_run, make_thread
-from transcripts.rendering import image_preview_url, pretty_json, render_markdown
+from transcripts.web.rendering import image_preview_url, pretty_json, render_markdown
 
 PAYLOADS = [
     "<script>alert(1)</script>",

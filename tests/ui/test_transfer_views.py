@@ -82,7 +82,7 @@ def test_the_conversation_offers_every_export_format(viewer_client: Client) -> N
 
 
 def test_a_big_result_lists_the_first_threads_and_counts_the_rest(viewer_client: Client) -> None:
-    from transcripts.views_transfer import LISTED
+    from transcripts.web.views.imports import LISTED
 
     one = json.loads((FIXTURES / "chatgpt_conversations.json").read_text())[0]
     many = [dict(one, title=f"copy {n}") for n in range(LISTED + 3)]

@@ -13,7 +13,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 from ninja.parser import Parser
 
-from transcripts.errors import InvalidInput, LedgerError
+from transcripts.errors import BodyTooLarge, DomainError, InvalidInput, InvalidJson
 from transcripts.events import max_json_depth, nests_deeper_than
 
 logger = logging.getLogger("transcripts.api")
@@ -29,16 +29,6 @@ HTTP_CODES = {
     422: "invalid",
     429: "throttled",
 }
-
-
-class BodyTooLarge(LedgerError):
-    status = 413
-    code = "too_large"
-
-
-class InvalidJson(LedgerError):
-    status = 400
-    code = "invalid_json"
 
 
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -118,7 +108,7 @@ def install_handlers(api: NinjaAPI) -> None:
     def respond(request: HttpRequest, status: int, body: dict[str, Any]) -> HttpResponse:
         return api.create_response(request, body, status=status)
 
-    def on_ledger_error(request: HttpRequest, exc: LedgerError) -> HttpResponse:
+    def on_ledger_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
         return respond(request, exc.status, error_body(exc.code, exc.message, exc.details))
 
     def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
@@ -135,7 +125,7 @@ def install_handlers(api: NinjaAPI) -> None:
         return respond(request, 422, error_body("invalid", message, {"problems": problems}))
 
     def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
-        if isinstance(exc.__cause__, LedgerError):
+        if isinstance(exc.__cause__, DomainError):
             return on_ledger_error(request, exc.__cause__)
         status = exc.status_code
         code = HTTP_CODES.get(status, "error")
@@ -158,7 +148,7 @@ def install_handlers(api: NinjaAPI) -> None:
         return respond(request, 500, error_body("internal", "an unexpected error occurred"))
 
     api.add_exception_handler(Exception, on_unexpected)  # type: ignore[arg-type]
-    api.add_exception_handler(LedgerError, on_ledger_error)  # type: ignore[arg-type]
+    api.add_exception_handler(DomainError, on_ledger_error)  # type: ignore[arg-type]
     api.add_exception_handler(ValidationError, on_validation_error)  # type: ignore[arg-type]
     api.add_exception_handler(HttpError, on_http_error)  # type: ignore[arg-type]
     api.add_exception_handler(Http404, on_not_found)  # type: ignore[arg-type]

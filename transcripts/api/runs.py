@@ -12,7 +12,7 @@ from ninja.params.functions import Query
 
 from transcripts import ledger
 from transcripts.adapters import ai_sdk
-from transcripts.api.common import (
+from transcripts.api.access import (
     ERRORS,
     MAX_INT,
     check_run_visible,
@@ -20,11 +20,9 @@ from transcripts.api.common import (
     visible_run,
     visible_thread,
 )
+from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import check_depth, read_body
-from transcripts.auth import ingest_auth, read_auth
-from transcripts.errors import InvalidInput
-from transcripts.models import Event, Run
-from transcripts.schemas import (
+from transcripts.api.schemas import (
     AiSdkOut,
     AppendOut,
     EventBatchIn,
@@ -34,6 +32,8 @@ from transcripts.schemas import (
     RunMessagesOut,
     RunOut,
 )
+from transcripts.errors import InvalidInput
+from transcripts.models import Event, Run
 
 router = Router(tags=["runs"], auth=read_auth)
 

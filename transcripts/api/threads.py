@@ -10,7 +10,7 @@ from ninja import Router, Status
 from ninja.params.functions import Query
 
 from transcripts import ledger, selectors
-from transcripts.api.common import (
+from transcripts.api.access import (
     ERRORS,
     MAX_INT,
     caller,
@@ -21,11 +21,11 @@ from transcripts.api.common import (
     thread_out,
     visible_thread,
 )
-from transcripts.auth import ingest_auth, read_auth
+from transcripts.api.auth import ingest_auth, read_auth
+from transcripts.api.schemas import MessagePage, ThreadIn, ThreadOut, ThreadPage
 from transcripts.errors import Conflict, InvalidInput, NotFound
 from transcripts.ids import is_ulid
 from transcripts.models import Message
-from transcripts.schemas import MessagePage, ThreadIn, ThreadOut, ThreadPage
 
 router = Router(tags=["threads"], auth=read_auth)
 

@@ -12,14 +12,14 @@ from ninja import Router, Schema, Status
 from ninja.params.functions import Query
 
 from transcripts import transfer
-from transcripts.api.common import ERRORS, visible_thread
-from transcripts.api.errors import BodyTooLarge, check_depth
-from transcripts.auth import ingest_auth, read_auth
-from transcripts.errors import InvalidInput, NotFound
+from transcripts.api.access import ERRORS, visible_thread
+from transcripts.api.auth import ingest_auth, read_auth
+from transcripts.api.errors import check_depth
+from transcripts.api.schemas import Id
+from transcripts.errors import BodyTooLarge, InvalidInput, NotFound
 from transcripts.events import max_json_depth
 from transcripts.ids import is_ulid
 from transcripts.models import ImportJob
-from transcripts.schemas import Id
 
 router = Router(tags=["import and export"], auth=read_auth)
 CHUNK = 1 << 16

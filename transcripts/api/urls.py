@@ -9,8 +9,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponseBase
 from django.urls import URLPattern, URLResolver, path, re_path
 
-from transcripts import sse
-from transcripts.api import api
+from transcripts.api import api, stream
 from transcripts.api.docs import docs_asset
 from transcripts.api.errors import error_response
 
@@ -51,7 +50,7 @@ def not_found(request: HttpRequest, unknown: str = "") -> HttpResponseBase:
 
 app_name = "api-v1"
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("runs/<str:run_id>/stream", sse.run_stream, name="run-stream"),
+    path("runs/<str:run_id>/stream", stream.run_stream, name="run-stream"),
     path("docs/assets/<str:name>", docs_asset, name="docs-asset"),
     *_ninja_patterns(),
     re_path(r"^(?P<unknown>.*)$", not_found),

@@ -10,11 +10,11 @@ from ninja.params.functions import Query
 from pydantic import Field
 
 from transcripts import ledger
-from transcripts.api.common import ERRORS, caller, run_out, visible_run
-from transcripts.auth import ingest_auth, read_auth
+from transcripts.api.access import ERRORS, caller, run_out, visible_run
+from transcripts.api.auth import ingest_auth, read_auth
+from transcripts.api.schemas import InputSchema, RunOut, RunStatusName
 from transcripts.generation import conversation_for
 from transcripts.models import Run
-from transcripts.schemas import InputSchema, RunOut, RunStatusName
 
 router = Router(tags=["workers"], auth=read_auth)
 

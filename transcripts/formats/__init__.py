@@ -6,17 +6,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .ai_sdk import export_ai_sdk, import_ai_sdk
+from transcripts.errors import FormatError
+
+from .ai_sdk_messages import export_ai_sdk, import_ai_sdk
 from .anthropic import export_anthropic, import_anthropic
 from .canonical import FORMAT_NAME, export_canonical, import_canonical
 from .chatgpt import import_chatgpt, iter_chatgpt
-from .errors import FormatError
+from .document import TreeThread
 from .gemini import export_gemini, import_gemini
 from .markdown import export_markdown
 from .openai import export_openai, import_openai
 from .pydantic_ai import export_pydantic_ai, import_pydantic_ai
 from .threadprotocol import export_threadprotocol, import_threadprotocol
-from .tree import TreeThread
 
 Importer = Callable[[Any], list[TreeThread]]
 Exporter = Callable[[TreeThread], Any]

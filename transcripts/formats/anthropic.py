@@ -17,7 +17,7 @@ import copy
 from typing import Any
 
 from .checks import Problems, output_text
-from .tree import (
+from .document import (
     TreeThread,
     active_path,
     data_url,

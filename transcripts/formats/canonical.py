@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from .checks import Problems, is_int
-from .tree import ROLES, SCHEMA_VERSION, TreeThread
+from .document import ROLES, SCHEMA_VERSION, TreeThread
 
 FORMAT_NAME = "transcripts.canonical"
 VERSION = 1

@@ -22,9 +22,10 @@ from typing import Any, BinaryIO
 
 import ijson
 
+from transcripts.errors import FormatError
+
 from .checks import Problems
-from .errors import FormatError
-from .tree import ROLES, TreeThread, epoch_to_iso, make_message
+from .document import ROLES, TreeThread, epoch_to_iso, make_message
 
 _HIDDEN_CONTENT = ("user_editable_context", "model_editable_context", "reasoning_recap")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, TypeGuard
 
-from .errors import FormatError
+from transcripts.errors import FormatError
 
 
 class Problems:

@@ -16,7 +16,7 @@ import copy
 from typing import Any
 
 from .checks import Problems
-from .tree import (
+from .document import (
     TreeThread,
     active_path,
     data_url,

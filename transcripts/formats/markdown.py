@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from .tree import TreeThread, active_path, parse_data_url
+from .document import TreeThread, active_path, parse_data_url
 
 _ROLE_TITLES = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
 

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from .checks import Problems, dump_json_text, output_text, parse_json_text
-from .tree import (
+from .document import (
     TreeThread,
     active_path,
     data_url,

@@ -15,7 +15,7 @@ import copy
 from typing import Any
 
 from .checks import Problems, dump_json_text, is_int, parse_json_text
-from .tree import TreeThread, active_path, data_url, linear_thread, make_message, parse_data_url
+from .document import TreeThread, active_path, data_url, linear_thread, make_message, parse_data_url
 
 _FINISH_REASONS = ("stop", "length", "content_filter", "tool_call", "error")
 _ERROR_OUTCOMES = ("failed", "denied", "retried", "interrupted")

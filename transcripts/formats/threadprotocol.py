@@ -23,7 +23,15 @@ import uuid
 from typing import Any
 
 from .checks import Problems, is_int
-from .tree import TreeThread, active_path, leaves, linear_thread, make_message, parse_iso, path_to
+from .document import (
+    TreeThread,
+    active_path,
+    leaves,
+    linear_thread,
+    make_message,
+    parse_iso,
+    path_to,
+)
 
 VERSION = "1.0.0"
 CORE_ACTIONS = ("user_message", "assistant_message", "thinking", "tool_call", "tool_return")

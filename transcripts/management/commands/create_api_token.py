@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from transcripts.auth import issue_token
+from transcripts.api.auth import issue_token
 from transcripts.models import ApiToken
 
 

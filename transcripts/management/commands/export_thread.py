@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from transcripts.errors import LedgerError
+from transcripts.errors import DomainError
 from transcripts.ids import is_ulid
 from transcripts.models import Thread
 from transcripts.transfer import EXPORT_FORMATS, export_thread
@@ -32,7 +32,7 @@ class Command(BaseCommand):
             exported = export_thread(
                 thread, options["format"], leaf=options["leaf"], with_events=options["events"]
             )
-        except LedgerError as exc:
+        except DomainError as exc:
             raise CommandError(exc.message) from None
         if options["output"]:
             try:

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from transcripts.errors import LedgerError
+from transcripts.errors import DomainError
 from transcripts.transfer import IMPORT_FORMATS, import_stream
 
 
@@ -48,7 +48,7 @@ class Command(BaseCommand):
             raise CommandError(f"cannot read {path}: {exc.strerror}") from None
         try:
             result = import_stream(handle, options["format"], progress=progress)
-        except LedgerError as exc:
+        except DomainError as exc:
             problems = exc.details.get("problems") or []
             lines = [f"  {p['path']}: {p['message']}" for p in problems[:20]]
             raise CommandError("\n".join([f"nothing imported: {exc.message}", *lines])) from None

@@ -15,12 +15,11 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from transcripts import ledger
-from transcripts.errors import Conflict, InvalidInput, LedgerError, RunClosed
-from transcripts.generators import (
+from transcripts.errors import Conflict, DomainError, GeneratorError, InvalidInput, RunClosed
+from transcripts.generation.generators import (
     EXTERNAL,
     GENERATORS,
     GenerationRequest,
-    GeneratorError,
     get_generator,
 )
 from transcripts.models import Message, Run, RunStatus, Thread
@@ -97,7 +96,7 @@ def start_generation(
         if prefix:
             # Still queued: a worker (or the outside stream layer) has to pick it up.
             ledger.append_events(run=run, events=prefix, start=False)
-        from transcripts import tasks
+        from transcripts.generation import tasks
 
         if generator == EXTERNAL:
             if getattr(settings, "TRANSCRIPTS_EXTERNAL_WEBHOOK_URL", ""):
@@ -124,7 +123,7 @@ class _Heartbeat:
     def __init__(self, run_id: str, worker: str) -> None:
         self.run_id = run_id
         self.worker = worker
-        self.lost: LedgerError | None = None
+        self.lost: DomainError | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"lease-{run_id}", daemon=True)
 
@@ -142,7 +141,7 @@ class _Heartbeat:
             while not self._stop.wait(max(0.1, seconds / 3)):
                 try:
                     ledger.renew_lease(run=self.run_id, worker=self.worker, lease_seconds=seconds)
-                except LedgerError as exc:  # cancelled, failed, or leased by another worker
+                except DomainError as exc:  # cancelled, failed, or leased by another worker
                     self.lost = exc
                     return
                 except Exception:  # a database hiccup: the next beat tries again
@@ -211,7 +210,7 @@ def generate(run_id: str, *, worker: str | None = None) -> str:
                 logger.warning("lost the lease of run %s: %s", run.id, exc)
                 return "lost"
             return _fail(run.id, str(exc), type(exc).__name__)
-        except (GeneratorError, LedgerError) as exc:
+        except (GeneratorError, DomainError) as exc:
             return _fail(run.id, str(exc), type(exc).__name__)
         except Exception as exc:
             logger.exception("generator %s crashed on run %s", run.generator, run.id)
@@ -219,7 +218,7 @@ def generate(run_id: str, *, worker: str | None = None) -> str:
 
 
 def _fail(run_id: str, message: str, code: str) -> str:
-    with contextlib.suppress(LedgerError):
+    with contextlib.suppress(DomainError):
         ledger.fail_run(run=run_id, error={"message": message, "code": code})
     return RunStatus.FAILED
 
@@ -231,7 +230,7 @@ def reap_expired_runs() -> list[str]:
         for run in Run.objects.filter(pk__in=expired).select_related("thread"):
             try:
                 _queue_again(run)
-            except LedgerError as exc:
+            except DomainError as exc:
                 logger.warning("could not re-queue run %s: %s", run.id, exc)
     return expired
 

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from transcripts.events import InvalidEvents, check_event
+from transcripts.errors import InvalidEvents, InvalidStream
+from transcripts.events import check_event
 
 SYSTEM_PREFIX = "system.ai-sdk."
 DONE = "[DONE]"
@@ -35,15 +36,6 @@ _REQUIRED: dict[str, dict[str, bool]] = {
 _TOOL_EXTRAS = ("providerExecuted", "providerMetadata", "toolMetadata", "dynamic", "title")
 _TOOL_INPUTS = ("tool-input-start", "tool-input-delta", "tool-input-available", "tool-input-error")
 _TOOL_OUTPUTS = ("tool-output-available", "tool-output-error", "tool-output-denied")
-
-
-class InvalidStream(ValueError):
-    """The body is not a UI message stream; problems are (path, message) pairs."""
-
-    def __init__(self, problems: list[tuple[str, str]]) -> None:
-        self.problems = problems
-        path, message = problems[0]
-        super().__init__(f"{path}: {message}")
 
 
 def parse_stream(body: bytes, content_type: str = "") -> list[Any]:

@@ -23,12 +23,13 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseLocation
 
-from transcripts import generation, ledger, views
-from transcripts.errors import Conflict, LedgerError, ThreadLocked
-from transcripts.generators import CHOICES, EXTERNAL, GENERATORS
+from transcripts import generation, ledger
+from transcripts.errors import Conflict, DomainError, InvalidInput, ThreadLocked
+from transcripts.generation.generators import CHOICES, EXTERNAL, GENERATORS
 from transcripts.ids import is_ulid
 from transcripts.models import OPEN_STATUSES, Message, Run, RunStatus, Thread
-from transcripts.views import HtmxHttpRequest, MessageItem
+from transcripts.web.views import browse
+from transcripts.web.views.browse import HtmxHttpRequest, MessageItem
 
 P = ParamSpec("P")
 
@@ -95,13 +96,6 @@ class TextForm(forms.Form):
     )
 
 
-class Refused(LedgerError):
-    """Bad form input, shown like the ledger's own refusals."""
-
-    status = 422
-    code = "invalid"
-
-
 def _form_errors(*bound: forms.Form) -> str:
     problems = []
     for form in bound:
@@ -113,7 +107,7 @@ def _form_errors(*bound: forms.Form) -> str:
 
 def _valid(*bound: forms.Form) -> None:
     if not all(form.is_valid() for form in bound):
-        raise Refused(_form_errors(*bound))
+        raise InvalidInput(_form_errors(*bound))
 
 
 # --- state the conversation page shows --------------------------------------------------
@@ -238,7 +232,7 @@ def live_run(run: Run, thread: Thread) -> LiveRun:
         requeued_as = Run.objects.filter(thread=thread, metadata__retryOf=run.id).first()
     return LiveRun(
         run=run,
-        items=views._message_items(thread, messages),
+        items=browse._message_items(thread, messages),
         errors=errors,
         conversation_url=reverse("conversation", args=[thread.id]),
         stream_url=f"/api/v1/runs/{run.id}/stream",
@@ -290,7 +284,7 @@ def _refusals(
     def wrapper(request: HtmxHttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
         try:
             return view(request, *args, **kwargs)
-        except LedgerError as exc:
+        except DomainError as exc:
             return _refusal(request, exc.message, exc.status)
 
     return wrapper
@@ -327,7 +321,7 @@ def _run_or_404(request: HtmxHttpRequest, run_id: str) -> tuple[Run, Thread]:
     if not is_ulid(run_id):
         raise Http404("no such run")
     run = get_object_or_404(Run, pk=run_id)
-    thread = views._thread_or_404(request, run.thread_id)
+    thread = browse._thread_or_404(request, run.thread_id)
     return run, thread
 
 
@@ -339,7 +333,7 @@ def _run_or_404(request: HtmxHttpRequest, run_id: str) -> tuple[Run, Thread]:
 @_refusals
 def regenerate(request: HtmxHttpRequest, thread_id: str, message_id: str) -> HttpResponse:
     """Regenerate an assistant message: a new run forked from its parent."""
-    thread = views._thread_or_404(request, thread_id)
+    thread = browse._thread_or_404(request, thread_id)
     message = _message_or_404(thread, message_id)
     _check_open(thread)
     form = OptionsForm(request.POST)
@@ -353,7 +347,7 @@ def regenerate(request: HtmxHttpRequest, thread_id: str, message_id: str) -> Htt
 @_refusals
 def edit(request: HtmxHttpRequest, thread_id: str, message_id: str) -> HttpResponse:
     """Edit a user message: a run forked from its parent, the edited message first."""
-    thread = views._thread_or_404(request, thread_id)
+    thread = browse._thread_or_404(request, thread_id)
     message = _message_or_404(thread, message_id)
     _check_open(thread)
     form, text = OptionsForm(request.POST), TextForm(request.POST)
@@ -367,7 +361,7 @@ def edit(request: HtmxHttpRequest, thread_id: str, message_id: str) -> HttpRespo
 @_refusals
 def reply(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     """Reply at the head: the user's message is committed, then answered."""
-    thread = views._thread_or_404(request, thread_id)
+    thread = browse._thread_or_404(request, thread_id)
     _check_open(thread)
     form, text = OptionsForm(request.POST), TextForm(request.POST)
     _valid(text, form)

@@ -32,10 +32,12 @@ from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
-from transcripts import moderation, rendering, selectors
+from transcripts import selectors
 from transcripts.ids import is_ulid
+from transcripts.ledger import moderation
 from transcripts.models import OPEN_STATUSES, Event, Message, Run, Thread
-from transcripts.tree_layout import ROW_HEIGHT, Segment, TreeNode, layout_tree
+from transcripts.web import rendering
+from transcripts.web.tree_layout import ROW_HEIGHT, Segment, TreeNode, layout_tree
 
 THREADS_PER_PAGE = 25
 WINDOW = 50  # messages of the path sent at once

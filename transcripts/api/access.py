@@ -8,12 +8,12 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from transcripts import moderation
-from transcripts.auth import Principal
+from transcripts.api.auth import Principal
+from transcripts.api.schemas import ErrorOut
 from transcripts.errors import InvalidInput, NotFound
 from transcripts.ids import is_ulid
+from transcripts.ledger import moderation
 from transcripts.models import Message, Run, Thread
-from transcripts.schemas import ErrorOut
 
 ERRORS: dict[int, Any] = {status: ErrorOut for status in (400, 401, 403, 404, 409, 413, 422)}
 MAX_INT = 2**31 - 1

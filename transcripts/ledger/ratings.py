@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.db import transaction
 
 from transcripts import selectors
-from transcripts.errors import Conflict, InvalidInput
+from transcripts.errors import Conflict, InvalidInput, PermissionDenied
+from transcripts.ledger.moderation import User
 from transcripts.models import Run, RunRating
-from transcripts.moderation import PermissionDenied, User
 
 MAX_NOTE = 2000
 

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from django import template
 
-from transcripts import views_generation
 from transcripts.models import Thread
-from transcripts.views import MessageItem
+from transcripts.web.views import generation
+from transcripts.web.views.browse import MessageItem
 
 register = template.Library()
 
 
 @register.simple_tag
-def generation_options(thread: Thread) -> views_generation.Options:
+def generation_options(thread: Thread) -> generation.Options:
     """The thread's generation choices and defaults (its last choice), or why it refuses."""
-    return views_generation.options_for(thread)
+    return generation.options_for(thread)
 
 
 @register.simple_tag
-def open_run(thread: Thread, items: list[MessageItem]) -> views_generation.LiveRun | None:
+def open_run(thread: Thread, items: list[MessageItem]) -> generation.LiveRun | None:
     """The thread's open run, placed in this window of messages, if there is one."""
-    return views_generation.open_live_run(thread, items)
+    return generation.open_live_run(thread, items)

@@ -10,7 +10,7 @@ from django.contrib.auth.models import User as AuthUser
 from django.db import transaction
 from django.utils import timezone
 
-from transcripts.errors import Conflict, InvalidInput, LedgerError
+from transcripts.errors import Conflict, InvalidInput, PermissionDenied
 from transcripts.models import (
     AuditRecord,
     Event,
@@ -24,7 +24,7 @@ from transcripts.models import (
 from transcripts.projector import REDACTION_TEXT as REDACTION_TEXT
 
 if TYPE_CHECKING:
-    from transcripts.auth import Principal
+    from transcripts.api.auth import Principal
 
 User = AuthUser | AnonymousUser
 
@@ -58,11 +58,6 @@ GROUPS = {
         "redact",
     ],
 }
-
-
-class PermissionDenied(LedgerError):
-    status = 403
-    code = "forbidden"
 
 
 def ensure_groups() -> None:

@@ -10,10 +10,6 @@ from typing import Any, ClassVar
 StreamEvent = tuple[str, dict[str, Any]]
 
 
-class GeneratorError(Exception):
-    """A generator could not produce its output (bad configuration, provider error)."""
-
-
 @dataclass(frozen=True)
 class GenerationRequest:
     """What a generator is asked: the conversation so far and the parameters."""

@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from transcripts.auth import issue_token
+from transcripts.api.auth import issue_token
 from transcripts.models import ApiToken
 
 
@@ -75,4 +75,4 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
 
 
 # The moderators' admin (threads, runs, messages, events, reports, audit log).
-from transcripts import moderation_admin  # noqa: E402, F401
+from transcripts.admin import moderation  # noqa: E402, F401

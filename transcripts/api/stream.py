@@ -20,12 +20,11 @@ from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from ninja.errors import HttpError
 from psycopg import sql
 
-from transcripts import moderation
-from transcripts.auth import READ, Principal, authenticate
-from transcripts.errors import LedgerError
+from transcripts.api.auth import READ, Principal, authenticate
+from transcripts.errors import DomainError
 from transcripts.fields import to_uuid
 from transcripts.ids import is_ulid
-from transcripts.ledger import run_channel
+from transcripts.ledger import moderation, run_channel
 from transcripts.models import OPEN_STATUSES, Run
 
 BATCH = 1000
@@ -157,7 +156,7 @@ async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
         found_id, after_seq = await sync_to_async(_open_stream)(request, run_id)
     except _Refusal as exc:
         return error_response(exc.status, exc.code, exc.message)
-    except LedgerError as exc:
+    except DomainError as exc:
         return error_response(exc.status, exc.code, exc.message, exc.details)
     stream = StreamingHttpResponse(
         follow_run(found_id, after_seq), content_type="text/event-stream; charset=utf-8"

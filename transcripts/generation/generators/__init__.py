@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from transcripts.generators.base import GenerationRequest, Generator, GeneratorError, StreamEvent
-from transcripts.generators.demo import DemoGenerator
-from transcripts.generators.openai_chat import OpenAIChatGenerator
+from transcripts.errors import GeneratorError
+from transcripts.generation.generators.base import GenerationRequest, Generator, StreamEvent
+from transcripts.generation.generators.demo import DemoGenerator
+from transcripts.generation.generators.openai_chat import OpenAIChatGenerator
 
 EXTERNAL = "external"
 GENERATORS: dict[str, type[Generator]] = {
@@ -28,7 +29,6 @@ __all__ = [
     "GENERATORS",
     "GenerationRequest",
     "Generator",
-    "GeneratorError",
     "StreamEvent",
     "get_generator",
 ]

@@ -14,9 +14,9 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from transcripts.errors import InvalidInput, LedgerError, NotFound
+from transcripts.errors import DomainError, InvalidInput, NotFound
 from transcripts.formats import FORMATS, FormatError, TreeThread, detect_format, iter_chatgpt
-from transcripts.ledger_import import check_tree, import_tree
+from transcripts.ledger.importing import check_tree, import_tree
 from transcripts.models import Event, ImportJob, ImportStatus, Message, Run, RunStatus, Thread
 
 logger = logging.getLogger(__name__)
@@ -258,7 +258,7 @@ def queue_import(
     job.file.save(f"{job.id}.json", File(content), save=False)
     with transaction.atomic():
         job.save(force_insert=True)
-        from transcripts import tasks
+        from transcripts.generation import tasks
 
         transaction.on_commit(lambda: tasks.import_file.enqueue(job.id))
     return job
@@ -282,7 +282,7 @@ def run_import_job(job_id: str) -> ImportJob:
 
         try:
             result = import_stream(cast(BinaryIO, handle), job.format or None, progress=progress)
-        except LedgerError as exc:
+        except DomainError as exc:
             job.status = ImportStatus.FAILED
             job.error = {"code": exc.code, "message": exc.message, "details": exc.details}
         except Exception:

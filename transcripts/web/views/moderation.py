@@ -13,10 +13,11 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from transcripts import moderation, selectors
-from transcripts.errors import LedgerError
+from transcripts import selectors
+from transcripts.errors import DomainError
+from transcripts.ledger import moderation
 from transcripts.models import Report, ReportStatus
-from transcripts.views import HtmxHttpRequest, _message_or_404, _thread_or_404
+from transcripts.web.views.browse import HtmxHttpRequest, _message_or_404, _thread_or_404
 
 REPORTS_PER_PAGE = 50
 PREVIEW_CHARS = 280
@@ -59,7 +60,7 @@ def report(request: HtmxHttpRequest, thread_id: str, message_id: str) -> HttpRes
                 reason=form.cleaned_data["reason"],
                 note=form.cleaned_data["note"],
             )
-        except LedgerError as exc:
+        except DomainError as exc:
             form.add_error(None, exc.message)
         else:
             if request.htmx:
@@ -160,7 +161,7 @@ def close(request: HtmxHttpRequest, report_id: int) -> HttpResponse:
                 status=form.cleaned_data["status"],
                 note=form.cleaned_data["note"],
             )
-        except LedgerError as exc:
+        except DomainError as exc:
             error = exc.message
     if request.htmx:
         # The new row, and the tab counts swapped out of band.

@@ -18,14 +18,16 @@ from django.utils import timezone
 
 from transcripts.errors import (
     Conflict,
+    InvalidEvents,
     InvalidInput,
     NotFound,
+    Problem,
     RunClosed,
     SeqConflict,
     SeqGap,
     ThreadLocked,
 )
-from transcripts.events import CheckedEvent, InvalidEvents, Problem, check_events
+from transcripts.events import CheckedEvent, check_events
 from transcripts.fields import to_uuid
 from transcripts.ids import is_ulid
 from transcripts.models import OPEN_STATUSES, Event, Message, Run, RunStatus, Thread

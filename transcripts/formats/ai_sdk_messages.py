@@ -17,7 +17,7 @@ import copy
 from typing import Any
 
 from .checks import Problems, output_text
-from .tree import TreeThread, active_path, linear_thread, make_message
+from .document import TreeThread, active_path, linear_thread, make_message
 
 _TOOL_STATES = (
     "input-streaming",

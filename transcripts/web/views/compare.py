@@ -20,11 +20,12 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from transcripts import ledger, moderation, ratings, selectors
-from transcripts.errors import LedgerError
+from transcripts import ledger, selectors
+from transcripts.errors import DomainError
 from transcripts.ids import is_ulid
+from transcripts.ledger import moderation, ratings
 from transcripts.models import Message, Run, RunRating, RunStatus, Thread
-from transcripts.views import (
+from transcripts.web.views.browse import (
     HtmxHttpRequest,
     PartView,
     _message_or_404,
@@ -560,7 +561,7 @@ def restore(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     error = ""
     try:
         ledger.restore_run(run=run)
-    except LedgerError as exc:
+    except DomainError as exc:
         error = f"Could not restore: {exc.message}"
     return _after_action(request, run, error, "Restored: this branch is the active one again.")
 
@@ -584,7 +585,7 @@ def rate(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
                 preferred=form.cleaned_data["preferred"],
                 note=form.cleaned_data["note"],
             )
-        except LedgerError as exc:
+        except DomainError as exc:
             error = f"Could not save the rating: {exc.message}"
     done = "Marked as your preferred run." if form.cleaned_data.get("preferred") else "Saved."
     return _after_action(request, run, error, done)

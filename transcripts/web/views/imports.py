@@ -11,11 +11,11 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from transcripts import transfer
-from transcripts.errors import LedgerError
+from transcripts.errors import DomainError
 from transcripts.formats import FORMATS
 from transcripts.ids import is_ulid
 from transcripts.models import ImportJob
-from transcripts.views import HtmxHttpRequest
+from transcripts.web.views.browse import HtmxHttpRequest
 
 TEMPLATE = "transcripts/import.html"
 # A ChatGPT export holds thousands of conversations: the result lists the first ones.
@@ -68,7 +68,7 @@ def import_page(request: HtmxHttpRequest) -> HttpResponse:
             )
             return render(request, partial, _context(job=job), status=202)
         result = transfer.import_stream(upload, fmt)  # type: ignore[arg-type]
-    except LedgerError as exc:
+    except DomainError as exc:
         problems = exc.details.get("problems") or []
         return render(
             request, partial, _context(error=exc.message, problems=problems[:50]), status=exc.status

@@ -20,10 +20,11 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from transcripts import moderation, selectors
-from transcripts.errors import LedgerError
+from transcripts import selectors
+from transcripts.errors import DomainError
 from transcripts.events import KINDS
 from transcripts.ids import is_ulid
+from transcripts.ledger import moderation
 from transcripts.models import AuditRecord, Event, Message, Report, ReportStatus, Run, Thread
 
 
@@ -52,7 +53,7 @@ def _run_each(
         try:
             act(obj)
             done += 1
-        except LedgerError as exc:
+        except DomainError as exc:
             refused.append(f"{obj}: {exc.message}")
     if done:
         admin_obj.message_user(request, f"{verb} {done} object(s).", messages.SUCCESS)
@@ -219,7 +220,7 @@ class ThreadAdmin(ModerationPermissions, admin.ModelAdmin[Thread]):
                     thread=thread,
                     reason=reason,
                 )
-            except LedgerError as exc:
+            except DomainError as exc:
                 self.message_user(request, exc.message, messages.ERROR)
             else:
                 self.message_user(request, f"Deleted {thread}.", messages.SUCCESS)

@@ -9,9 +9,10 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 
+from transcripts.errors import GeneratorError
+from transcripts.formats.document import TreeThread
 from transcripts.formats.openai import export_openai
-from transcripts.formats.tree import TreeThread
-from transcripts.generators.base import GenerationRequest, Generator, GeneratorError, StreamEvent
+from transcripts.generation.generators.base import GenerationRequest, Generator, StreamEvent
 
 _USAGE_KEYS = {
     "prompt_tokens": "inputTokens",

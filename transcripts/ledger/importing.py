@@ -18,10 +18,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from transcripts import ledger
-from transcripts.errors import InvalidInput
-from transcripts.events import CheckedEvent, InvalidEvents, check_events, to_storable_json
+from transcripts.errors import InvalidEvents, InvalidInput
+from transcripts.events import CheckedEvent, check_events, to_storable_json
 from transcripts.fields import to_uuid
-from transcripts.formats.tree import TreeThread
+from transcripts.formats.document import TreeThread
 from transcripts.ids import derived_ulid, is_ulid, new_ulid
 from transcripts.models import Message, Run, RunStatus, Thread
 from transcripts.projector import SCHEMA_VERSION, project

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from transcripts.generators.base import GenerationRequest, Generator, StreamEvent
+from transcripts.generation.generators.base import GenerationRequest, Generator, StreamEvent
 
 _OPENINGS = [
     "Good question.",

@@ -1,1 +1,0 @@
-"""Adapters: turn the stream layers' native formats into events of our vocabulary (pure)."""
