@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -16,6 +17,7 @@ from django.utils import timezone
 
 from transcripts.fields import ULIDField
 from transcripts.ids import new_ulid
+from transcripts.times import parse_iso
 
 ROLES = ("user", "assistant", "system", "tool")
 
@@ -183,6 +185,37 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} {self.id}"
+
+    @classmethod
+    def from_projection(
+        cls,
+        projected: Mapping[str, Any],
+        *,
+        thread: Thread,
+        run: Run,
+        depth: int,
+        position: int,
+        active: bool = True,
+        seq_range: tuple[int, int] = (0, 0),
+    ) -> Message:
+        """The row of a message the projector made (unsaved): the one step from a projection
+        to a Message, for commit, import and every page that shows runs not committed."""
+        created_at = parse_iso(projected.get("createdAt"))
+        return cls(
+            id=projected["id"],
+            thread=thread,
+            run=run,
+            parent_id=projected.get("parentMessageId"),
+            depth=depth,
+            position=position,
+            role=projected["role"],
+            parts=projected.get("parts") or [],
+            metadata=projected.get("metadata") or {},
+            created_at=created_at or run.created_at,
+            active=active,
+            first_seq=seq_range[0],
+            last_seq=seq_range[1],
+        )
 
     def as_canonical(self) -> dict[str, Any]:
         """The canonical message dict."""

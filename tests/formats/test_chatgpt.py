@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from transcripts.formats.errors import FormatError
+from transcripts.errors import FormatError
 
 from transcripts.formats.chatgpt import import_chatgpt, iter_chatgpt
 from transcripts.formats.document import TreeThread, active_path

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tests.formats.strategies import json_documents
 from transcripts.formats import FORMATS, detect_format
 from transcripts.formats.chatgpt import iter_chatgpt
-from transcripts.formats.errors import FormatError
+from transcripts.errors import FormatError
 
 IMPORTERS = {key: spec.importer for key, spec in FORMATS.items() if spec.importer is not None}
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from transcripts.formats.errors import FormatError
+from transcripts.errors import FormatError
 
 from tests.formats.helpers import keep_metadata, rekeyed, through_json
 from tests.formats.strategies import Features, linear_threads, tree_threads

@@ -6,7 +6,7 @@ import pytest
 
 from tests.factories import ask, conversation, events, make_run
 from transcripts import ledger
-from transcripts.errors import Conflict, InvalidInput, ThreadLocked
+from transcripts.errors import Conflict, InvalidInput, PermissionDenied, ThreadLocked
 from transcripts.ledger import moderation
 from transcripts.models import AuditRecord, Event, Message, Report, Run, Thread
 from transcripts.selectors import search_threads, visible_threads
@@ -61,7 +61,7 @@ def test_a_viewer_may_not_moderate(viewer):
         lambda: moderation.redact_message(user=viewer, message=message, reason="x"),
         lambda: moderation.delete_thread(user=viewer, thread=thread, reason="x"),
     ):
-        with pytest.raises(moderation.PermissionDenied):
+        with pytest.raises(PermissionDenied):
             action()
     thread.refresh_from_db()
     assert not thread.hidden and not thread.locked
@@ -70,7 +70,7 @@ def test_a_viewer_may_not_moderate(viewer):
 
 def test_a_moderator_may_not_redact_but_an_admin_may(moderator, admin_user):
     _, message = _secret_thread()
-    with pytest.raises(moderation.PermissionDenied):
+    with pytest.raises(PermissionDenied):
         moderation.redact_message(user=moderator, message=message, reason="pii")
     moderation.redact_message(user=admin_user, message=message, reason="pii")
 
@@ -153,7 +153,7 @@ def test_only_closed_uncommitted_runs_are_redacted_as_a_whole(admin_user, modera
         with pytest.raises(Conflict):
             moderation.redact_run(user=admin_user, run=run, reason="pii")
     failed = _failed_secret_run(thread)
-    with pytest.raises(moderation.PermissionDenied):
+    with pytest.raises(PermissionDenied):
         moderation.redact_run(user=moderator, run=failed, reason="pii")
     with pytest.raises(InvalidInput):
         moderation.redact_run(user=admin_user, run=failed, reason=" ")
@@ -199,7 +199,7 @@ def test_a_viewer_reports_and_a_moderator_resolves(viewer, moderator):
         moderation.report_message(user=viewer, message=message, reason="boring")
     report = moderation.report_message(user=viewer, message=message, reason="privacy", note="pw")
     assert Report.objects.filter(status="open").count() == 1
-    with pytest.raises(moderation.PermissionDenied):
+    with pytest.raises(PermissionDenied):
         moderation.close_report(user=viewer, report=report, status="resolved")
     moderation.close_report(user=moderator, report=report, status="resolved", note="redacted")
     report.refresh_from_db()

@@ -11,7 +11,6 @@ from ninja import Router, Status
 from ninja.params.functions import Query
 
 from transcripts import ledger
-from transcripts.adapters import ai_sdk
 from transcripts.api.access import (
     ERRORS,
     MAX_INT,
@@ -20,6 +19,7 @@ from transcripts.api.access import (
     visible_run,
     visible_thread,
 )
+from transcripts.api.ai_sdk_stream import answered_elsewhere, parse_stream, to_events
 from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import check_depth, read_body
 from transcripts.api.schemas import (
@@ -32,7 +32,7 @@ from transcripts.api.schemas import (
     RunMessagesOut,
     RunOut,
 )
-from transcripts.errors import InvalidInput
+from transcripts.errors import InvalidInput, InvalidStream
 from transcripts.models import Event, Run
 
 router = Router(tags=["runs"], auth=read_auth)
@@ -200,12 +200,12 @@ def ai_sdk_stream(
     run = visible_run(request, runId)
     body = read_body(request)
     try:
-        chunks = ai_sdk.parse_stream(body, request.content_type or "")
+        chunks = parse_stream(body, request.content_type or "")
         check_depth(chunks, body)
         start = run.last_seq if afterSeq is None else afterSeq
-        tool_names = _earlier_tool_names(run, ai_sdk.answered_elsewhere(chunks))
-        events = ai_sdk.to_events(chunks, after_seq=start, tool_names=tool_names)
-    except ai_sdk.InvalidStream as exc:
+        tool_names = _earlier_tool_names(run, answered_elsewhere(chunks))
+        events = to_events(chunks, after_seq=start, tool_names=tool_names)
+    except InvalidStream as exc:
         problems = [{"path": path, "message": message} for path, message in exc.problems]
         raise InvalidInput(f"not a UI message stream: {exc}", problems=problems) from None
     _check_batch_length(len(events))

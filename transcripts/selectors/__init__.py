@@ -393,21 +393,40 @@ def runs_without_messages(thread: Thread) -> list[tuple[str, str | None, str]]:
     return [(i, to_uuid(f).hex if f else None, s) for i, f, s in runs]
 
 
-def message_snippets(message_ids: Sequence[str], length: int = 90) -> dict[str, str]:
-    """The start of the first text (or the first part's kind) of each message."""
-    snippet = RawSQL(
-        "left(coalesce(jsonb_path_query_first(transcripts_message.parts,"
-        " '$[*] ? (@.type == \"text\").text') #>> '{}',"
-        " jsonb_path_query_first(transcripts_message.parts, '$[*].toolName') #>> '{}',"
-        " jsonb_path_query_first(transcripts_message.parts, '$[*].type') #>> '{}', ''), %s)",
-        [length],
-    )
+# A message in one line: its text (every text part), else what it calls or holds (tool names,
+# part types). Computed in SQL so that lists never load the parts themselves.
+_PREVIEW_SQL = """
+    left(coalesce(
+        nullif(btrim(array_to_string(ARRAY(SELECT jsonb_array_elements_text(
+            jsonb_path_query_array(transcripts_message.parts, '$[*] ? (@.type == "text").text')
+        )), ' ')), ''),
+        nullif(array_to_string(ARRAY(SELECT coalesce(p->>'toolName', p->>'type')
+            FROM jsonb_array_elements(CASE jsonb_typeof(transcripts_message.parts)
+                WHEN 'array' THEN transcripts_message.parts ELSE '[]'::jsonb END) p), ', '), ''),
+        ''), %s)
+"""
+
+
+def message_preview(length: int) -> RawSQL:
+    """An expression for Message querysets: the preview, one character longer than length
+    when there is more (finish it with `ellipsize`)."""
+    return RawSQL(_PREVIEW_SQL, [length + 1])
+
+
+def ellipsize(text: str, length: int) -> str:
+    """text cut to length characters, with an ellipsis when it was longer."""
+    text = " ".join(text.split())
+    return text if len(text) <= length else text[:length].rstrip() + "\N{HORIZONTAL ELLIPSIS}"
+
+
+def message_previews(message_ids: Sequence[str], length: int = 90) -> dict[str, str]:
+    """The one-line preview of each message (see message_preview), in one query."""
     rows = (
         Message.objects.filter(pk__in=message_ids)
-        .annotate(snippet=snippet)
-        .values_list("id", "snippet")
+        .annotate(preview=message_preview(length))
+        .values_list("id", "preview")
     )
-    return {i: s or "" for i, s in rows}
+    return {i: ellipsize(s or "", length) for i, s in rows}
 
 
 def run_output_series(run: Run, buckets: int = 48) -> list[tuple[float, int]]:

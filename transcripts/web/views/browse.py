@@ -550,7 +550,7 @@ def tree(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     first_ids = {
         s.first.id: selectors.ulid_from_hex(s.first.id) for s in tree_map.segments if not s.is_stub
     }
-    snippets = selectors.message_snippets(list(first_ids.values()))
+    snippets = selectors.message_previews(list(first_ids.values()))
     url = reverse("conversation", args=[thread.id])
     rows = []
     for segment in tree_map.segments:

@@ -1,0 +1,68 @@
+"""ISO 8601 times on the wire: one way to write them, one way to read them (pure Python)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+
+def to_iso(moment: datetime | None) -> str | None:
+    """UTC ISO 8601 text ending in Z (None stays None); naive times are taken as UTC."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def epoch_ms_to_iso(ms: int) -> str:
+    """ISO 8601 UTC text of a millisecond epoch timestamp."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def epoch_to_iso(value: float) -> str:
+    """ISO 8601 UTC text for epoch seconds, with milliseconds when there are any."""
+    moment = datetime.fromtimestamp(value, tz=UTC)
+    text = moment.isoformat(timespec="milliseconds" if moment.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
+
+
+def parse_iso(value: Any) -> datetime | None:
+    """An aware datetime for ISO 8601 text or a datetime (naive means UTC), else None."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    else:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def parse_iso_utc(value: Any) -> datetime | None:
+    """parse_iso in UTC, or None for a time PostgreSQL cannot store (beyond years 1..9999).
+
+    PostgreSQL refuses offsets beyond ±15:59 that Python accepts, so times are kept in UTC.
+    """
+    moment = parse_iso(value)
+    if moment is None:
+        return None
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        return None
+
+
+def storable_moment(moment: datetime) -> bool:
+    """Whether moment, once in UTC, stays within years 1..9999.
+
+    PostgreSQL would store an earlier or later moment (as a BC date, or year 10000) that
+    Python cannot read back, which would break every later read of the run.
+    """
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
