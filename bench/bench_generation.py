@@ -106,7 +106,7 @@ def main() -> None:
     from django.contrib.auth import get_user_model
 
     from transcripts import ledger
-    from transcripts.generation import start_generation
+    from transcripts.generation.start import start_generation
     from transcripts.models import Message, Run
 
     get_user_model().objects.create_superuser("bench", "bench@localhost", "bench-password")

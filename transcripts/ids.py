@@ -6,6 +6,8 @@ import hashlib
 
 from ulid import ULID
 
+from transcripts.errors import InvalidInput
+
 
 def new_ulid() -> str:
     """A fresh ULID string."""
@@ -37,3 +39,11 @@ def derived_ulid(timestamp_ms: int, counter: int, *seed: str | int) -> str:
 def ulid_timestamp_ms(value: str) -> int:
     """The millisecond timestamp encoded in a ULID string."""
     return int(ULID.from_str(value).milliseconds)
+
+
+def require_ulid(value: object, field: str) -> str:
+    """value as an upper-case ULID string, or InvalidInput naming field."""
+    if not is_ulid(value):
+        raise InvalidInput(f"{field} must be a 26-character ULID", field=field, value=str(value))
+    # ULIDs are case-insensitive; the database hands them back upper-case, so compare that.
+    return str(value).upper()

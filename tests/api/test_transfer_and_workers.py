@@ -9,7 +9,7 @@ import pytest
 
 from tests.api.conftest import ApiClient, error_of
 from tests.factories import conversation
-from transcripts.generation import start_generation
+from transcripts.generation.start import start_generation
 from transcripts.models import ImportJob, Message, Run, Thread
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from transcripts.errors import FormatError
 
+from transcripts.errors import FormatError
 from transcripts.formats.chatgpt import import_chatgpt, iter_chatgpt
 from transcripts.formats.document import TreeThread, active_path
 

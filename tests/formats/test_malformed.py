@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.formats.strategies import json_documents
+from transcripts.errors import FormatError
 from transcripts.formats import FORMATS, detect_format
 from transcripts.formats.chatgpt import iter_chatgpt
-from transcripts.errors import FormatError
 
 IMPORTERS = {key: spec.importer for key, spec in FORMATS.items() if spec.importer is not None}
 

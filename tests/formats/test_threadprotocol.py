@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from transcripts.errors import FormatError
 
 from tests.formats.helpers import keep_metadata, rekeyed, through_json
 from tests.formats.strategies import Features, linear_threads, tree_threads
+from transcripts.errors import FormatError
 from transcripts.formats.document import TreeThread, active_path, leaves, make_message
 from transcripts.formats.threadprotocol import export_threadprotocol, import_threadprotocol
 

@@ -15,10 +15,11 @@ import pytest
 
 from tests.factories import ask, conversation, user_message
 from tests.generation.support import run_status, wait_for
-from transcripts import ledger
+from transcripts import ledger, selectors
 from transcripts.errors import InvalidInput, ThreadLocked
-from transcripts.generation import generate, reap_expired_runs, start_generation
 from transcripts.generation.generators import GENERATORS, GenerationRequest, Generator, StreamEvent
+from transcripts.generation.start import start_generation
+from transcripts.generation.worker import generate, reap_expired_runs
 from transcripts.models import Message, Run, RunStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -159,7 +160,7 @@ def test_the_external_generator_leaves_the_run_queued():
 
 
 def test_the_wrappers_fork_where_each_action_should():
-    from transcripts import generation
+    from transcripts.generation import start as generation
 
     thread = conversation(turns=1)
     question = Message.objects.get(thread=thread, active=True, role="user")
@@ -170,7 +171,7 @@ def test_the_wrappers_fork_where_each_action_should():
 
     edited = generation.start_edit(message=question, text="edited")
     assert edited.fork_from_id is None
-    assert ledger.project_run(edited).messages[0]["parts"][0]["text"] == "edited"
+    assert selectors.project_run(edited).messages[0]["parts"][0]["text"] == "edited"
 
     reply = generation.start_reply(thread=thread, text="more please", parameters=FAST)
     asked = Message.objects.get(pk=reply.fork_from_id)
@@ -182,11 +183,11 @@ def test_the_wrappers_fork_where_each_action_should():
         generation.start_edit(message=answer, text="x")
     with pytest.raises(InvalidInput):
         generation.start_reply(thread=thread, text="   ")
-    assert generation.last_choice(thread)["generator"] == "demo"
+    assert selectors.last_choice(thread)["generator"] == "demo"
 
 
 def test_retry_queues_the_same_generation_again():
-    from transcripts import generation
+    from transcripts.generation import start as generation
 
     thread = conversation(turns=1)
     question = Message.objects.get(thread=thread, active=True, role="user")
@@ -196,7 +197,7 @@ def test_retry_queues_the_same_generation_again():
     retried = generation.retry(run=failed)
     assert retried.metadata["retryOf"] == failed.id
     assert (retried.fork_from_id, retried.model) == (failed.fork_from_id, "m2")
-    assert ledger.project_run(retried).messages[0]["parts"][0]["text"] == "again"
+    assert selectors.project_run(retried).messages[0]["parts"][0]["text"] == "again"
     with pytest.raises(InvalidInput):
         generation.retry(run=retried)
 
@@ -242,7 +243,7 @@ def test_a_worker_stops_when_its_run_is_cancelled_during_a_long_pause(settings, 
 
 
 def test_an_expired_edit_is_queued_again_with_the_edited_message(settings):
-    from transcripts import generation
+    from transcripts.generation import start as generation
 
     settings.TRANSCRIPTS_REQUEUE_EXPIRED = True
     thread = conversation(turns=1)
@@ -253,7 +254,7 @@ def test_an_expired_edit_is_queued_again_with_the_edited_message(settings):
     assert reap_expired_runs() == [edit.id]
     again = Run.objects.get(metadata__retryOf=edit.id)
     assert again.status == RunStatus.QUEUED and again.fork_from_id == edit.fork_from_id
-    [first] = ledger.project_run(again).messages
+    [first] = selectors.project_run(again).messages
     assert first["role"] == "user"
     assert first["parts"] == [{"type": "text", "text": "the edited question"}]
 
@@ -304,7 +305,7 @@ def test_a_worker_notifies_the_webhook_when_an_external_run_is_queued(start_work
 
 
 def test_an_edit_stays_queued_until_its_generator_picks_it_up():
-    from transcripts import generation
+    from transcripts.generation import start as generation
 
     thread = conversation(turns=1)
     question = Message.objects.get(thread=thread, active=True, role="user")
@@ -335,14 +336,13 @@ def test_events_are_appended_in_batches_not_one_transaction_per_token():
 
 
 def test_the_last_choice_is_the_latest_run_of_one_of_our_generators():
-    from transcripts import generation
 
     thread = conversation(turns=1)
-    assert generation.last_choice(thread) == {"generator": "demo", "model": "", "parameters": {}}
+    assert selectors.last_choice(thread) == {"generator": "demo", "model": "", "parameters": {}}
     start_generation(thread=thread, model="demo-9", parameters={"temperature": 0.3})
     # A run some agent runtime posted under its own name is not offered as a generator.
     ledger.begin_run(thread=thread, generator="pydantic-ai", model="claude-x")
-    assert generation.last_choice(thread) == {
+    assert selectors.last_choice(thread) == {
         "generator": "demo",
         "model": "demo-9",
         "parameters": {"temperature": 0.3},

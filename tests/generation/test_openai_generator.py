@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from tests.factories import conversation, make_run
-from transcripts import ledger
-from transcripts.generation import generate, start_generation
+from transcripts import selectors
+from transcripts.generation.start import start_generation
+from transcripts.generation.worker import generate
 from transcripts.models import Event, Message, RunStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -216,4 +217,4 @@ def test_a_provider_error_fails_the_run_with_its_message(settings, monkeypatch):
     assert generate(run.id, worker="w") == RunStatus.FAILED
     run.refresh_from_db()
     assert run.error is not None and "APIConnectionError" in run.error["message"]
-    assert ledger.project_run(run.id).messages == []
+    assert selectors.project_run(run.id).messages == []

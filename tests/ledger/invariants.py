@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from transcripts import ledger
+from transcripts import selectors
 from transcripts.models import Event, Message, Run, RunStatus, Thread
 from transcripts.projector import project
 
@@ -65,7 +65,7 @@ def check_projections(runs: Iterable[Run]) -> None:
         events = _events_of(run)
         assert [e["seq"] for e in events] == list(range(1, run.last_seq + 1)), "seq holes"
         full = project(events, run_id=run.id, parent_id=run.fork_from_id)
-        assert ledger.project_run(run) == full, f"snapshot projection of {run} differs"
+        assert selectors.project_run(run) == full, f"snapshot projection of {run} differs"
         if run.status not in (RunStatus.COMMITTED, RunStatus.SUPERSEDED):
             assert not run.messages.exists()
             continue

@@ -12,7 +12,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from tests.ledger.invariants import check_all
 from tests.ledger.strategies import ANY_DATA, KIND_WEIGHTS
-from transcripts import ledger
+from transcripts import ledger, selectors
 from transcripts.errors import Conflict, RunClosed, SeqConflict, SeqGap
 from transcripts.ids import new_ulid
 from transcripts.models import Event, Message, Run, RunStatus, Thread
@@ -165,7 +165,7 @@ class LedgerMachine(RuleBasedStateMachine):
                 ledger.commit_run(run=run)
             return
         if run.is_open:
-            ids = [m["id"] for m in ledger.project_run(run).messages]
+            ids = [m["id"] for m in selectors.project_run(run).messages]
             if Message.objects.filter(pk__in=ids).exists():
                 with pytest.raises(Conflict):
                     ledger.commit_run(run=run)

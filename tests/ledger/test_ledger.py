@@ -22,7 +22,7 @@ from tests.factories import (
     user_message,
 )
 from tests.ledger.invariants import check_all
-from transcripts import ledger
+from transcripts import ledger, selectors
 from transcripts.errors import (
     Conflict,
     InvalidInput,
@@ -262,7 +262,7 @@ def test_an_event_time_postgres_cannot_give_back_is_refused_and_the_run_stays_re
         "events[0].at",
         "events[1].data.createdAt",
     ]
-    assert [e.seq for e in ledger.replay(run=run)] == [1]
+    assert [e.seq for e in selectors.replay(run=run)] == [1]
     assert ledger.commit_run(run=run).status == RunStatus.COMMITTED
 
 
@@ -416,7 +416,7 @@ def test_commit_materializes_the_projection_as_the_active_continuation() -> None
         ("text-delta", {"delta": "Done."}),
         commit=False,
     )
-    projection = ledger.project_run(run)
+    projection = selectors.project_run(run)
     committed = ledger.commit_run(run=run)
     assert committed.status == RunStatus.COMMITTED
     assert committed.finished_at is not None
@@ -661,7 +661,7 @@ def test_fail_keeps_the_events_and_materializes_nothing() -> None:
     assert failed.finished_at is not None
     assert len(stored_events(run)) == 1
     assert not Message.objects.exists()
-    assert ledger.project_run(run).messages[0]["parts"] == [{"type": "text", "text": "partial"}]
+    assert selectors.project_run(run).messages[0]["parts"] == [{"type": "text", "text": "partial"}]
     assert ledger.fail_run(run=run, error="again").error == {
         "message": "model overloaded",
         "code": 529,
@@ -697,28 +697,28 @@ def test_replay_refuses_cursors_that_are_not_integers_and_caps_huge_ones() -> No
     ledger.append_events(run=run, events=deltas("a", "b"))
     for after_seq, limit in (("1", 10), (0, 2.0), (True, 10), (-1, 10), (0, 0)):
         with pytest.raises(InvalidInput):
-            ledger.replay(run=run, after_seq=after_seq, limit=limit)
-    assert [e.seq for e in ledger.replay(run=run, after_seq=0, limit=2**70)] == [1, 2]
-    assert ledger.replay(run=run, after_seq=2**70) == []
+            selectors.replay(run=run, after_seq=after_seq, limit=limit)
+    assert [e.seq for e in selectors.replay(run=run, after_seq=0, limit=2**70)] == [1, 2]
+    assert selectors.replay(run=run, after_seq=2**70) == []
 
 
 def test_replay_pages_through_the_events_in_order() -> None:
     run = make_run(make_thread(), *[("text-delta", {"delta": str(n)}) for n in range(10)])
-    assert [e.seq for e in ledger.replay(run=run)] == list(range(1, 11))
-    assert [e.seq for e in ledger.replay(run=run, after_seq=3, limit=4)] == [4, 5, 6, 7]
-    assert [e.seq for e in ledger.replay(run=run.id, after_seq=8)] == [9, 10]
-    assert ledger.replay(run=run, after_seq=10) == []
-    page = ledger.replay(run=run, after_seq=1, limit=1)[0].as_dict()
+    assert [e.seq for e in selectors.replay(run=run)] == list(range(1, 11))
+    assert [e.seq for e in selectors.replay(run=run, after_seq=3, limit=4)] == [4, 5, 6, 7]
+    assert [e.seq for e in selectors.replay(run=run.id, after_seq=8)] == [9, 10]
+    assert selectors.replay(run=run, after_seq=10) == []
+    page = selectors.replay(run=run, after_seq=1, limit=1)[0].as_dict()
     assert (page["seq"], page["kind"], page["data"]) == (2, "text-delta", {"delta": "1"})
     for bad in ({"after_seq": -1}, {"limit": 0}):
         with pytest.raises(InvalidInput):
-            ledger.replay(run=run, **bad)
+            selectors.replay(run=run, **bad)
 
 
 def test_a_run_can_be_projected_mid_stream() -> None:
     run = make_run(make_thread(), ("text-delta", {"delta": "Hel"}), commit=False)
     ledger.append_events(run=run, events=deltas("lo", start=2))
-    projection = ledger.project_run(run)
+    projection = selectors.project_run(run)
     assert projection.open
     assert projection.messages[0]["parts"] == [{"type": "text", "text": "Hello"}]
 
@@ -753,15 +753,15 @@ def test_reading_a_run_stores_a_snapshot_every_n_events_equal_to_the_full_projec
         ledger.append_events(run=run, events=part)
         run.refresh_from_db()
         assert run.snapshot_seq == (covered[-1] if covered else 0)
-        ledger.project_run(run.id)
+        selectors.project_run(run.id)
         run.refresh_from_db()
         covered.append(run.snapshot_seq)
     assert covered == [0, 6, 6, 11, 11]
     assert run.snapshot is not None and run.snapshot["lastSeq"] == 11
     from_seq_one = project(
-        [e.as_dict() for e in ledger.replay(run=run)], run_id=run.id, parent_id=run.fork_from_id
+        [e.as_dict() for e in selectors.replay(run=run)], run_id=run.id, parent_id=run.fork_from_id
     )
-    assert ledger.project_run(run) == from_seq_one
+    assert selectors.project_run(run) == from_seq_one
 
 
 def test_snapshots_of_a_long_run_get_rarer_so_reads_stay_linear(settings: Any) -> None:
@@ -770,13 +770,13 @@ def test_snapshots_of_a_long_run_get_rarer_so_reads_stay_linear(settings: Any) -
     covered = []
     for seq in range(1, 101):
         ledger.append_events(run=run, events=deltas(str(seq), start=seq))
-        ledger.project_run(run.id)
+        selectors.project_run(run.id)
         run.refresh_from_db()
         if run.snapshot_seq not in covered[-1:]:
             covered.append(run.snapshot_seq)
     # Every 4 events at first, then every quarter of the run's length.
     assert covered == [0, 4, 8, 12, 16, 20, 25, 31, 38, 47, 58, 72, 90]
-    assert ledger.project_run(run).messages[0]["parts"][0]["text"] == "".join(
+    assert selectors.project_run(run).messages[0]["parts"][0]["text"] == "".join(
         str(n) for n in range(1, 101)
     )
 
@@ -785,7 +785,7 @@ def test_commit_builds_on_the_stored_snapshot(settings: Any) -> None:
     settings.TRANSCRIPTS_SNAPSHOT_EVERY = 2
     run, _ = ledger.begin_run(thread=make_thread())
     ledger.append_events(run=run, events=deltas("a", "b"))
-    ledger.project_run(run.id)  # a reader stores the snapshot
+    selectors.project_run(run.id)  # a reader stores the snapshot
     ledger.append_events(run=run, events=deltas("c", start=3))
     # Mark the snapshot so the materialized text shows that commit started from it.
     run.refresh_from_db()
@@ -801,11 +801,11 @@ def test_a_snapshot_of_another_fork_point_is_ignored(settings: Any) -> None:
     settings.TRANSCRIPTS_SNAPSHOT_EVERY = 2
     run, _ = ledger.begin_run(thread=make_thread())
     ledger.append_events(run=run, events=deltas("a", "b", "c"))
-    ledger.project_run(run.id)
+    selectors.project_run(run.id)
     run.refresh_from_db()
     assert run.snapshot is not None
     Run.objects.filter(pk=run.pk).update(snapshot={**run.snapshot, "lastSeq": 1})
-    assert ledger.project_run(run).messages[0]["parts"][0]["text"] == "abc"
+    assert selectors.project_run(run).messages[0]["parts"][0]["text"] == "abc"
 
 
 # --- NOTIFY ----------------------------------------------------------------------------------

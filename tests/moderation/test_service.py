@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import ask, conversation, events, make_run
-from transcripts import ledger
+from transcripts import ledger, selectors
 from transcripts.errors import Conflict, InvalidInput, PermissionDenied, ThreadLocked
 from transcripts.ledger import moderation
 from transcripts.models import AuditRecord, Event, Message, Report, Run, Thread
@@ -98,8 +98,8 @@ def test_redaction_leaves_no_trace_of_the_text(admin_user):
     assert message.metadata["redacted"] is True
     assert SECRET not in str(Message.objects.filter(thread=thread).values_list("parts", "metadata"))
     assert SECRET not in str(list(Event.objects.filter(thread=thread).values_list("data")))
-    assert SECRET not in str([e.as_dict() for e in ledger.replay(run=message.run_id)])
-    assert SECRET not in str(ledger.project_run(message.run_id).messages)
+    assert SECRET not in str([e.as_dict() for e in selectors.replay(run=message.run_id)])
+    assert SECRET not in str(selectors.project_run(message.run_id).messages)
     assert not search_threads(Thread.objects.all(), SECRET).exists()
     record = AuditRecord.objects.get(action="redact")
     assert record.reason == "credential leak" and record.details["scrubbedEvents"] == 4
@@ -108,7 +108,7 @@ def test_redaction_leaves_no_trace_of_the_text(admin_user):
 def test_a_redacted_message_projects_to_the_marker_like_the_stored_one(admin_user):
     _, message = _secret_thread()
     moderation.redact_message(user=admin_user, message=message, reason="pii")
-    [projected] = ledger.project_run(message.run_id).messages
+    [projected] = selectors.project_run(message.run_id).messages
     assert projected["id"] == message.id
     assert projected["parts"] == moderation.REDACTED_PARTS
     assert projected["metadata"]["redacted"] is True
@@ -132,13 +132,13 @@ def _failed_secret_run(thread: Thread, status: str = "failed") -> Run:
 def test_a_failed_or_cancelled_run_is_redacted_as_a_whole(admin_user, status):
     thread, _ = _secret_thread()
     run = _failed_secret_run(thread, status)
-    assert SECRET in str(ledger.project_run(run.id).messages)
+    assert SECRET in str(selectors.project_run(run.id).messages)
     moderation.redact_run(user=admin_user, run=run, reason="credential leak")
     run.refresh_from_db()
     assert SECRET not in str(list(Event.objects.filter(run=run).values_list("data")))
     assert SECRET not in str(run.error)
-    assert SECRET not in str([e.as_dict() for e in ledger.replay(run=run.id)])
-    projection = ledger.project_run(run.id)
+    assert SECRET not in str([e.as_dict() for e in selectors.replay(run=run.id)])
+    projection = selectors.project_run(run.id)
     assert SECRET not in str(projection.messages) + str(projection.errors)
     assert projection.messages[0]["parts"] == moderation.REDACTED_PARTS
     assert run.status == status

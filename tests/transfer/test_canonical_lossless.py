@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.factories import ask, conversation, make_run, say
-from transcripts import ledger, transfer
+from transcripts import ledger, selectors, transfer
 from transcripts.errors import InvalidInput
 from transcripts.models import Event, Message, Run, RunStatus, Thread
 from transcripts.selectors import active_path
@@ -83,7 +83,7 @@ def test_restored_runs_still_project_to_their_messages():
     Thread.objects.filter(pk=thread.pk).delete()
     transfer.import_data(document)
     for run in Run.objects.filter(thread_id=thread.id, status__in=["committed", "superseded"]):
-        projected = [m["id"] for m in ledger.project_run(run).messages]
+        projected = [m["id"] for m in selectors.project_run(run).messages]
         assert projected == list(run.messages.order_by("position").values_list("id", flat=True))
 
 

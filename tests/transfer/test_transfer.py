@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.factories import ask, conversation, last_message, make_run, say
-from transcripts import transfer
+from transcripts import selectors, transfer
 from transcripts.errors import InvalidInput, NotFound
 from transcripts.formats import FORMATS
 from transcripts.models import Event, Message, Run, RunStatus, Thread
@@ -82,9 +82,8 @@ def test_imported_messages_replay_from_their_events():
     for run in Run.objects.filter(thread_id=copy_id):
         kinds = set(Event.objects.filter(run=run).values_list("kind", flat=True))
         assert kinds == {"message"}
-        from transcripts import ledger
 
-        projected = ledger.project_run(run).messages
+        projected = selectors.project_run(run).messages
         stored = [m.as_canonical() for m in run.messages.order_by("position")]
         assert [p["id"] for p in projected] == [s["id"] for s in stored]
         assert [p["parts"] for p in projected] == [s["parts"] for s in stored]

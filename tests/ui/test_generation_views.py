@@ -11,7 +11,9 @@ from django.test import Client
 
 from tests.factories import ask, conversation, last_message, make_run, make_thread, say
 from tests.ui.conftest import message_at
-from transcripts import generation, ledger
+from transcripts import ledger, selectors
+from transcripts.generation import start as generation
+from transcripts.generation.worker import reap_expired_runs
 from transcripts.models import OPEN_STATUSES, Message, Run, RunStatus, Thread
 
 pytestmark = pytest.mark.django_db
@@ -227,7 +229,7 @@ def test_edit_queues_a_run_whose_first_event_is_the_edited_message(viewer_client
     response = viewer_client.post(f"/t/{thread.id}/m/{follow_up.id}/edit/", data)
     run = Run.objects.get(thread=thread, status__in=OPEN_STATUSES)
     assert run.fork_from_id == answer.id
-    first = ledger.project_run(run).messages[0]
+    first = selectors.project_run(run).messages[0]
     assert first["role"] == "user"
     assert first["parts"] == [{"type": "text", "text": "A better question?"}]
     assert response["Location"] == f"/t/{thread.id}/?leaf={answer.id}#run-{run.id}"
@@ -353,7 +355,7 @@ def test_an_open_run_shows_live_after_its_fork_point(viewer_client: Client) -> N
 
 
 def last_message_id(run: Run) -> str:
-    return str(ledger.project_run(run).messages[-1]["id"])
+    return str(selectors.project_run(run).messages[-1]["id"])
 
 
 def test_an_open_run_from_a_new_root_shows_at_the_top(viewer_client: Client) -> None:
@@ -579,7 +581,7 @@ def test_a_run_queued_again_after_its_worker_died_says_so(viewer_client: Client,
         run=dead.id, events=[{"seq": 1, "kind": "text-delta", "data": {"delta": "hal"}}]
     )
     Run.objects.filter(pk=dead.id).update(lease_expires_at="2000-01-01T00:00:00Z")
-    [again_of] = generation.reap_expired_runs()
+    [again_of] = reap_expired_runs()
     again = Run.objects.get(metadata__retryOf=again_of)
 
     failed = viewer_client.get(f"/runs/{dead.id}/live/", headers=HTMX).content.decode()

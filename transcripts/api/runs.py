@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from ninja import Router, Status
 from ninja.params.functions import Query
 
-from transcripts import ledger
+from transcripts import ledger, selectors
 from transcripts.api.access import (
     ERRORS,
     MAX_INT,
@@ -74,7 +74,7 @@ def get_run(request: HttpRequest, runId: str) -> dict[str, Any]:
 def run_messages(request: HttpRequest, runId: str) -> dict[str, Any]:
     """The run's projection, also while it streams and after it failed or was superseded."""
     run = visible_run(request, runId)
-    projection = ledger.project_run(run)
+    projection = selectors.project_run(run)
     return {
         "runId": run.id,
         "status": run.status,
@@ -110,7 +110,7 @@ def replay_events(
 ) -> dict[str, Any]:
     """Stored events after afterSeq, in order; follow nextAfterSeq while hasMore."""
     run = visible_run(request, runId)
-    events = ledger.replay(run=run, after_seq=afterSeq, limit=limit + 1)
+    events = selectors.replay(run=run, after_seq=afterSeq, limit=limit + 1)
     more = len(events) > limit
     events = events[:limit]
     return {

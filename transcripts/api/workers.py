@@ -13,8 +13,8 @@ from transcripts import ledger
 from transcripts.api.access import ERRORS, caller, run_out, visible_run
 from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.schemas import InputSchema, RunOut, RunStatusName
-from transcripts.generation import conversation_for
 from transcripts.models import Run
+from transcripts.selectors import conversation_for
 
 router = Router(tags=["workers"], auth=read_auth)
 

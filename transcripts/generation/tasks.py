@@ -9,7 +9,7 @@ import urllib.request
 from django.conf import settings
 from django_tasks import task
 
-from transcripts import generation
+from transcripts.generation import worker
 from transcripts.models import Run
 
 logger = logging.getLogger(__name__)
@@ -18,8 +18,8 @@ logger = logging.getLogger(__name__)
 @task(queue_name="generation")
 def generate_run(run_id: str) -> str:
     """Generate one run with its generator; reaps dead workers' runs first."""
-    generation.reap_expired_runs()
-    return generation.generate(run_id)
+    worker.reap_expired_runs()
+    return worker.generate(run_id)
 
 
 @task()

@@ -29,9 +29,10 @@ from transcripts.errors import (
 )
 from transcripts.events import CheckedEvent, check_events
 from transcripts.fields import to_uuid
-from transcripts.ids import is_ulid
-from transcripts.models import OPEN_STATUSES, Event, Message, Run, RunStatus, Thread
-from transcripts.projector import Projection, Projector
+from transcripts.ids import is_ulid, require_ulid
+from transcripts.models import OPEN_STATUSES, Message, Run, RunStatus, Thread
+from transcripts.selectors.paths import latest_leaf_below
+from transcripts.selectors.runs import get_run, projector_for
 
 HEAD: Any = object()  # begin_run's default fork point: the thread's head.
 
@@ -45,25 +46,6 @@ def _notify(run: Run) -> None:
     payload = json.dumps({"lastSeq": run.last_seq, "status": run.status})
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_notify(%s, %s)", [run_channel(run.id), payload])
-
-
-def _ulid_or_invalid(value: Any, field: str) -> str:
-    if not is_ulid(value):
-        raise InvalidInput(f"{field} must be a 26-character ULID", field=field, value=str(value))
-    # ULIDs are case-insensitive; the database hands them back upper-case, so compare that.
-    return str(value).upper()
-
-
-def _get_run(run: Run | str, *, for_update: bool = False) -> Run:
-    run_id = run.id if isinstance(run, Run) else _ulid_or_invalid(run, "runId")
-    # The snapshot can be large and few callers need it: it loads on first access.
-    queryset = Run.objects.select_related("thread").defer("snapshot")
-    if for_update:
-        queryset = queryset.select_for_update(of=("self",))
-    try:
-        return queryset.get(pk=run_id)
-    except Run.DoesNotExist:
-        raise NotFound(f"run {run_id} does not exist", runId=run_id) from None
 
 
 def _check_storable(value: Any, field: str) -> None:
@@ -107,7 +89,7 @@ def create_thread(
     metadata = _check_object(metadata, "metadata")
     agents = _check_object(agents, "agents")
     if thread_id is not None:
-        thread_id = _ulid_or_invalid(thread_id, "id")
+        thread_id = require_ulid(thread_id, "id")
         existing = Thread.objects.filter(pk=thread_id).first()
         if existing is not None:
             return existing, False
@@ -147,7 +129,7 @@ def begin_run(
     metadata = _check_object(metadata, "metadata")
     parameters = _check_object(parameters, "parameters")
     if run_id is not None:
-        run_id = _ulid_or_invalid(run_id, "id")
+        run_id = require_ulid(run_id, "id")
     with transaction.atomic():
         thread = Thread.objects.select_for_update().get(pk=thread.pk)
         if thread.locked:
@@ -158,7 +140,7 @@ def begin_run(
             fork_id = None
         else:
             fork_id = fork_from.id if isinstance(fork_from, Message) else fork_from
-            fork_id = _ulid_or_invalid(fork_id, "forkFromMessageId")
+            fork_id = require_ulid(fork_id, "forkFromMessageId")
             if not Message.objects.filter(pk=fork_id, thread=thread).exists():
                 raise InvalidInput(
                     "the fork point must be a message of this thread",
@@ -260,7 +242,7 @@ def _lock_for_append(run: Run | str) -> tuple[Run, bool]:
 
     Appends are the hot path: one hand-written query instead of the ORM's.
     """
-    run_id = run.id if isinstance(run, Run) else _ulid_or_invalid(run, "runId")
+    run_id = run.id if isinstance(run, Run) else require_ulid(run, "runId")
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT r.id, r.thread_id, r.fork_from_id, r.status, r.last_seq, r.started_at,"
@@ -443,64 +425,6 @@ def _snapshot_due(run: Run, last_seq: int) -> bool:
     return bool(every) and last_seq - run.snapshot_seq >= max(every, run.snapshot_seq // 4)
 
 
-def _event_dicts(run: Run, after_seq: int) -> Iterable[dict[str, Any]]:
-    # A plain cursor: the ORM's per-row converters cost more than the projection itself.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT seq, kind, data, at FROM transcripts_event"
-            " WHERE run_id = %s AND seq > %s ORDER BY seq",
-            [to_uuid(run.id), after_seq],
-        )
-        while rows := cursor.fetchmany(2000):
-            for seq, kind, data, at in rows:
-                if isinstance(data, str):
-                    data = json.loads(data)
-                yield {"seq": seq, "kind": kind, "data": data, "at": at}
-
-
-def _projector_for(run: Run) -> Projector:
-    if run.snapshot:
-        projector = Projector.from_snapshot(run.snapshot)
-        if projector.parent_id == run.fork_from_id and projector.last_seq == run.snapshot_seq:
-            return projector.apply_all(_event_dicts(run, run.snapshot_seq))
-    return Projector(run_id=run.id, parent_id=run.fork_from_id).apply_all(_event_dicts(run, 0))
-
-
-def project_run(run: Run | str) -> Projection:
-    """The run's messages as they stand (snapshot plus the events after it).
-
-    When the tail after the stored snapshot has grown long, the projection read here is kept
-    as the new snapshot, so appends never pay for snapshots and later readers replay less.
-    Only open runs get snapshots this way: commit stores the final one itself.
-    """
-    run = _get_run(run)
-    projector = _projector_for(run)
-    if run.is_open and _snapshot_due(run, projector.last_seq):
-        Run.objects.filter(
-            pk=run.pk, status__in=OPEN_STATUSES, snapshot_seq__lt=projector.last_seq
-        ).update(snapshot=projector.to_snapshot(), snapshot_seq=projector.last_seq)
-    return projector.result()
-
-
-_MAX_SEQ = 2**31 - 1
-
-
-def replay(*, run: Run | str, after_seq: int = 0, limit: int = 1000) -> list[Event]:
-    """Stored events after after_seq, in order, at most limit of them."""
-    run = _get_run(run)
-    numbers = (after_seq, limit)
-    if any(type(n) is not int for n in numbers) or after_seq < 0 or limit < 1:
-        raise InvalidInput(
-            "afterSeq must be an integer ≥ 0 and limit an integer ≥ 1",
-            afterSeq=str(after_seq),
-            limit=str(limit),
-        )
-    # Seqs are 32-bit: a larger cursor or limit means "everything after", and must not
-    # overflow PostgreSQL's bigint LIMIT.
-    after_seq, limit = min(after_seq, _MAX_SEQ), min(limit, _MAX_SEQ)
-    return list(Event.objects.filter(run_id=run.id, seq__gt=after_seq).order_by("seq")[:limit])
-
-
 # --- active path -------------------------------------------------------------------------
 
 _PATH_TO = """
@@ -554,42 +478,11 @@ _REVIVE = """
 """
 
 
-# The child a branch continues through below message `d`: children of committed runs first,
-# then the newest. Shared by latest_leaf_below and the views' branch windows.
-NEXT_CHILD_SQL = """
-    SELECT m.id FROM transcripts_message m
-    JOIN transcripts_run r ON r.id = m.run_id
-    WHERE m.parent_id = d.id
-    ORDER BY (r.status = 'committed') DESC, m.id DESC
-    LIMIT 1
-"""
-
-
-def latest_leaf_below(message_id: str) -> str:
-    """Follow the most recent committed child from message_id down to a leaf."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            WITH RECURSIVE down AS (
-                SELECT %(start)s::uuid AS id, 0 AS n
-                UNION ALL
-                SELECT c.id, d.n + 1 FROM down d CROSS JOIN LATERAL ({NEXT_CHILD_SQL}) c
-            )
-            SELECT id FROM down ORDER BY n DESC LIMIT 1
-            """,
-            {"start": to_uuid(message_id)},
-        )
-        row = cursor.fetchone()
-    from ulid import ULID
-
-    return str(ULID.from_uuid(row[0])) if row else message_id
-
-
 # --- lifecycle ---------------------------------------------------------------------------
 
 
 def _lock_run_and_thread(run: Run | str) -> tuple[Run, Thread]:
-    run_id = run.id if isinstance(run, Run) else _ulid_or_invalid(run, "runId")
+    run_id = run.id if isinstance(run, Run) else require_ulid(run, "runId")
     # The thread first (as begin_run does), then the run: one query each.
     of_run = Run.objects.filter(pk=run_id).values("thread_id")
     thread = Thread.objects.select_for_update().filter(pk=Subquery(of_run)).first()
@@ -620,7 +513,7 @@ def commit_run(*, run: Run | str) -> Run:
         raise RunClosed(f"a {run.status} run cannot be committed", status=run.status)
     if thread.locked:
         raise ThreadLocked("the thread is locked", threadId=thread.id)
-    projector = _projector_for(run)
+    projector = projector_for(run)
     projection = projector.result()
     ids = [m["id"] for m in projection.messages]
     taken = list(Message.objects.filter(pk__in=ids).values_list("pk", flat=True))
@@ -699,7 +592,7 @@ def commit_run(*, run: Run | str) -> Run:
 
 def _close_run(run: Run | str, status: str, error: dict[str, Any] | None) -> Run:
     with transaction.atomic():
-        run = _get_run(run, for_update=True)
+        run = get_run(run, for_update=True)
         if run.status == status:
             return run
         if not run.is_open:
@@ -767,7 +660,7 @@ def _lease_is_live(run: Run, now: datetime) -> bool:
 def claim_run(*, run: Run | str, worker: str, lease_seconds: float) -> Run:
     """Take a queued run (or an open one whose lease lapsed) for worker, with a lease."""
     with transaction.atomic():
-        run = _get_run(run, for_update=True)
+        run = get_run(run, for_update=True)
         now = timezone.now()
         if not run.is_open:
             raise RunClosed(f"the run is {run.status}: nothing to claim", status=run.status)
@@ -789,7 +682,7 @@ def claim_run(*, run: Run | str, worker: str, lease_seconds: float) -> Run:
 def renew_lease(*, run: Run | str, worker: str, lease_seconds: float) -> Run:
     """Extend worker's lease (the heartbeat); Conflict when the lease was lost or run closed."""
     with transaction.atomic():
-        run = _get_run(run, for_update=True)
+        run = get_run(run, for_update=True)
         if not run.is_open:
             raise RunClosed(f"the run is {run.status}", status=run.status)
         if run.lease_owner != worker:
@@ -807,7 +700,7 @@ def expire_leases() -> list[str]:
     ).values_list("pk", flat=True)
     for run_id in candidates:
         with transaction.atomic():
-            run = _get_run(run_id, for_update=True)
+            run = get_run(run_id, for_update=True)
             now = timezone.now()
             if not run.is_open or run.lease_expires_at is None or run.lease_expires_at >= now:
                 continue

@@ -16,7 +16,6 @@ from django.db.models.expressions import RawSQL
 from ulid import ULID
 
 from transcripts.fields import to_uuid
-from transcripts.ledger import NEXT_CHILD_SQL
 from transcripts.models import (
     OPEN_STATUSES,
     Event,
@@ -29,38 +28,22 @@ from transcripts.models import (
     Thread,
 )
 from transcripts.projector import Projection, Projector
-
-
-def active_path(thread: Thread) -> QuerySet[Message]:
-    """The thread's active messages, root first."""
-    return Message.objects.filter(thread=thread, active=True).order_by("depth")
-
-
-def path_ids_to(leaf_id: str) -> list[str]:
-    """Ids of the messages from the root down to leaf_id (one indexed lookup per level)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            WITH RECURSIVE path AS (
-                SELECT id, parent_id, depth FROM transcripts_message WHERE id = %s
-                UNION ALL
-                SELECT m.id, m.parent_id, m.depth
-                FROM transcripts_message m JOIN path p ON m.id = p.parent_id
-            )
-            SELECT id FROM path ORDER BY depth
-            """,
-            [to_uuid(leaf_id)],
-        )
-        return [str(ULID.from_uuid(row[0])) for row in cursor.fetchall()]
-
-
-def path_to(leaf: Message) -> list[Message]:
-    """The messages from the root down to leaf, root first."""
-    if leaf.active:
-        return list(active_path(leaf.thread).filter(depth__lte=leaf.depth))
-    ids = path_ids_to(leaf.id)
-    by_id = {m.id: m for m in Message.objects.filter(pk__in=ids)}
-    return [by_id[i] for i in ids]
+from transcripts.selectors.paths import (
+    NEXT_CHILD_SQL,
+    active_path,
+    latest_leaf_below,
+    path_ids_to,
+    path_to,
+)
+from transcripts.selectors.runs import (
+    conversation_for,
+    event_dicts,
+    get_run,
+    last_choice,
+    project_run,
+    projector_for,
+    replay,
+)
 
 
 def visible_threads(*, include_hidden: bool = False) -> QuerySet[Thread]:
@@ -580,3 +563,48 @@ def report_counts() -> dict[str, int]:
     counts = {status: 0 for status in ReportStatus.values}
     counts.update({row["status"]: row["n"] for row in rows})
     return counts
+
+
+__all__ = [
+    "NEXT_CHILD_SQL",
+    "UNMATERIALIZED",
+    "SearchHit",
+    "ThreadStats",
+    "active_path",
+    "active_tail",
+    "branch_runs",
+    "branch_window",
+    "conversation_for",
+    "ellipsize",
+    "event_dicts",
+    "filter_threads",
+    "get_run",
+    "last_choice",
+    "latest_leaf_below",
+    "message_preview",
+    "message_previews",
+    "path_ids_to",
+    "path_page",
+    "path_to",
+    "preferred_counts",
+    "project_run",
+    "projector_for",
+    "replay",
+    "report_counts",
+    "report_queue",
+    "rival_run_ids",
+    "run_messages",
+    "run_output_series",
+    "run_projections",
+    "run_ratings",
+    "runs_at_fork_point",
+    "runs_without_messages",
+    "search_hits",
+    "search_threads",
+    "siblings_of",
+    "thread_page",
+    "thread_stats",
+    "tree_rows",
+    "ulid_from_hex",
+    "visible_threads",
+]

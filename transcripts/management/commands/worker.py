@@ -9,7 +9,7 @@ from typing import Any
 from django.db import close_old_connections, connection
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
-from transcripts.generation import reap_expired_runs
+from transcripts.generation.worker import reap_expired_runs
 
 logger = logging.getLogger(__name__)
 REAP_EVERY_SECONDS = 5.0

@@ -23,9 +23,11 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseLocation
 
-from transcripts import generation, ledger
+from transcripts import ledger, selectors
 from transcripts.errors import Conflict, DomainError, InvalidInput, ThreadLocked
+from transcripts.generation import start as generation
 from transcripts.generation.generators import CHOICES, EXTERNAL, GENERATORS
+from transcripts.generation.worker import reap_expired_runs
 from transcripts.ids import is_ulid
 from transcripts.models import OPEN_STATUSES, Message, Run, RunStatus, Thread
 from transcripts.web.views import browse
@@ -154,7 +156,7 @@ def options_for(thread: Thread) -> Options:
     if isinstance(cached, Options):
         return cached
     refusal = refusal_for(thread)
-    choice = generation.last_choice(thread) if not refusal else {}
+    choice = selectors.last_choice(thread) if not refusal else {}
     parameters = choice.get("parameters") or {}
     defaults = {
         "generator": choice.get("generator") or "demo",
@@ -202,7 +204,7 @@ class LiveRun:
 
 
 def _unsaved_messages(run: Run, thread: Thread) -> tuple[list[Message], list[str]]:
-    projection = ledger.project_run(run)
+    projection = selectors.project_run(run)
     messages = [
         Message(
             id=m["id"],
@@ -421,7 +423,7 @@ def run_live(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run, thread = _run_or_404(request, run_id)
     if run.is_open and run.lease_expires_at is not None and run.lease_expires_at < timezone.now():
         # Its worker died: do what any worker's reaper would (fail it, or queue it again).
-        generation.reap_expired_runs()
+        reap_expired_runs()
         run.refresh_from_db()
     if run.status in (RunStatus.COMMITTED, RunStatus.SUPERSEDED):
         return _to_conversation(request, thread.id)

@@ -1,0 +1,159 @@
+"""The worker's side of generation: claim a queued run, stream its generator's events into the
+ledger with a heartbeat on the lease, commit; and reap the runs of workers that died."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+from transcripts import ledger, selectors
+from transcripts.errors import Conflict, DomainError, GeneratorError, RunClosed
+from transcripts.generation.generators import (
+    GenerationRequest,
+    get_generator,
+)
+from transcripts.generation.start import queue_again
+from transcripts.models import Run, RunStatus
+
+logger = logging.getLogger(__name__)
+
+FLUSH_SECONDS = 0.05
+FLUSH_EVENTS = 64
+
+
+def lease_seconds() -> float:
+    """How long a worker's lease lasts without a heartbeat."""
+    return float(getattr(settings, "TRANSCRIPTS_LEASE_SECONDS", 30))
+
+
+def worker_name() -> str:
+    """This process's worker identity."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class _Heartbeat:
+    """Renews the worker's lease in the background, so a generator that is slow to produce
+    its next event (a model thinking for a minute) keeps its run; notices a cancel or a lost
+    lease."""
+
+    def __init__(self, run_id: str, worker: str) -> None:
+        self.run_id = run_id
+        self.worker = worker
+        self.lost: DomainError | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"lease-{run_id}", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        seconds = lease_seconds()
+        try:
+            while not self._stop.wait(max(0.1, seconds / 3)):
+                try:
+                    ledger.renew_lease(run=self.run_id, worker=self.worker, lease_seconds=seconds)
+                except DomainError as exc:  # cancelled, failed, or leased by another worker
+                    self.lost = exc
+                    return
+                except Exception:  # a database hiccup: the next beat tries again
+                    logger.exception("could not renew the lease of run %s", self.run_id)
+        finally:
+            connection.close()
+
+
+class _Batcher:
+    """Numbers events and appends them in small batches (every ~50 ms or 64 events)."""
+
+    def __init__(self, run: Run, heartbeat: _Heartbeat) -> None:
+        self.run = run
+        self.heartbeat = heartbeat
+        self.next_seq = run.last_seq + 1
+        self.pending: list[dict[str, Any]] = []
+        self.flushed_any = False
+        self.last_flush = time.monotonic()
+
+    def add(self, kind: str, data: dict[str, Any]) -> None:
+        if self.heartbeat.lost is not None:
+            raise self.heartbeat.lost
+        self.pending.append({"seq": self.next_seq, "kind": kind, "data": data})
+        self.next_seq += 1
+        due = time.monotonic() - self.last_flush >= FLUSH_SECONDS
+        if not self.flushed_any or due or len(self.pending) >= FLUSH_EVENTS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            ledger.append_events(run=self.run, events=self.pending)
+            self.pending = []
+            self.flushed_any = True
+        self.last_flush = time.monotonic()
+
+
+def generate(run_id: str, *, worker: str | None = None) -> str:
+    """Claim the run, stream its generator's events into the ledger and commit; returns status."""
+    worker = worker or worker_name()
+    try:
+        run = ledger.claim_run(run=run_id, worker=worker, lease_seconds=lease_seconds())
+    except (RunClosed, Conflict) as exc:
+        logger.info("run %s not generated: %s", run_id, exc)
+        return "skipped"
+    request = GenerationRequest(
+        run_id=run.id,
+        messages=selectors.conversation_for(run),
+        model=run.model,
+        parameters=dict(run.parameters),
+    )
+    with _Heartbeat(run.id, worker) as heartbeat:
+        batcher = _Batcher(run, heartbeat)
+        try:
+            for kind, data in get_generator(run.generator).stream(request):
+                batcher.add(kind, data)
+            batcher.flush()
+            if heartbeat.lost is not None:
+                raise heartbeat.lost
+            ledger.commit_run(run=run.id)
+            return RunStatus.COMMITTED
+        except RunClosed:
+            # Cancelled (or closed otherwise) while streaming: stop quietly, keep what was stored.
+            return Run.objects.get(pk=run.id).status
+        except Conflict as exc:
+            if exc is heartbeat.lost:  # another worker holds the run now: leave it to them
+                logger.warning("lost the lease of run %s: %s", run.id, exc)
+                return "lost"
+            return _fail(run.id, str(exc), type(exc).__name__)
+        except (GeneratorError, DomainError) as exc:
+            return _fail(run.id, str(exc), type(exc).__name__)
+        except Exception as exc:
+            logger.exception("generator %s crashed on run %s", run.generator, run.id)
+            return _fail(run.id, f"{type(exc).__name__}: {exc}", "generator_crashed")
+
+
+def _fail(run_id: str, message: str, code: str) -> str:
+    with contextlib.suppress(DomainError):
+        ledger.fail_run(run=run_id, error={"message": message, "code": code})
+    return RunStatus.FAILED
+
+
+def reap_expired_runs() -> list[str]:
+    """Fail runs whose worker died; with TRANSCRIPTS_REQUEUE_EXPIRED, queue a fresh attempt."""
+    expired = ledger.expire_leases()
+    if getattr(settings, "TRANSCRIPTS_REQUEUE_EXPIRED", False):
+        for run in Run.objects.filter(pk__in=expired).select_related("thread"):
+            try:
+                queue_again(run)
+            except DomainError as exc:
+                logger.warning("could not re-queue run %s: %s", run.id, exc)
+    return expired

@@ -1,0 +1,102 @@
+"""Reads of runs: the run itself, its events, its projection, and what a generator continues."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connection
+
+from transcripts.errors import InvalidInput, NotFound
+from transcripts.fields import to_uuid
+from transcripts.generation.generators import EXTERNAL, GENERATORS
+from transcripts.ids import require_ulid
+from transcripts.models import Event, Message, Run, Thread
+from transcripts.projector import Projection, Projector
+from transcripts.selectors.paths import path_to
+
+_MAX_SEQ = 2**31 - 1
+
+
+def get_run(run: Run | str, *, for_update: bool = False) -> Run:
+    """The run (with its thread, without its snapshot until asked), or NotFound."""
+    run_id = run.id if isinstance(run, Run) else require_ulid(run, "runId")
+    # The snapshot can be large and few callers need it: it loads on first access.
+    queryset = Run.objects.select_related("thread").defer("snapshot")
+    if for_update:
+        queryset = queryset.select_for_update(of=("self",))
+    try:
+        return queryset.get(pk=run_id)
+    except Run.DoesNotExist:
+        raise NotFound(f"run {run_id} does not exist", runId=run_id) from None
+
+
+def event_dicts(run: Run, after_seq: int) -> Iterable[dict[str, Any]]:
+    """The run's events after after_seq as plain dicts, in order, streamed from the database."""
+    # A plain cursor: the ORM's per-row converters cost more than the projection itself.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT seq, kind, data, at FROM transcripts_event"
+            " WHERE run_id = %s AND seq > %s ORDER BY seq",
+            [to_uuid(run.id), after_seq],
+        )
+        while rows := cursor.fetchmany(2000):
+            for seq, kind, data, at in rows:
+                if isinstance(data, str):
+                    data = json.loads(data)
+                yield {"seq": seq, "kind": kind, "data": data, "at": at}
+
+
+def projector_for(run: Run) -> Projector:
+    """A projector holding every event of the run (from its snapshot when it has a valid one)."""
+    if run.snapshot:
+        projector = Projector.from_snapshot(run.snapshot)
+        if projector.parent_id == run.fork_from_id and projector.last_seq == run.snapshot_seq:
+            return projector.apply_all(event_dicts(run, run.snapshot_seq))
+    return Projector(run_id=run.id, parent_id=run.fork_from_id).apply_all(event_dicts(run, 0))
+
+
+def project_run(run: Run | str) -> Projection:
+    """The run's messages as they stand (its snapshot plus the events after it)."""
+    return projector_for(get_run(run)).result()
+
+
+def replay(*, run: Run | str, after_seq: int = 0, limit: int = 1000) -> list[Event]:
+    """Stored events after after_seq, in order, at most limit of them."""
+    run = get_run(run)
+    numbers = (after_seq, limit)
+    if any(type(n) is not int for n in numbers) or after_seq < 0 or limit < 1:
+        raise InvalidInput(
+            "afterSeq must be an integer ≥ 0 and limit an integer ≥ 1",
+            afterSeq=str(after_seq),
+            limit=str(limit),
+        )
+    # Seqs are 32-bit: a larger cursor or limit means "everything after", and must not
+    # overflow PostgreSQL's bigint LIMIT.
+    after_seq, limit = min(after_seq, _MAX_SEQ), min(limit, _MAX_SEQ)
+    return list(Event.objects.filter(run_id=run.id, seq__gt=after_seq).order_by("seq")[:limit])
+
+
+def conversation_for(run: Run) -> list[dict[str, Any]]:
+    """The canonical messages a generator continues: the path to the fork point, then the run's."""
+    history: list[dict[str, Any]] = []
+    if run.fork_from_id:
+        fork = Message.objects.select_related("thread").get(pk=run.fork_from_id)
+        history = [m.as_canonical() for m in path_to(fork)]
+    return history + project_run(run).messages
+
+
+def last_choice(thread: Thread) -> dict[str, Any]:
+    """The generator, model and parameters the thread's latest generated run used.
+
+    Runs a stream layer posted under its own name (not one of ours) are no choice to repeat.
+    """
+    run = (
+        Run.objects.filter(thread=thread, generator__in=[*GENERATORS, EXTERNAL])
+        .order_by("-created_at")
+        .first()
+    )
+    if run is None:
+        return {"generator": "demo", "model": "", "parameters": {}}
+    return {"generator": run.generator, "model": run.model, "parameters": dict(run.parameters)}
