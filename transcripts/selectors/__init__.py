@@ -565,6 +565,15 @@ def report_counts() -> dict[str, int]:
     return counts
 
 
+def moderation_counts() -> dict[str, int]:
+    """What waits for moderators: open reports, flagged messages and hidden threads."""
+    return {
+        "open_reports": Report.objects.filter(status=ReportStatus.OPEN).count(),
+        "flagged_messages": Message.objects.filter(flagged_at__isnull=False).count(),
+        "hidden_threads": Thread.objects.filter(hidden=True).count(),
+    }
+
+
 __all__ = [
     "NEXT_CHILD_SQL",
     "UNMATERIALIZED",
@@ -583,6 +592,7 @@ __all__ = [
     "latest_leaf_below",
     "message_preview",
     "message_previews",
+    "moderation_counts",
     "path_ids_to",
     "path_page",
     "path_to",
