@@ -32,7 +32,7 @@ CSRF_TRUSTED_ORIGINS = [
 ]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "transcripts.apps.TranscriptsAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -74,10 +74,6 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
-            "libraries": {
-                "generation_ui": "transcripts.web.templatetags.generation_ui",
-                "transfer_ui": "transcripts.web.templatetags.transfer_ui",
-            },
         },
     },
 ]

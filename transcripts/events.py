@@ -5,163 +5,77 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from datetime import datetime
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import TypeAdapter, ValidationError
 
+from transcripts.canonical import (
+    FileFields,
+    Message,
+    MessageRole,
+    ReasoningFields,
+    ToolCallFields,
+    ToolResultFields,
+    WireModel,
+    error_path,
+)
 from transcripts.errors import InvalidEvents, Problem
+from transcripts.projector import REDACTION_TEXT
+from transcripts.times import unstorable_reason
 
-Role = Literal["user", "assistant", "system", "tool"]
-NonEmpty = Annotated[str, Field(min_length=1)]
-
-
-class _Data(BaseModel):
-    # Extra fields are kept in the stored event; the projector ignores them.
-    model_config = ConfigDict(extra="allow", strict=True)
+# Data schemas per kind. Extra fields are kept in the stored event; the projector ignores
+# them. The kinds that carry one part's content share its fields with the part schema.
 
 
-class TextPart(_Data):
-    type: Literal["text"]
-    text: str
+class MessageStart(WireModel):
+    """Opens a message of the given role; content events after it go into it."""
 
-
-class ReasoningPart(_Data):
-    type: Literal["reasoning"]
-    text: str
-    signature: str | None = None
-
-
-class ToolCallPart(_Data):
-    type: Literal["tool-call"]
-    toolCallId: NonEmpty
-    toolName: NonEmpty
-    input: Any = None
-
-
-class ToolResultPart(_Data):
-    type: Literal["tool-result"]
-    toolCallId: NonEmpty
-    toolName: str = ""
-    output: Any = None
-    isError: bool = False
-
-
-class FilePart(_Data):
-    type: Literal["file"]
-    mimeType: NonEmpty
-    url: NonEmpty
-    name: str | None = None
-
-
-Part = Annotated[
-    TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart,
-    Field(discriminator="type"),
-]
-
-
-class MessageStart(_Data):
-    role: Role
+    role: MessageRole
     messageId: str | None = None
     agentId: str | None = None
     metadata: dict[str, Any] | None = None
 
 
-class TextDelta(_Data):
+class TextDelta(WireModel):
+    """A chunk of text, appended to the open message's text."""
+
     delta: str
 
 
-class Reasoning(_Data):
-    text: str
-    signature: str | None = None
+class StepStarted(WireModel):
+    """A model step begins."""
 
 
-class ToolCall(_Data):
-    toolCallId: NonEmpty
-    toolName: NonEmpty
-    input: Any = None
+class StepFinished(WireModel):
+    """A model step ends, with its finish reason and token usage."""
 
-
-class ToolResult(_Data):
-    toolCallId: NonEmpty
-    toolName: str | None = None
-    output: Any = None
-    isError: bool = False
-
-
-class File(_Data):
-    mimeType: NonEmpty
-    url: NonEmpty
-    name: str | None = None
-
-
-class StepStarted(_Data):
-    pass
-
-
-class StepFinished(_Data):
     finishReason: str | None = None
     usage: dict[str, Any] | None = None
 
 
-class Error(_Data):
+class Error(WireModel):
+    """Something went wrong in the run."""
+
     message: str
     code: str | int | None = None
 
 
-OUT_OF_RANGE = "must fall between the years 1 and 9999 in UTC"
+class MessageEnd(WireModel):
+    """Closes the open message."""
 
 
-def storable_moment(moment: datetime) -> bool:
-    """Whether moment, once in UTC, stays within years 1..9999.
-
-    PostgreSQL would store an earlier or later moment (as a BC date, or year 10000) that
-    Python cannot read back, which would break every later read of the run.
-    """
-    try:
-        moment.astimezone(UTC)
-    except OverflowError:
-        return False
-    return True
-
-
-class CompleteMessage(_Data):
-    role: Role
-    parts: list[Part]
-    id: str | None = None
-    metadata: dict[str, Any] | None = None
-    createdAt: str | None = None
-
-    @field_validator("createdAt")
-    @classmethod
-    def _iso_timestamp(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                parsed = datetime.fromisoformat(value)
-            except ValueError:
-                raise ValueError("createdAt must be an ISO 8601 timestamp") from None
-            if parsed.tzinfo is None:
-                raise ValueError("createdAt must carry a timezone (e.g. Z)")
-            if not storable_moment(parsed):
-                raise ValueError(f"createdAt {OUT_OF_RANGE}")
-        return value
-
-
-class MessageEnd(_Data):
-    pass
-
-
-DATA_SCHEMAS: dict[str, type[_Data]] = {
+DATA_SCHEMAS: dict[str, type[WireModel]] = {
     "message-start": MessageStart,
     "text-delta": TextDelta,
-    "reasoning": Reasoning,
-    "tool-call": ToolCall,
-    "tool-result": ToolResult,
-    "file": File,
+    "reasoning": ReasoningFields,
+    "tool-call": ToolCallFields,
+    "tool-result": ToolResultFields,
+    "file": FileFields,
     "step-started": StepStarted,
     "step-finished": StepFinished,
     "error": Error,
-    "message": CompleteMessage,
+    "message": Message,
     "message-end": MessageEnd,
 }
 KINDS = tuple(DATA_SCHEMAS)
@@ -265,11 +179,7 @@ def to_storable_json(value: Any, path: str) -> str:
 
 
 def _pydantic_problems(exc: ValidationError, prefix: str) -> list[Problem]:
-    problems = []
-    for err in exc.errors():
-        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
-        problems.append(Problem(prefix + loc, err["msg"]))
-    return problems
+    return [Problem(prefix + error_path(error), error["msg"]) for error in exc.errors()]
 
 
 _AT = TypeAdapter(datetime)
@@ -332,10 +242,9 @@ def check_event(raw: Any, index: int, depth_limit: int | None = None) -> Checked
         except ValidationError:
             problems.append(Problem(f"{where}.at", "at must be an ISO 8601 timestamp"))
         else:
-            if at.tzinfo is None:
-                problems.append(Problem(f"{where}.at", "at must carry a timezone (e.g. Z)"))
-            elif not storable_moment(at):
-                problems.append(Problem(f"{where}.at", f"at {OUT_OF_RANGE}"))
+            reason = unstorable_reason(at)
+            if reason is not None:
+                problems.append(Problem(f"{where}.at", f"at {reason}"))
     depth_limit = max_json_depth() if depth_limit is None else depth_limit
     if nests_deeper_than(data, depth_limit):
         problems.append(Problem(f"{where}.data", f"data nests deeper than {depth_limit} levels"))
@@ -383,3 +292,45 @@ def check_events(raw_events: Any) -> list[CheckedEvent]:
     if problems:
         raise InvalidEvents(problems)
     return checked
+
+
+# --- scrub rules (what redaction leaves of an event) ---
+
+REDACTED_PARTS = [{"type": "text", "text": REDACTION_TEXT}]
+
+
+def scrubbed_data(kind: str, data: Any) -> Any:
+    """The event data with its content removed; still a valid event of the same kind."""
+    if not isinstance(data, dict):
+        return {"redacted": True}
+    keep = {"redacted": True}
+    if kind == "text-delta":
+        return {**keep, "delta": ""}
+    if kind == "reasoning":
+        return {**keep, "text": ""}
+    if kind == "tool-call":
+        return {
+            **keep,
+            "toolCallId": data.get("toolCallId"),
+            "toolName": data.get("toolName"),
+            "input": None,
+        }
+    if kind == "tool-result":
+        return {
+            **keep,
+            "toolCallId": data.get("toolCallId"),
+            "toolName": data.get("toolName"),
+            "output": None,
+            "isError": bool(data.get("isError", False)),
+        }
+    if kind == "file":
+        return {**keep, "mimeType": data.get("mimeType"), "url": "about:blank"}
+    if kind == "message":
+        return {**keep, "role": data.get("role"), "parts": REDACTED_PARTS, "id": data.get("id")}
+    if kind == "message-start":
+        return {**keep, "role": data.get("role"), "messageId": data.get("messageId")}
+    if kind == "error":
+        return {**keep, "message": REDACTION_TEXT}
+    if kind in ("step-started", "step-finished", "message-end"):
+        return data
+    return keep

@@ -19,8 +19,6 @@ from transcripts.fields import ULIDField
 from transcripts.ids import new_ulid
 from transcripts.times import parse_iso
 
-ROLES = ("user", "assistant", "system", "tool")
-
 
 class Thread(models.Model):
     """A conversation: a tree of messages of which one path is active."""

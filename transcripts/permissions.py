@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, Group, Permission
 from django.contrib.auth.models import User as AuthUser
 
 User = AuthUser | AnonymousUser
@@ -69,3 +69,45 @@ def user_access(user: Any) -> Access:
     else:
         role = Role.EDITOR
     return Access(role=role, sees_hidden=bool(user.is_staff))
+
+
+# --- groups (the roles above as Django groups an administrator assigns) ---
+
+GROUPS = {
+    "Viewers": ["view_thread", "view_run", "view_message", "view_event"],
+    "Moderators": [
+        "view_thread",
+        "view_run",
+        "view_message",
+        "view_event",
+        "view_auditrecord",
+        "view_report",
+        "change_report",
+        "moderate",
+    ],
+    "Admins": [
+        "view_thread",
+        "view_run",
+        "view_message",
+        "view_event",
+        "view_auditrecord",
+        "view_report",
+        "change_report",
+        "delete_thread",
+        "view_apitoken",
+        "add_apitoken",
+        "change_apitoken",
+        "moderate",
+        "redact",
+    ],
+}
+
+
+def ensure_groups() -> None:
+    """Create the Viewers, Moderators and Admins groups with their permissions."""
+    for name, codenames in GROUPS.items():
+        group, _ = Group.objects.get_or_create(name=name)
+        perms = Permission.objects.filter(
+            content_type__app_label="transcripts", codename__in=codenames
+        )
+        group.permissions.add(*perms)

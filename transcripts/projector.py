@@ -1,8 +1,10 @@
 """The projector: a pure function from a run's events to canonical messages.
 
 No database, no clock, no randomness: the same events (and fork point) always give the same
-messages, ids included. A snapshot is the projector's state as JSON; projecting the events
-after a snapshot gives exactly what projecting from seq 1 gives.
+messages, ids included. Every part it writes has every field of the canonical schema
+(`transcripts.canonical`), whatever a `message` event left out. A snapshot is the
+projector's state as JSON; projecting the events after a snapshot gives exactly what
+projecting from seq 1 gives.
 """
 
 from __future__ import annotations
@@ -10,12 +12,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from transcripts.canonical import SCHEMA_VERSION, full_parts
 from transcripts.ids import derived_ulid, is_ulid, ulid_timestamp_ms
+from transcripts.times import epoch_ms_to_iso, parse_iso
 
-SCHEMA_VERSION = 1
 SNAPSHOT_VERSION = 1
 CONTENT_ROLES = ("user", "assistant", "system")
 # What a moderator's redaction leaves of a message: its events are scrubbed and marked
@@ -35,25 +37,6 @@ class Projection:
     metadata: dict[str, Any]
     last_seq: int
     open: bool
-
-
-def _timestamp_ms(at: Any) -> int | None:
-    if at is None:
-        return None
-    if isinstance(at, datetime):
-        moment = at
-    else:
-        try:
-            moment = datetime.fromisoformat(str(at))
-        except ValueError:
-            return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
-
-
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
@@ -169,7 +152,8 @@ class Projector:
         kind = str(event["kind"])
         data = event.get("data")
         data = data if isinstance(data, Mapping) else {}
-        at_ms = _timestamp_ms(event.get("at"))
+        moment = parse_iso(event.get("at"))
+        at_ms = None if moment is None else int(moment.timestamp() * 1000)
         handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, seq, data, at_ms)
@@ -217,7 +201,7 @@ class Projector:
             "parentMessageId": parent,
             "role": role,
             "parts": [],
-            "createdAt": created_at or _iso(self.last_ms),
+            "createdAt": created_at or epoch_ms_to_iso(self.last_ms),
             "metadata": meta,
         }
         self.messages.append(message)
@@ -373,10 +357,7 @@ class Projector:
             metadata=data.get("metadata"),
             created_at=data.get("createdAt"),
         )
-        message["parts"] = copy.deepcopy(list(data["parts"]))
-        for part in message["parts"]:
-            if part.get("type") == "tool-call":
-                self.tool_names[str(part["toolCallId"])] = str(part["toolName"])
+        message["parts"] = full_parts(data["parts"], self.tool_names)
         self._close()
 
     def _on_message_end(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:

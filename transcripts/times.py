@@ -55,6 +55,10 @@ def parse_iso_utc(value: Any) -> datetime | None:
         return None
 
 
+OUT_OF_RANGE = "must fall between the years 1 and 9999 in UTC"
+NO_TIMEZONE = "must carry a timezone (e.g. Z)"
+
+
 def storable_moment(moment: datetime) -> bool:
     """Whether moment, once in UTC, stays within years 1..9999.
 
@@ -66,3 +70,12 @@ def storable_moment(moment: datetime) -> bool:
     except OverflowError:
         return False
     return True
+
+
+def unstorable_reason(moment: datetime) -> str | None:
+    """Why a moment sent on the wire may not be stored (no timezone, out of range), or None."""
+    if moment.tzinfo is None:
+        return NO_TIMEZONE
+    if not storable_moment(moment):
+        return OUT_OF_RANGE
+    return None

@@ -119,6 +119,8 @@
     event.detail.isError = false;
     event.detail.target = slot;
     event.detail.swapOverride = "innerHTML";
+    // A form that picks its section from the page (hx-select) takes the refusal whole.
+    event.detail.selectOverride = "unset";
   });
 
   // Refusals that say why are shown where the answer goes: filters the server cannot apply

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.core.serializers.json import DjangoJSONEncoder
 
 from tests.api.conftest import error_of
 from tests.factories import ask, conversation, make_thread, say
@@ -146,3 +147,33 @@ def test_a_leaf_of_another_thread_is_a_404(api):
     response = api.get(f"/threads/{thread.id}/messages", leaf=other.head_id)
 
     assert response.status_code == 404
+
+
+def test_a_thread_reads_with_camel_case_keys_and_iso_times(api):
+    thread = conversation(turns=1)
+
+    body = api.get(f"/threads/{thread.id}").json()
+
+    assert list(body) == [
+        "id",
+        "title",
+        "metadata",
+        "agents",
+        "parentThreadId",
+        "headMessageId",
+        "hidden",
+        "locked",
+        "createdAt",
+        "updatedAt",
+    ]
+    assert body["createdAt"] == DjangoJSONEncoder().default(thread.created_at)
+    assert body["parentThreadId"] is None
+
+
+def test_a_stored_message_reads_as_its_canonical_form_with_its_run_and_depth(api):
+    thread = conversation(turns=1)
+
+    messages = api.get(f"/threads/{thread.id}/messages").json()["messages"]
+
+    stored = Message.objects.filter(thread=thread).order_by("depth")
+    assert messages == [{**m.as_canonical(), "runId": m.run_id, "depth": m.depth} for m in stored]

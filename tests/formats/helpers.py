@@ -6,8 +6,7 @@ import copy
 import json
 from typing import Any
 
-from transcripts.formats.checks import output_text
-from transcripts.formats.document import TreeThread, parse_data_url
+from transcripts.formats.document import TreeThread, output_text, parse_data_url
 
 
 def through_json(value: Any) -> Any:

@@ -8,7 +8,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from transcripts.formats.document import TreeThread, epoch_to_iso, make_message
+from transcripts.formats.document import TreeThread, make_message
+from transcripts.times import epoch_to_iso
 
 NAMES = st.from_regex(r"[a-zA-Z][a-zA-Z0-9_]{0,12}", fullmatch=True)
 TEXT = st.text(min_size=1, max_size=40)

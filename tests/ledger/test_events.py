@@ -100,12 +100,12 @@ def test_it_refuses_a_bare_prefix_an_empty_or_an_overlong_kind(kind: str) -> Non
         (
             "message",
             {"role": "user", "parts": [{"type": "text", "text": 1}]},
-            "events[0].data.parts[0].text.text",
+            "events[0].data.parts[0].text",
         ),
         (
             "message",
             {"role": "user", "parts": [{"type": "audio"}]},
-            "events[0].data.parts[0]",
+            "events[0].data.parts[0].type",
         ),
         (
             "message",

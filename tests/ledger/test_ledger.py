@@ -1,4 +1,4 @@
-"""The ledger against PostgreSQL: run lifecycle, appends, commits, branching, snapshots."""
+"""The ledger against PostgreSQL: run lifecycle, appends, commits, branching, NOTIFY."""
 
 from __future__ import annotations
 
@@ -34,7 +34,6 @@ from transcripts.errors import (
 )
 from transcripts.ids import new_ulid
 from transcripts.models import Event, Message, Run, RunStatus, Thread
-from transcripts.projector import project
 
 pytestmark = pytest.mark.django_db
 
@@ -721,91 +720,6 @@ def test_a_run_can_be_projected_mid_stream() -> None:
     projection = selectors.project_run(run)
     assert projection.open
     assert projection.messages[0]["parts"] == [{"type": "text", "text": "Hello"}]
-
-
-# --- snapshots -------------------------------------------------------------------------------
-
-
-def test_reading_a_run_stores_a_snapshot_every_n_events_equal_to_the_full_projection(
-    settings: Any,
-) -> None:
-    settings.TRANSCRIPTS_SNAPSHOT_EVERY = 5
-    thread = make_thread()
-    run, _ = ledger.begin_run(thread=thread)
-    items = [
-        ("step-started", {}),
-        ("reasoning", {"text": "hmm "}),
-        ("reasoning", {"text": "ok"}),
-        ("text-delta", {"delta": "A"}),
-        ("tool-call", {"toolCallId": "c", "toolName": "t", "input": {"n": 1}}),
-        ("step-finished", {"finishReason": "tool-calls", "usage": {"inputTokens": 2}}),
-        ("tool-result", {"toolCallId": "c", "output": [1], "isError": False}),
-        ("text-delta", {"delta": "B"}),
-        ("text-delta", {"delta": "C"}),
-        ("data-note", {"x": 1}),
-        ("error", {"message": "warn"}),
-        ("text-delta", {"delta": "D"}),
-    ]
-    batch = events(*items)
-    covered = []
-    # Appends never store snapshots; a reader does, once 5 events follow the last one.
-    for part in (batch[:3], batch[3:6], batch[6:7], batch[7:11], batch[11:]):
-        ledger.append_events(run=run, events=part)
-        run.refresh_from_db()
-        assert run.snapshot_seq == (covered[-1] if covered else 0)
-        selectors.project_run(run.id)
-        run.refresh_from_db()
-        covered.append(run.snapshot_seq)
-    assert covered == [0, 6, 6, 11, 11]
-    assert run.snapshot is not None and run.snapshot["lastSeq"] == 11
-    from_seq_one = project(
-        [e.as_dict() for e in selectors.replay(run=run)], run_id=run.id, parent_id=run.fork_from_id
-    )
-    assert selectors.project_run(run) == from_seq_one
-
-
-def test_snapshots_of_a_long_run_get_rarer_so_reads_stay_linear(settings: Any) -> None:
-    settings.TRANSCRIPTS_SNAPSHOT_EVERY = 4
-    run, _ = ledger.begin_run(thread=make_thread())
-    covered = []
-    for seq in range(1, 101):
-        ledger.append_events(run=run, events=deltas(str(seq), start=seq))
-        selectors.project_run(run.id)
-        run.refresh_from_db()
-        if run.snapshot_seq not in covered[-1:]:
-            covered.append(run.snapshot_seq)
-    # Every 4 events at first, then every quarter of the run's length.
-    assert covered == [0, 4, 8, 12, 16, 20, 25, 31, 38, 47, 58, 72, 90]
-    assert selectors.project_run(run).messages[0]["parts"][0]["text"] == "".join(
-        str(n) for n in range(1, 101)
-    )
-
-
-def test_commit_builds_on_the_stored_snapshot(settings: Any) -> None:
-    settings.TRANSCRIPTS_SNAPSHOT_EVERY = 2
-    run, _ = ledger.begin_run(thread=make_thread())
-    ledger.append_events(run=run, events=deltas("a", "b"))
-    selectors.project_run(run.id)  # a reader stores the snapshot
-    ledger.append_events(run=run, events=deltas("c", start=3))
-    # Mark the snapshot so the materialized text shows that commit started from it.
-    run.refresh_from_db()
-    snapshot = run.snapshot
-    assert snapshot is not None and run.snapshot_seq == 2
-    snapshot["messages"][0]["parts"][0]["text"] = "from snapshot:"
-    Run.objects.filter(pk=run.pk).update(snapshot=snapshot)
-    ledger.commit_run(run=run)
-    assert Message.objects.get(run=run).parts == [{"type": "text", "text": "from snapshot:c"}]
-
-
-def test_a_snapshot_of_another_fork_point_is_ignored(settings: Any) -> None:
-    settings.TRANSCRIPTS_SNAPSHOT_EVERY = 2
-    run, _ = ledger.begin_run(thread=make_thread())
-    ledger.append_events(run=run, events=deltas("a", "b", "c"))
-    selectors.project_run(run.id)
-    run.refresh_from_db()
-    assert run.snapshot is not None
-    Run.objects.filter(pk=run.pk).update(snapshot={**run.snapshot, "lastSeq": 1})
-    assert selectors.project_run(run).messages[0]["parts"][0]["text"] == "abc"
 
 
 # --- NOTIFY ----------------------------------------------------------------------------------

@@ -1,22 +1,27 @@
-"""What every router shares: the caller, visibility, serializers, cursors, error responses."""
+"""Who sees what through the API: one decision for every router and the live stream.
+
+`caller_access` turns the caller (a `Principal`) into the one policy's `Access`
+(`transcripts.permissions`), and `may_see` decides from it whether a thread, and so its
+runs, events and messages, exists for that caller. Everything else here applies that one
+decision: to a thread, to a run (also as a single small query for the append path), and to
+querysets of threads and runs. Outsiders get NotFound, never a hint that the object exists.
+"""
 
 from __future__ import annotations
 
-import base64
-import json
-from typing import Any
+from typing import TypeVar
 
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
-from transcripts.api.auth import Principal
-from transcripts.api.schemas import ErrorOut
-from transcripts.errors import InvalidInput, NotFound
+from transcripts.api.auth import INGEST, Principal
+from transcripts.errors import NotFound
 from transcripts.ids import is_ulid
 from transcripts.ledger import moderation
-from transcripts.models import Message, Run, Thread
+from transcripts.models import Run, Thread
+from transcripts.permissions import Access, Role
 
-ERRORS: dict[int, Any] = {status: ErrorOut for status in (400, 401, 403, 404, 409, 413, 422)}
-MAX_INT = 2**31 - 1
+_Row = TypeVar("_Row", bound=Model)
 
 
 def caller(request: HttpRequest) -> Principal:
@@ -26,112 +31,82 @@ def caller(request: HttpRequest) -> Principal:
     return principal
 
 
-def _audit_hidden_read(request: HttpRequest, thread_id: str) -> None:
-    """Staff reading a hidden thread is recorded in the audit log (writes are audited apart)."""
-    if request.method == "GET":
+def caller_access(principal: Principal) -> Access:
+    """The principal's rights: an ingest token edits, a reader reads; a staff account's
+    token or session also sees hidden threads."""
+    role = Role.EDITOR if principal.can(INGEST) else Role.VIEWER
+    return Access(role=role, sees_hidden=principal.is_staff)
+
+
+def may_see(principal: Principal, *, hidden: bool) -> bool:
+    """Whether principal sees a thread (with its runs, events and messages)."""
+    access = caller_access(principal)
+    return access.can_read and (access.sees_hidden or not hidden)
+
+
+def _admit(request: HttpRequest, found: tuple[str, bool] | None, refusal: NotFound) -> None:
+    """Raise refusal unless the caller sees the (thread id, hidden) found.
+
+    Staff reading a hidden thread is recorded in the audit log (writes are audited apart).
+    """
+    principal = caller(request)
+    if found is None or not may_see(principal, hidden=found[1]):
+        raise refusal
+    thread_id, hidden = found
+    if hidden and request.method == "GET":
         moderation.record_hidden_api_read(
-            principal=caller(request), thread_id=thread_id, path=request.path
+            principal=principal, thread_id=thread_id, path=request.path
         )
 
 
-def visible_thread(request: HttpRequest, thread_id: str) -> Thread:
-    """The thread, or NotFound when the id is unknown or the thread is hidden from the caller."""
+def get_thread_for_caller(request: HttpRequest, thread_id: str) -> Thread:
+    """The thread, or NotFound when the id is unknown or the caller does not see it."""
     thread = Thread.objects.filter(pk=thread_id).first() if is_ulid(thread_id) else None
-    if thread is None or (thread.hidden and not caller(request).is_staff):
-        raise NotFound(f"thread {thread_id} does not exist", threadId=thread_id)
-    if thread.hidden:
-        _audit_hidden_read(request, thread.id)
+    found = (thread.id, thread.hidden) if thread is not None else None
+    _admit(request, found, NotFound(f"thread {thread_id} does not exist", threadId=thread_id))
+    assert thread is not None
     return thread
 
 
-def check_run_visible(request: HttpRequest, run_id: str) -> str:
-    """run_id, or NotFound when unknown or hidden from the caller (one small query)."""
-    row = (
-        Run.objects.filter(pk=run_id).values_list("thread__hidden", "thread_id").first()
+def get_run_for_caller(request: HttpRequest, run_id: str) -> Run:
+    """The run with its thread (not its snapshot), or NotFound when the id is unknown or
+    the caller does not see its thread."""
+    run = (
+        Run.objects.select_related("thread").defer("snapshot").filter(pk=run_id).first()
         if is_ulid(run_id)
         else None
     )
-    if row is None or (row[0] and not caller(request).is_staff):
-        raise NotFound(f"run {run_id} does not exist", runId=run_id)
-    if row[0]:
-        _audit_hidden_read(request, row[1])
-    return run_id
-
-
-def visible_run(request: HttpRequest, run_id: str) -> Run:
-    """The run, or NotFound when the id is unknown or its thread is hidden from the caller."""
-    run = (
-        Run.objects.select_related("thread").filter(pk=run_id).first() if is_ulid(run_id) else None
-    )
-    if run is None or (run.thread.hidden and not caller(request).is_staff):
-        raise NotFound(f"run {run_id} does not exist", runId=run_id)
-    if run.thread.hidden:
-        _audit_hidden_read(request, run.thread_id)
+    found = (run.thread_id, run.thread.hidden) if run is not None else None
+    _admit(request, found, NotFound(f"run {run_id} does not exist", runId=run_id))
+    assert run is not None
     return run
 
 
-def thread_out(thread: Thread) -> dict[str, Any]:
-    """A thread in wire form."""
-    return {
-        "id": thread.id,
-        "title": thread.title,
-        "metadata": thread.metadata,
-        "agents": thread.agents,
-        "parentThreadId": thread.parent_thread_id,
-        "headMessageId": thread.head_id,
-        "hidden": thread.hidden,
-        "locked": thread.locked,
-        "createdAt": thread.created_at,
-        "updatedAt": thread.updated_at,
-    }
+def run_id_for_caller(request: HttpRequest, run_id: str) -> str:
+    """The run's id as stored, or NotFound as get_run_for_caller: one small query, for the
+    paths that hand the id on (appends, the live stream) and need nothing else of the run."""
+    row = (
+        Run.objects.filter(pk=run_id).values_list("id", "thread_id", "thread__hidden").first()
+        if is_ulid(run_id)
+        else None
+    )
+    found = (row[1], row[2]) if row is not None else None
+    _admit(request, found, NotFound(f"run {run_id} does not exist", runId=run_id))
+    assert row is not None
+    return str(row[0])
 
 
-def run_out(run: Run) -> dict[str, Any]:
-    """A run in wire form."""
-    return {
-        "id": run.id,
-        "threadId": run.thread_id,
-        "forkFromMessageId": run.fork_from_id,
-        "status": run.status,
-        "supersededBy": run.superseded_by_id,
-        "lastSeq": run.last_seq,
-        "error": run.error,
-        "usage": run.usage,
-        "generator": run.generator,
-        "model": run.model,
-        "metadata": run.metadata,
-        "createdAt": run.created_at,
-        "startedAt": run.started_at,
-        "firstEventAt": run.first_event_at,
-        "finishedAt": run.finished_at,
-    }
+def _narrowed(principal: Principal, rows: QuerySet[_Row], hidden: str) -> QuerySet[_Row]:
+    """rows whose thread principal sees, by may_see; hidden names the thread's flag."""
+    shown = [state for state in (False, True) if may_see(principal, hidden=state)]
+    return rows if len(shown) == 2 else rows.filter(**{f"{hidden}__in": shown})
 
 
-def message_out(message: Message) -> dict[str, Any]:
-    """A stored message in wire form: canonical, plus its run and depth."""
-    return {**message.as_canonical(), "runId": message.run_id, "depth": message.depth}
+def visible_threads(request: HttpRequest) -> QuerySet[Thread]:
+    """Every thread the caller sees."""
+    return _narrowed(caller(request), Thread.objects.all(), "hidden")
 
 
-def encode_cursor(*values: Any) -> str:
-    """An opaque cursor holding values."""
-    raw = json.dumps(list(values), separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str, arity: int) -> list[Any]:
-    """The values of a cursor made by encode_cursor; InvalidInput when it is not one."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        values = json.loads(raw)
-    except (ValueError, RecursionError):
-        values = None
-    if not isinstance(values, list) or len(values) != arity:
-        raise InvalidInput("cursor is not a cursor this API returned", field="cursor")
-    return values
-
-
-def clean_text(value: str, field: str) -> str:
-    """value, refused when PostgreSQL text cannot hold it (NUL characters)."""
-    if "\x00" in value:
-        raise InvalidInput(f"{field} must not contain NUL characters", field=field)
-    return value
+def visible_runs(request: HttpRequest, runs: QuerySet[Run]) -> QuerySet[Run]:
+    """runs, narrowed to those whose thread the caller sees."""
+    return _narrowed(caller(request), runs, "thread__hidden")

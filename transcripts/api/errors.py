@@ -1,4 +1,5 @@
-"""One JSON error shape for every refusal: {"error": {"code", "message", "details"}}."""
+"""One JSON error shape for every refusal ({"error": {"code", "message", "details"}}), its
+handlers, and the request limits (body size, JSON depth, batch length) behind some refusals."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 from ninja.parser import Parser
 
+from transcripts.api.schemas import ErrorOut
 from transcripts.errors import BodyTooLarge, DomainError, InvalidInput, InvalidJson
 from transcripts.events import max_json_depth, nests_deeper_than
 
@@ -29,6 +31,8 @@ HTTP_CODES = {
     422: "invalid",
     429: "throttled",
 }
+# The error responses every endpoint declares (for the OpenAPI schema).
+ERRORS: dict[int, Any] = {status: ErrorOut for status in (400, 401, 403, 404, 409, 413, 422)}
 
 
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -71,6 +75,18 @@ def check_depth(value: Any, body: bytes) -> None:
     if body.count(b"{") + body.count(b"[") > limit and nests_deeper_than(value, limit):
         raise InvalidInput(
             f"the body nests JSON deeper than {limit} levels", field="body", maxDepth=limit
+        )
+
+
+def check_batch_length(count: int) -> None:
+    """Refuse (422) a batch of more events than the configured limit."""
+    limit = int(settings.TRANSCRIPTS_MAX_BATCH_EVENTS)
+    if count > limit:
+        raise InvalidInput(
+            f"a batch holds at most {limit} events, not {count}",
+            field="events",
+            maxEvents=limit,
+            events=count,
         )
 
 

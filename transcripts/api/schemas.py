@@ -1,12 +1,20 @@
-"""Input and output schemas of the ingest API (camelCase JSON, ULID strings for ids)."""
+"""Input and output schemas of the ingest API (camelCase JSON, ULID strings for ids).
+
+Each output schema is the one place its wire object is made: handlers return model rows,
+projections and ledger results, and the schema reads them (`validation_alias` names the
+attribute a camelCase field comes from; `AliasPath` reaches into a response made of two
+objects); a comment above each says what it reads, because a docstring would be published
+as its OpenAPI description. Input schemas are separate and validate plain JSON.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from ninja import Field, Schema
 from pydantic import (
+    AliasPath,
     BaseModel,
     ModelWrapValidatorHandler,
     StrictInt,
@@ -17,13 +25,19 @@ from pydantic import (
     model_validator,
 )
 
-from transcripts.formats.checks import kind as json_kind
+from transcripts.errors import InvalidInput
+from transcripts.formats.validation import json_kind
+
+if TYPE_CHECKING:
+    from transcripts.models import Message
 
 Id = Annotated[
     str, Field(description="A 26-character ULID", examples=["01JB8ZT6QK5X4V3N2M1P0R9S8T"])
 ]
 JsonObject = dict[str, Any]
 RunStatusName = Literal["queued", "streaming", "committed", "superseded", "failed", "cancelled"]
+# Seqs and depths are PostgreSQL integers: larger numbers in a query are refused, not sent.
+MAX_INT = 2**31 - 1
 
 
 class InputSchema(Schema):
@@ -42,6 +56,13 @@ class InputSchema(Schema):
         if not isinstance(values, dict | BaseModel):
             raise ValueError(f"must be a JSON object, not {json_kind(values)}")
         return handler(values)
+
+
+def clean_text(value: str, field: str) -> str:
+    """value, refused when PostgreSQL text cannot hold it (NUL characters)."""
+    if "\x00" in value:
+        raise InvalidInput(f"{field} must not contain NUL characters", field=field)
+    return value
 
 
 class ErrorBody(Schema):
@@ -66,17 +87,18 @@ class ThreadIn(InputSchema):
     id: Id | None = Field(None, description="A client-chosen ULID makes the call idempotent")
 
 
+# Read from a Thread row.
 class ThreadOut(Schema):
     id: Id
     title: str
     metadata: JsonObject
     agents: JsonObject
-    parentThreadId: Id | None
-    headMessageId: Id | None
+    parentThreadId: Id | None = Field(validation_alias="parent_thread_id")
+    headMessageId: Id | None = Field(validation_alias="head_id")
     hidden: bool
     locked: bool
-    createdAt: datetime
-    updatedAt: datetime
+    createdAt: datetime = Field(validation_alias="created_at")
+    updatedAt: datetime = Field(validation_alias="updated_at")
 
 
 class ThreadPage(Schema):
@@ -84,6 +106,7 @@ class ThreadPage(Schema):
     nextCursor: str | None
 
 
+# Read from a canonical message dict (a projection's).
 class MessageOut(Schema):
     """A canonical message."""
 
@@ -95,9 +118,20 @@ class MessageOut(Schema):
     metadata: JsonObject
 
 
+# Read from a Message row: canonical as `Message.as_canonical` writes it, plus run and depth.
 class ThreadMessageOut(MessageOut):
-    runId: Id
+    runId: Id = Field(validation_alias="run_id")
     depth: int
+
+    @staticmethod
+    def resolve_parentMessageId(message: Message) -> str | None:
+        """The parent's id."""
+        return message.parent_id
+
+    @staticmethod
+    def resolve_createdAt(message: Message) -> str:
+        """The creation time with microseconds and offset, as the canonical form has it."""
+        return message.created_at.isoformat()
 
 
 class MessagePage(Schema):
@@ -116,35 +150,40 @@ class RunIn(InputSchema):
     metadata: JsonObject = Field(default_factory=dict)
 
 
+# Read from a Run row.
 class RunOut(Schema):
     id: Id
-    threadId: Id
-    forkFromMessageId: Id | None
+    threadId: Id = Field(validation_alias="thread_id")
+    forkFromMessageId: Id | None = Field(validation_alias="fork_from_id")
     status: RunStatusName
-    supersededBy: Id | None
-    lastSeq: int
+    supersededBy: Id | None = Field(validation_alias="superseded_by_id")
+    lastSeq: int = Field(validation_alias="last_seq")
     error: JsonObject | None
     usage: JsonObject
     generator: str
     model: str
     metadata: JsonObject
-    createdAt: datetime
-    startedAt: datetime | None
-    firstEventAt: datetime | None
-    finishedAt: datetime | None
+    createdAt: datetime = Field(validation_alias="created_at")
+    startedAt: datetime | None = Field(validation_alias="started_at")
+    firstEventAt: datetime | None = Field(validation_alias="first_event_at")
+    finishedAt: datetime | None = Field(validation_alias="finished_at")
 
 
+# Read from {"run": Run, "projection": Projection}.
 class RunMessagesOut(Schema):
     """A run's projection: its messages as they stand, even mid-stream."""
 
-    runId: Id
-    status: str
-    lastSeq: int
-    open: bool = Field(description="Whether the last message is still open")
-    messages: list[MessageOut]
-    errors: list[JsonObject]
-    annotations: list[JsonObject]
-    metadata: JsonObject
+    runId: Id = Field(validation_alias=AliasPath("run", "id"))
+    status: str = Field(validation_alias=AliasPath("run", "status"))
+    lastSeq: int = Field(validation_alias=AliasPath("projection", "last_seq"))
+    open: bool = Field(
+        validation_alias=AliasPath("projection", "open"),
+        description="Whether the last message is still open",
+    )
+    messages: list[MessageOut] = Field(validation_alias=AliasPath("projection", "messages"))
+    errors: list[JsonObject] = Field(validation_alias=AliasPath("projection", "errors"))
+    annotations: list[JsonObject] = Field(validation_alias=AliasPath("projection", "annotations"))
+    metadata: JsonObject = Field(validation_alias=AliasPath("projection", "metadata"))
 
 
 _RUN_ERROR_SCHEMA: dict[str, Any] = {
@@ -198,12 +237,14 @@ class EventBatchIn(InputSchema):
     events: list[EventIn]
 
 
+# Read from the ledger's AppendResult.
 class AppendOut(Schema):
-    lastSeq: int
+    lastSeq: int = Field(validation_alias="last_seq")
     accepted: int
     duplicates: int
 
 
+# Read from an Event row.
 class EventOut(Schema):
     seq: int
     kind: str
@@ -217,6 +258,53 @@ class EventPage(Schema):
     hasMore: bool
 
 
-class AiSdkOut(AppendOut):
+# Read from {"append": AppendResult, "status": the run's status, "committed": bool}.
+class AiSdkOut(Schema):
+    lastSeq: int = Field(validation_alias=AliasPath("append", "last_seq"))
+    accepted: int = Field(validation_alias=AliasPath("append", "accepted"))
+    duplicates: int = Field(validation_alias=AliasPath("append", "duplicates"))
     status: str
     committed: bool
+
+
+# --- queued runs for outside stream layers -----------------------------------------------
+
+
+class RunList(Schema):
+    runs: list[RunOut]
+
+
+class ClaimIn(InputSchema):
+    worker: str = Field(min_length=1, max_length=200, description="who holds the lease")
+    leaseSeconds: float = Field(30, gt=0, le=3600)
+
+
+class ClaimOut(Schema):
+    run: RunOut
+    leaseExpiresAt: str
+    parameters: JsonObject
+    messages: list[JsonObject] = Field(
+        description="The conversation to continue: the path to the fork point, then the run's"
+    )
+
+
+# --- import and export -------------------------------------------------------------------
+
+
+# Read from the ImportResult of transcripts.transfer.
+class ImportOut(Schema):
+    format: str
+    threadIds: list[Id] = Field(validation_alias="thread_ids")
+
+
+# Read from an ImportJob row.
+class ImportJobOut(Schema):
+    id: Id
+    status: str
+    format: str
+    filename: str
+    size: int
+    bytesDone: int = Field(validation_alias="bytes_done")
+    progress: float
+    threadIds: list[Id] = Field(validation_alias="thread_ids")
+    error: JsonObject | None

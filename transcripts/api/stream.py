@@ -20,12 +20,14 @@ from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from ninja.errors import HttpError
 from psycopg import sql
 
-from transcripts.api.auth import READ, Principal, authenticate
-from transcripts.errors import DomainError
+from transcripts.api.access import run_id_for_caller
+from transcripts.api.auth import READ, authenticate
+from transcripts.api.errors import error_response
+from transcripts.api.schemas import MAX_INT
+from transcripts.errors import DomainError, InvalidInput
 from transcripts.fields import to_uuid
-from transcripts.ids import is_ulid
-from transcripts.ledger import moderation, run_channel
-from transcripts.models import OPEN_STATUSES, Run
+from transcripts.ledger import run_channel
+from transcripts.models import OPEN_STATUSES
 
 BATCH = 1000
 KEEPALIVE_SECONDS = 15.0
@@ -114,48 +116,29 @@ async def follow_run(run_id: str, after_seq: int) -> AsyncIterator[str]:
 def _after_seq(request: HttpRequest) -> int:
     raw = request.headers.get("Last-Event-ID") or request.GET.get("afterSeq") or "0"
     raw = raw.strip()
-    if not raw.isdigit() or len(raw) > 10 or int(raw) > 2**31 - 1:
-        raise _Refusal(422, "invalid", "Last-Event-ID and afterSeq must be a seq (an integer ≥ 0)")
+    if not raw.isdigit() or len(raw) > 10 or int(raw) > MAX_INT:
+        raise InvalidInput("Last-Event-ID and afterSeq must be a seq (an integer ≥ 0)")
     return int(raw)
 
 
-class _Refusal(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-
 def _open_stream(request: HttpRequest, run_id: str) -> tuple[str, int]:
-    """Authenticate and find the run; returns (run id, after seq)."""
-    try:
-        principal: Principal = authenticate(request, READ)
-    except HttpError as exc:
-        code = "unauthorized" if exc.status_code == 401 else "forbidden"
-        raise _Refusal(exc.status_code, code, str(exc.message)) from None
-    run = (
-        Run.objects.select_related("thread").filter(pk=run_id).first() if is_ulid(run_id) else None
-    )
-    if run is None or (run.thread.hidden and not principal.is_staff):
-        raise _Refusal(404, "not_found", f"run {run_id} does not exist")
-    if run.thread.hidden:
-        moderation.record_hidden_api_read(
-            principal=principal, thread_id=run.thread_id, path=request.path
-        )
-    return run.id, _after_seq(request)
+    """Authenticate and find the run as every API endpoint does; returns (run id, after seq)."""
+    # Attached where ninja's auth attaches it, for api.access to find.
+    request.auth = authenticate(request, READ)  # type: ignore[attr-defined]
+    return run_id_for_caller(request, run_id), _after_seq(request)
 
 
 async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
     """GET /api/v1/runs/{runId}/stream."""
-    from transcripts.api.errors import error_response
-
     if request.method != "GET":
         response = error_response(405, "method_not_allowed", f"{request.method} is not allowed")
         response["Allow"] = "GET"
         return response
     try:
         found_id, after_seq = await sync_to_async(_open_stream)(request, run_id)
-    except _Refusal as exc:
-        return error_response(exc.status, exc.code, exc.message)
+    except HttpError as exc:  # authentication (401) or the scope (403)
+        code = "unauthorized" if exc.status_code == 401 else "forbidden"
+        return error_response(exc.status_code, code, str(exc.message))
     except DomainError as exc:
         return error_response(exc.status, exc.code, exc.message, exc.details)
     stream = StreamingHttpResponse(

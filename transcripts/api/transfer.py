@@ -8,14 +8,14 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
-from ninja import Router, Schema, Status
+from ninja import Router, Status
 from ninja.params.functions import Query
 
 from transcripts import transfer
-from transcripts.api.access import ERRORS, visible_thread
+from transcripts.api.access import get_thread_for_caller
 from transcripts.api.auth import ingest_auth, read_auth
-from transcripts.api.errors import check_depth
-from transcripts.api.schemas import Id
+from transcripts.api.errors import ERRORS, check_depth
+from transcripts.api.schemas import ImportJobOut, ImportOut
 from transcripts.errors import BodyTooLarge, InvalidInput, NotFound
 from transcripts.events import max_json_depth
 from transcripts.ids import is_ulid
@@ -23,37 +23,6 @@ from transcripts.models import ImportJob
 
 router = Router(tags=["import and export"], auth=read_auth)
 CHUNK = 1 << 16
-
-
-class ImportOut(Schema):
-    format: str
-    threadIds: list[Id]
-
-
-class ImportJobOut(Schema):
-    id: Id
-    status: str
-    format: str
-    filename: str
-    size: int
-    bytesDone: int
-    progress: float
-    threadIds: list[Id]
-    error: dict[str, Any] | None
-
-
-def _job_out(job: ImportJob) -> dict[str, Any]:
-    return {
-        "id": job.id,
-        "status": job.status,
-        "format": job.format,
-        "filename": job.filename,
-        "size": job.size,
-        "bytesDone": job.bytes_done,
-        "progress": job.progress,
-        "threadIds": job.thread_ids,
-        "error": job.error,
-    }
 
 
 @router.get("/threads/{threadId}/export", response={200: None, **ERRORS})
@@ -65,7 +34,7 @@ def export(
     events: bool = Query(False, description="canonical: include every run's events"),
 ) -> StreamingHttpResponse:
     """Download a thread in a format (canonical: every branch; others: one path)."""
-    thread = visible_thread(request, threadId)
+    thread = get_thread_for_caller(request, threadId)
     exported = transfer.export_thread(thread, format, leaf=leaf, with_events=events)
     response = StreamingHttpResponse(
         (chunk.encode() for chunk in transfer.chunks(exported.content)),
@@ -96,7 +65,7 @@ _IMPORT_BODY = {
 def create_import(
     request: HttpRequest,
     format: str | None = Query(None, description="detected when omitted"),
-) -> Status[dict[str, Any]]:
+) -> Status[ImportJob | transfer.ImportResult]:
     """Import a file: small files at once (201), large ones by a worker (202, poll the job)."""
     limit = max_import_bytes()
     declared = request.headers.get("Content-Length", "")
@@ -120,13 +89,13 @@ def create_import(
                 fmt=format or None,
                 user=getattr(request, "user", None),
             )
-            return Status(202, _job_out(job))
+            return Status(202, job)
         _check_json_depth(spool)
         try:
             result = transfer.import_stream(cast(Any, spool), format or None)
         except RecursionError:  # a reader of some format recursed too deep: still a 422
             raise InvalidInput("the file nests JSON too deeply to be imported") from None
-    return Status(201, {"format": result.format, "threadIds": result.thread_ids})
+    return Status(201, result)
 
 
 def _check_json_depth(spool: Any) -> None:
@@ -149,9 +118,9 @@ def _check_json_depth(spool: Any) -> None:
 
 
 @router.get("/imports/{jobId}", response={200: ImportJobOut, **ERRORS})
-def import_job(request: HttpRequest, jobId: str) -> dict[str, Any]:
+def import_job(request: HttpRequest, jobId: str) -> ImportJob:
     """The progress of a background import."""
     job = ImportJob.objects.filter(pk=jobId).first() if is_ulid(jobId) else None
     if job is None:
         raise NotFound(f"import {jobId} does not exist", jobId=jobId)
-    return _job_out(job)
+    return job

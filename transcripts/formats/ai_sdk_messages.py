@@ -16,8 +16,17 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .checks import Problems, output_text
-from .document import TreeThread, active_path, linear_thread, make_message
+from .document import (
+    TreeThread,
+    active_path,
+    file_part,
+    linear_thread,
+    make_message,
+    output_text,
+    tool_call_part,
+    tool_result_part,
+)
+from .validation import Problems
 
 _TOOL_STATES = (
     "input-streaming",
@@ -199,11 +208,8 @@ def import_ai_sdk(data: Any) -> list[TreeThread]:
         data, base = data["messages"], "$.messages"
     items = problems.array(data, base) or []
     messages: list[dict[str, Any]] = []
-    for index, item in enumerate(items):
-        path = f"{base}[{index}]"
-        raw = problems.obj(item, path)
-        if raw is not None:
-            messages.extend(_import_ui_message(raw, path, problems))
+    for path, raw in problems.objects(items, base):
+        messages.extend(_import_ui_message(raw, path, problems))
     problems.raise_if_any()
     return [linear_thread(messages)]
 
@@ -230,11 +236,7 @@ def _import_ui_message(raw: dict[str, Any], path: str, problems: Problems) -> li
             segments.append((role, []))
             pending.clear()
 
-    for index, value in enumerate(items):
-        ppath = f"{path}.parts[{index}]"
-        part = problems.obj(value, ppath)
-        if part is None:
-            continue
+    for ppath, part in problems.objects(items, f"{path}.parts"):
         part_type = part.get("type")
         if not isinstance(part_type, str):
             problems.add(f"{ppath}.type", "expected a string")
@@ -256,10 +258,7 @@ def _import_ui_message(raw: dict[str, Any], path: str, problems: Problems) -> li
             if mime is None or url is None:
                 continue
             flush()
-            file = {"type": "file", "mimeType": mime, "url": url}
-            if isinstance(part.get("filename"), str):
-                file["name"] = part["filename"]
-            segments[-1][1].append(file)
+            segments[-1][1].append(file_part(mime, url, part.get("filename")))
             layout.append({"fields": _rest(part, ("type", "mediaType", "url", "filename"))})
         elif part_type == "dynamic-tool" or part_type.startswith("tool-"):
             call = _import_tool(part, part_type, ppath, problems)
@@ -342,12 +341,7 @@ def _import_tool(
         return None
     if call_id is None or name is None:
         return None
-    call = {
-        "type": "tool-call",
-        "toolCallId": call_id,
-        "toolName": name,
-        "input": copy.deepcopy(part.get("input")),
-    }
+    call = tool_call_part(call_id, name, copy.deepcopy(part.get("input")))
     if state == "output-available":
         output, is_error = copy.deepcopy(part.get("output")), False
     elif state == "output-error":
@@ -358,11 +352,4 @@ def _import_tool(
         output, is_error = reason if isinstance(reason, str) else "denied", True
     else:
         return call, None
-    result = {
-        "type": "tool-result",
-        "toolCallId": call_id,
-        "toolName": name,
-        "output": output,
-        "isError": is_error,
-    }
-    return call, result
+    return call, tool_result_part(call_id, name, output, is_error=is_error)

@@ -16,17 +16,21 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .checks import Problems, output_text
 from .document import (
     TreeThread,
     active_path,
     data_url,
     extra_of,
+    file_part,
     linear_thread,
     make_message,
+    output_text,
     parse_data_url,
     set_extra,
+    tool_call_part,
+    tool_result_part,
 )
+from .validation import Problems
 
 _DOCUMENT_TYPES = ("application/pdf", "text/plain")
 
@@ -134,11 +138,7 @@ def import_anthropic(data: Any) -> list[TreeThread]:
     if system is not None:
         parts = _text_blocks(system, "$.system", problems)
         messages.append(make_message("m0", None, "system", parts))
-    for index, value in enumerate(turns):
-        path = f"{base}[{index}]"
-        turn = problems.obj(value, path)
-        if turn is None:
-            continue
+    for path, turn in problems.objects(turns, base):
         role = turn.get("role")
         if role not in ("user", "assistant"):
             problems.add(f"{path}.role", "expected user or assistant")
@@ -165,11 +165,7 @@ def _assistant(
 ) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
     thinking: list[dict[str, Any]] = []
-    for index, value in enumerate(blocks):
-        bpath = f"{path}.content[{index}]"
-        block = problems.obj(value, bpath)
-        if block is None:
-            continue
+    for bpath, block in problems.objects(blocks, f"{path}.content"):
         block_type = block.get("type")
         if block_type == "thinking":
             text = problems.req_string(block, "thinking", bpath)
@@ -188,14 +184,7 @@ def _assistant(
             name = problems.req_string(block, "name", bpath)
             if call_id is not None and name is not None:
                 tool_names[call_id] = name
-                parts.append(
-                    {
-                        "type": "tool-call",
-                        "toolCallId": call_id,
-                        "toolName": name,
-                        "input": copy.deepcopy(block.get("input")),
-                    }
-                )
+                parts.append(tool_call_part(call_id, name, copy.deepcopy(block.get("input"))))
         else:
             part_or_none = _common_block(block, bpath, problems)
             if part_or_none is not None:
@@ -216,11 +205,7 @@ def _user(
 ) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
-    for index, value in enumerate(blocks):
-        bpath = f"{path}.content[{index}]"
-        block = problems.obj(value, bpath)
-        if block is None:
-            continue
+    for bpath, block in problems.objects(blocks, f"{path}.content"):
         if block.get("type") == "tool_result":
             call_id = problems.req_string(block, "tool_use_id", bpath)
             if call_id is None:
@@ -232,14 +217,10 @@ def _user(
                 if texts and len(texts) == len(content):
                     strings = [text for text in texts if isinstance(text, str)]
                     output = "".join(strings) if len(strings) == len(texts) else content
+            name = tool_names.get(call_id, "")
+            is_error = block.get("is_error") is True
             results.append(
-                {
-                    "type": "tool-result",
-                    "toolCallId": call_id,
-                    "toolName": tool_names.get(call_id, ""),
-                    "output": copy.deepcopy(output),
-                    "isError": block.get("is_error") is True,
-                }
+                tool_result_part(call_id, name, copy.deepcopy(output), is_error=is_error)
             )
             continue
         part = _common_block(block, bpath, problems)
@@ -268,20 +249,18 @@ def _common_block(block: dict[str, Any], path: str, problems: Problems) -> dict[
             mime = problems.req_string(source, "media_type", spath)
             data = problems.req_string(source, "data", spath)
             if mime is not None and data is not None:
-                part = {"type": "file", "mimeType": mime, "url": data_url(mime, data)}
+                part = file_part(mime, data_url(mime, data), block.get("title"))
         elif source.get("type") == "url":
             url = problems.req_string(source, "url", spath)
             if url is not None:
                 default = "image/*" if block_type == "image" else "application/pdf"
-                part = {"type": "file", "mimeType": default, "url": url}
+                part = file_part(default, url, block.get("title"))
         elif source.get("type") == "text":
             data = problems.req_string(source, "data", spath)
             if data is not None:
                 part = {"type": "text", "text": data}
         else:
             problems.add(f"{spath}.type", "expected base64, url or text")
-        if part is not None and part["type"] == "file" and isinstance(block.get("title"), str):
-            part["name"] = block["title"]
         return part
     if block_type in ("tool_result", "tool_use", "thinking", "redacted_thinking"):
         problems.add(f"{path}.type", f"{block_type} is not allowed in this turn")
@@ -297,10 +276,8 @@ def _text_blocks(value: Any, path: str, problems: Problems) -> list[dict[str, An
         return [{"type": "text", "text": value}]
     blocks = problems.array(value, path) or []
     parts = []
-    for index, item in enumerate(blocks):
-        block = problems.obj(item, f"{path}[{index}]")
-        if block is not None:
-            text = problems.req_string(block, "text", f"{path}[{index}]")
-            if text is not None:
-                parts.append({"type": "text", "text": text})
+    for where, block in problems.objects(blocks, path):
+        text = problems.req_string(block, "text", where)
+        if text is not None:
+            parts.append({"type": "text", "text": text})
     return parts

@@ -5,8 +5,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .checks import Problems, is_int
-from .document import ROLES, SCHEMA_VERSION, TreeThread
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from transcripts.canonical import PART_TYPES, ROLES, TreeMessage, error_path, full_parts
+
+from .document import TreeThread
+from .validation import Problems, is_int, json_kind
 
 FORMAT_NAME = "transcripts.canonical"
 VERSION = 1
@@ -72,7 +77,7 @@ def _read_document(document: Any, path: str, problems: Problems) -> TreeThread |
             problems.obj(head[key], f"{tpath}.{key}")
     seen: set[str] = set()
     for index, message in enumerate(messages):
-        validate_message(message, f"{path}.messages[{index}]", problems, seen)
+        _check_message(message, f"{path}.messages[{index}]", problems, seen)
     for index, run in enumerate(runs):
         problems.obj(run, f"{path}.runs[{index}]")
     leaf = head.get("activeLeafId")
@@ -80,9 +85,13 @@ def _read_document(document: Any, path: str, problems: Problems) -> TreeThread |
         problems.add(f"{tpath}.activeLeafId", "does not name a message of the document")
     if problems.items:
         return None
+    tool_names: dict[str, str] = {}
     return TreeThread(
         title=title,
-        messages=copy.deepcopy(messages),
+        messages=[
+            {**copy.deepcopy(message), "parts": full_parts(message["parts"], tool_names)}
+            for message in messages
+        ],
         active_leaf=leaf,
         metadata=copy.deepcopy(head.get("metadata", {})),
         agents=copy.deepcopy(head.get("agents", {})),
@@ -94,62 +103,62 @@ def _read_document(document: Any, path: str, problems: Problems) -> TreeThread |
     )
 
 
-def validate_message(value: Any, path: str, problems: Problems, seen: set[str]) -> None:
-    """Check one canonical message; seen holds the ids of the messages before it."""
-    message = problems.obj(value, path)
-    if message is None:
+# A message's fields in the order a reader goes through them.
+_FIELD_ORDER = ("id", "parentMessageId", "role", "createdAt", "metadata", "parts")
+
+
+def _check_message(value: Any, path: str, problems: Problems, seen: set[str]) -> None:
+    """Check one message against the canonical schema; seen holds the ids listed before it."""
+    if not isinstance(value, dict):
+        problems.obj(value, path)
         return
-    key = problems.req_string(message, "id", path)
-    parent = message.get("parentMessageId")
-    if parent is not None and not isinstance(parent, str):
-        problems.add(f"{path}.parentMessageId", "expected a string or null")
-    elif parent is not None and parent not in seen:
-        problems.add(f"{path}.parentMessageId", "parent must be a message listed before it")
-    if message.get("role") not in ROLES:
-        problems.add(f"{path}.role", f"expected one of {', '.join(ROLES)}")
-    problems.opt_string(message.get("createdAt"), f"{path}.createdAt")
-    metadata = problems.obj(message.get("metadata"), f"{path}.metadata")
-    if metadata is not None:
-        version = metadata.get("schemaVersion")
-        if not is_int(version) or not 1 <= version <= SCHEMA_VERSION:
-            problems.add(f"{path}.metadata.schemaVersion", "expected a supported schema version")
-    parts = problems.array(message.get("parts"), f"{path}.parts")
-    for index, part in enumerate(parts or []):
-        validate_part(part, f"{path}.parts[{index}]", problems)
-    if key is not None:
+    # (rank of the field, path, message): problems are listed in the order of _FIELD_ORDER.
+    found: list[tuple[int, str, str]] = []
+    try:
+        TreeMessage.model_validate(value)
+    except ValidationError as exc:
+        found.extend(
+            (_FIELD_ORDER.index(str(error["loc"][0])), error_path(error), _wording(error))
+            for error in exc.errors()
+        )
+    parent = value.get("parentMessageId")
+    if isinstance(parent, str) and parent not in seen:
+        found.append(
+            (
+                _FIELD_ORDER.index("parentMessageId"),
+                ".parentMessageId",
+                "parent must be a message listed before it",
+            )
+        )
+    for _, where, message in sorted(found, key=lambda problem: problem[0]):
+        problems.add(path + where, message)
+    key = value.get("id")
+    if isinstance(key, str):
         if key in seen:
             problems.add(f"{path}.id", "duplicate message id")
         seen.add(key)
 
 
-_PART_FIELDS: dict[str, tuple[str, ...]] = {
-    "text": ("text",),
-    "reasoning": ("text",),
-    "tool-call": ("toolCallId", "toolName"),
-    "tool-result": ("toolCallId", "toolName"),
-    "file": ("mimeType", "url"),
-}
-
-
-def validate_part(value: Any, path: str, problems: Problems) -> None:
-    """Check one canonical part."""
-    part = problems.obj(value, path)
-    if part is None:
-        return
-    part_type = part.get("type")
-    if part_type not in _PART_FIELDS:
-        problems.add(f"{path}.type", f"expected one of {', '.join(_PART_FIELDS)}")
-        return
-    for key in _PART_FIELDS[part_type]:
-        problems.req_string(part, key, path)
-    if part_type == "tool-call" and "input" not in part:
-        problems.add(f"{path}.input", "required field is missing")
-    if part_type == "tool-result":
-        if "output" not in part:
-            problems.add(f"{path}.output", "required field is missing")
-        if not isinstance(part.get("isError"), bool):
-            problems.add(f"{path}.isError", "expected a boolean")
-    if part_type == "reasoning" and "signature" in part:
-        problems.string(part["signature"], f"{path}.signature")
-    if part_type == "file" and "name" in part:
-        problems.string(part["name"], f"{path}.name")
+def _wording(error: ErrorDetails) -> str:
+    """A schema error in the words every format reader uses."""
+    kind, value = error["type"], error.get("input")
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "value_error":
+        return str(error.get("ctx", {}).get("error", error["msg"]))
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        return f"expected one of {', '.join(PART_TYPES)}"
+    if kind == "literal_error":
+        # The role is the schema's only literal besides the part types.
+        return f"expected one of {', '.join(ROLES)}"
+    if kind == "string_type":
+        return f"expected a string, got {json_kind(value)}"
+    if kind == "string_too_short":
+        return "expected a non-empty string"
+    if kind == "bool_type":
+        return f"expected a boolean, got {json_kind(value)}"
+    if kind == "list_type":
+        return f"expected an array, got {json_kind(value)}"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return f"expected an object, got {json_kind(value)}"
+    return error["msg"]

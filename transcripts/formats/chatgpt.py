@@ -22,10 +22,12 @@ from typing import Any, BinaryIO
 
 import ijson
 
+from transcripts.canonical import ROLES
 from transcripts.errors import FormatError
+from transcripts.times import epoch_to_iso
 
-from .checks import Problems
-from .document import ROLES, TreeThread, epoch_to_iso, make_message
+from .document import TreeThread, file_part, make_message, tool_call_part, tool_result_part
+from .validation import Problems
 
 _HIDDEN_CONTENT = ("user_editable_context", "model_editable_context", "reasoning_recap")
 
@@ -277,12 +279,7 @@ def _message(
         tool_input: dict[str, Any] = {"code" if content_type == "code" else "text": code}
         if isinstance(content.get("language"), str):
             tool_input["language"] = content["language"]
-        tool_call = {
-            "type": "tool-call",
-            "toolCallId": key,
-            "toolName": recipient,
-            "input": tool_input,
-        }
+        tool_call = tool_call_part(key, recipient, tool_input)
         parts = [tool_call]
         calls[key] = tool_call
     elif role == "tool":
@@ -291,14 +288,13 @@ def _message(
             output = content.get("text") if isinstance(content.get("text"), str) else _joined(parts)
             aggregate = raw_meta.get("aggregate_result")
             status = aggregate.get("status") if isinstance(aggregate, dict) else None
-            result = {
-                "type": "tool-result",
-                "toolCallId": call["toolCallId"] if call else key,
-                "toolName": call["toolName"] if call else (author_name or "tool"),
-                "output": output,
-                "isError": content_type == "system_error"
+            result = tool_result_part(
+                call["toolCallId"] if call else key,
+                call["toolName"] if call else (author_name or "tool"),
+                output,
+                is_error=content_type == "system_error"
                 or (isinstance(status, str) and status != "success"),
-            }
+            )
             files = [part for part in parts if part["type"] == "file"]
             parts = [result, *files]
     if hidden:
@@ -405,15 +401,9 @@ def _multimodal(items: list[Any]) -> list[dict[str, Any]]:
             mime = mime if isinstance(mime, str) and "/" in mime else f"{kind}/*"
             if kind == "application" and mime == "application/*":
                 mime = "application/octet-stream"
-            part: dict[str, Any] = {"type": "file", "mimeType": mime, "url": pointer}
-            name = (
-                (item.get("metadata") or {}).get("file_name")
-                if isinstance(item.get("metadata"), dict)
-                else None
-            )
-            if isinstance(name, str):
-                part["name"] = name
-            parts.append(part)
+            metadata = item.get("metadata")
+            name = metadata.get("file_name") if isinstance(metadata, dict) else None
+            parts.append(file_part(mime, pointer, name))
         elif isinstance(item.get("text"), str) and item["text"]:
             # audio_transcription and other text-bearing items.
             parts.append({"type": "text", "text": item["text"]})

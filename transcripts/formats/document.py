@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
+import json
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-SCHEMA_VERSION = 1
-ROLES = ("user", "assistant", "system", "tool")
+from transcripts.canonical import SCHEMA_VERSION
 
 
 @dataclass
@@ -49,6 +46,32 @@ def make_message(
         "createdAt": created_at,
         "metadata": meta,
     }
+
+
+def tool_call_part(call_id: str, name: str, tool_input: Any) -> dict[str, Any]:
+    """A canonical tool-call part."""
+    return {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": tool_input}
+
+
+def tool_result_part(
+    call_id: str, name: str, output: Any, *, is_error: bool = False
+) -> dict[str, Any]:
+    """A canonical tool-result part."""
+    return {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "toolName": name,
+        "output": output,
+        "isError": is_error,
+    }
+
+
+def file_part(mime_type: str, url: str, name: Any = None) -> dict[str, Any]:
+    """A canonical file part, named when name is a string."""
+    part = {"type": "file", "mimeType": mime_type, "url": url}
+    if isinstance(name, str):
+        part["name"] = name
+    return part
 
 
 def linear_thread(
@@ -130,11 +153,6 @@ def set_extra(metadata: dict[str, Any], provider: str, values: dict[str, Any]) -
     metadata.setdefault("extra", {}).setdefault(provider, {}).update(values)
 
 
-def texts(message: dict[str, Any]) -> list[str]:
-    """The texts of the message's text parts."""
-    return [part["text"] for part in message["parts"] if part.get("type") == "text"]
-
-
 _DATA_URL = re.compile(r"^data:(?P<mime>[^;,]*)(?P<params>(;[^;,]*)*?);base64,(?P<data>.*)$", re.S)
 
 
@@ -151,26 +169,19 @@ def data_url(mime_type: str, data: str) -> str:
     return f"data:{mime_type};base64,{data}"
 
 
-def is_base64(data: str) -> bool:
-    """Whether data is valid base64."""
+def parse_json_text(text: str) -> Any:
+    """The JSON value a string holds, or the string itself when it is not JSON."""
     try:
-        base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return True
-
-
-def epoch_to_iso(value: float) -> str:
-    """ISO 8601 UTC text for epoch seconds, with milliseconds when there are any."""
-    moment = datetime.fromtimestamp(value, tz=UTC)
-    text = moment.isoformat(timespec="milliseconds" if moment.microsecond else "seconds")
-    return text.replace("+00:00", "Z")
-
-
-def parse_iso(value: str) -> datetime | None:
-    """An aware datetime for ISO 8601 text (naive means UTC), or None when it does not parse."""
-    try:
-        moment = datetime.fromisoformat(value)
+        return json.loads(text)
     except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+        return text
+
+
+def dump_json_text(value: Any) -> str:
+    """Compact JSON text for a value (non-ASCII kept readable)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def output_text(value: Any) -> str:
+    """A tool output as text: strings as they are, anything else as JSON."""
+    return value if isinstance(value, str) else dump_json_text(value)

@@ -15,17 +15,20 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .checks import Problems
 from .document import (
     TreeThread,
     active_path,
     data_url,
     extra_of,
+    file_part,
     linear_thread,
     make_message,
     parse_data_url,
     set_extra,
+    tool_call_part,
+    tool_result_part,
 )
+from .validation import Problems
 
 _SNAKE = {
     "system_instruction": "systemInstruction",
@@ -132,21 +135,16 @@ def import_gemini(data: Any) -> list[TreeThread]:
             system = {"parts": [{"text": system}]}
         instruction = problems.obj(system, "$.systemInstruction")
         if instruction is not None:
-            items = problems.array(instruction.get("parts"), "$.systemInstruction.parts") or []
+            ppath = "$.systemInstruction.parts"
+            items = problems.array(instruction.get("parts"), ppath) or []
             parts = []
-            for index, item in enumerate(items):
-                ipath = f"$.systemInstruction.parts[{index}]"
-                raw = problems.obj(item, ipath)
-                text = None if raw is None else problems.req_string(raw, "text", ipath)
+            for ipath, raw in problems.objects(items, ppath):
+                text = problems.req_string(raw, "text", ipath)
                 if text is not None:
                     parts.append({"type": "text", "text": text})
             messages.append(make_message("m0", None, "system", parts))
     contents = problems.array(body.get("contents"), base) or []
-    for index, value in enumerate(contents):
-        path = f"{base}[{index}]"
-        content = problems.obj(value, path)
-        if content is None:
-            continue
+    for path, content in problems.objects(contents, base):
         role = content.get("role", "user")
         if role not in ("user", "model"):
             problems.add(f"{path}.role", "expected user or model")
@@ -163,11 +161,7 @@ def _import_content(
 ) -> list[dict[str, Any]]:
     # Each run of parts of one canonical role becomes a message: results split from prompts.
     groups: list[tuple[str, list[dict[str, Any]], dict[str, str]]] = []
-    for index, item in enumerate(items):
-        ipath = f"{path}.parts[{index}]"
-        raw = problems.obj(item, ipath)
-        if raw is None:
-            continue
+    for ipath, raw in problems.objects(items, f"{path}.parts"):
         part = _import_part(raw, ipath, problems)
         if part is None:
             continue
@@ -197,12 +191,7 @@ def _import_part(raw: dict[str, Any], path: str, problems: Problems) -> dict[str
         if call is None or name is None:
             return None
         call_id = problems.opt_string(call.get("id"), f"{path}.functionCall.id")
-        return {
-            "type": "tool-call",
-            "toolCallId": call_id or name,
-            "toolName": name,
-            "input": copy.deepcopy(call.get("args", {})),
-        }
+        return tool_call_part(call_id or name, name, copy.deepcopy(call.get("args", {})))
     if "functionResponse" in raw:
         rpath = f"{path}.functionResponse"
         response = problems.obj(raw["functionResponse"], rpath)
@@ -216,13 +205,7 @@ def _import_part(raw: dict[str, Any], path: str, problems: Problems) -> dict[str
             output = payload["output"]
         elif isinstance(payload, dict) and len(payload) == 1 and ("error" in payload):
             output, is_error = payload["error"], True
-        return {
-            "type": "tool-result",
-            "toolCallId": call_id or name,
-            "toolName": name,
-            "output": copy.deepcopy(output),
-            "isError": is_error,
-        }
+        return tool_result_part(call_id or name, name, copy.deepcopy(output), is_error=is_error)
     if "inlineData" in raw:
         blob = problems.obj(raw["inlineData"], f"{path}.inlineData")
         if blob is None:
@@ -231,7 +214,7 @@ def _import_part(raw: dict[str, Any], path: str, problems: Problems) -> dict[str
         data = problems.req_string(blob, "data", f"{path}.inlineData")
         if mime is None or data is None:
             return None
-        return {"type": "file", "mimeType": mime, "url": data_url(mime, data)}
+        return file_part(mime, data_url(mime, data))
     if "fileData" in raw:
         file = problems.obj(raw["fileData"], f"{path}.fileData")
         if file is None:
@@ -240,7 +223,7 @@ def _import_part(raw: dict[str, Any], path: str, problems: Problems) -> dict[str
         mime = problems.opt_string(file.get("mimeType"), f"{path}.fileData.mimeType")
         if uri is None:
             return None
-        return {"type": "file", "mimeType": mime or "application/octet-stream", "url": uri}
+        return file_part(mime or "application/octet-stream", uri)
     if "text" in raw:
         text = problems.string(raw["text"], f"{path}.text")
         if text is None:

@@ -14,17 +14,23 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .checks import Problems, dump_json_text, output_text, parse_json_text
 from .document import (
     TreeThread,
     active_path,
     data_url,
+    dump_json_text,
     extra_of,
+    file_part,
     linear_thread,
     make_message,
+    output_text,
     parse_data_url,
+    parse_json_text,
     set_extra,
+    tool_call_part,
+    tool_result_part,
 )
+from .validation import Problems
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
@@ -133,11 +139,7 @@ def import_openai(data: Any) -> list[TreeThread]:
         base = "$"
     messages: list[dict[str, Any]] = []
     tool_names: dict[str, str] = {}
-    for index, item in enumerate(items or []):
-        path = f"{base}[{index}]"
-        raw = problems.obj(item, path)
-        if raw is None:
-            continue
+    for path, raw in problems.objects(items or [], base):
         message = _import_message(raw, path, problems, tool_names, f"m{len(messages)}")
         if message is None:
             continue
@@ -170,14 +172,8 @@ def _import_message(
         content = _content_text(raw.get("content"), f"{path}.content", problems)
         if call_id is None or content is None:
             return None
-        tool_name = tool_names.get(call_id, raw.get("name") if isinstance(name, str) else "")
-        part = {
-            "type": "tool-result",
-            "toolCallId": call_id,
-            "toolName": tool_name,
-            "output": content,
-            "isError": False,
-        }
+        tool_name = tool_names.get(call_id, name if isinstance(name, str) else "")
+        part = tool_result_part(call_id, tool_name, content)
         return make_message(key, None, "tool", [part], metadata=metadata)
     if role in ("system", "developer"):
         if role == "developer":
@@ -230,7 +226,7 @@ def _tool_call(value: Any, path: str, problems: Problems) -> dict[str, Any] | No
     if name is None:
         return None
     payload = parse_json_text(arguments) if isinstance(arguments, str) else arguments
-    return {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": payload}
+    return tool_call_part(call_id, name, payload)
 
 
 def _content_text(value: Any, path: str, problems: Problems) -> str | None:
@@ -270,7 +266,7 @@ def _content_part(value: Any, path: str, problems: Problems) -> dict[str, Any] |
         if url is None:
             return None
         inline = parse_data_url(url)
-        return {"type": "file", "mimeType": inline[0] if inline else "image/*", "url": url}
+        return file_part(inline[0] if inline else "image/*", url)
     if part_type == "input_audio":
         audio = problems.obj(item.get("input_audio"), f"{path}.input_audio")
         if audio is None:
@@ -280,7 +276,7 @@ def _content_part(value: Any, path: str, problems: Problems) -> dict[str, Any] |
         if data is None or fmt is None:
             return None
         mime = "audio/mpeg" if fmt == "mp3" else f"audio/{fmt}"
-        return {"type": "file", "mimeType": mime, "url": data_url(mime, data)}
+        return file_part(mime, data_url(mime, data))
     if part_type == "file":
         file = problems.obj(item.get("file"), f"{path}.file")
         if file is None:
@@ -292,13 +288,7 @@ def _content_part(value: Any, path: str, problems: Problems) -> dict[str, Any] |
             problems.add(f"{path}.file", "expected file_data or file_id")
             return None
         inline = parse_data_url(url)
-        part = {
-            "type": "file",
-            "mimeType": inline[0] if inline else "application/octet-stream",
-            "url": url,
-        }
-        if isinstance(file.get("filename"), str):
-            part["name"] = file["filename"]
-        return part
+        mime = inline[0] if inline else "application/octet-stream"
+        return file_part(mime, url, file.get("filename"))
     problems.add(f"{path}.type", "expected text, refusal, image_url, input_audio or file")
     return None

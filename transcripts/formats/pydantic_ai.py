@@ -14,8 +14,20 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .checks import Problems, dump_json_text, is_int, parse_json_text
-from .document import TreeThread, active_path, data_url, linear_thread, make_message, parse_data_url
+from .document import (
+    TreeThread,
+    active_path,
+    data_url,
+    dump_json_text,
+    file_part,
+    linear_thread,
+    make_message,
+    parse_data_url,
+    parse_json_text,
+    tool_call_part,
+    tool_result_part,
+)
+from .validation import Problems, is_int
 
 _FINISH_REASONS = ("stop", "length", "content_filter", "tool_call", "error")
 _ERROR_OUTCOMES = ("failed", "denied", "retried", "interrupted")
@@ -182,11 +194,7 @@ def import_pydantic_ai(data: Any) -> list[TreeThread]:
     problems = Problems()
     items = problems.array(data, "$") or []
     messages: list[dict[str, Any]] = []
-    for index, item in enumerate(items):
-        path = f"$[{index}]"
-        raw = problems.obj(item, path)
-        if raw is None:
-            continue
+    for path, raw in problems.objects(items, "$"):
         parts = problems.array(raw.get("parts"), f"{path}.parts")
         if parts is None:
             continue
@@ -216,11 +224,7 @@ def _import_request(
             groups.append({"role": role, "parts": [], "left": [], "at": stamp, "other": []})
         return groups[-1]
 
-    for index, value in enumerate(items):
-        ppath = f"{path}.parts[{index}]"
-        part = problems.obj(value, ppath)
-        if part is None:
-            continue
+    for ppath, part in problems.objects(items, f"{path}.parts"):
         kind = part.get("part_kind")
         stamp = part.get("timestamp")
         if kind == "system-prompt":
@@ -250,19 +254,13 @@ def _import_request(
                 target["parts"].append({"type": "text", "text": text})
                 target["left"].append(_leftover(part, ("content", "timestamp")))
                 continue
-            if problems.string(name, f"{ppath}.tool_name") is None or call_id is None:
+            tool_name = problems.string(name, f"{ppath}.tool_name")
+            if tool_name is None or call_id is None:
                 continue
             is_error = kind == "retry-prompt" or part.get("outcome") in _ERROR_OUTCOMES
+            output = copy.deepcopy(part.get("content"))
             target = group("tool", stamp)
-            target["parts"].append(
-                {
-                    "type": "tool-result",
-                    "toolCallId": call_id,
-                    "toolName": name,
-                    "output": copy.deepcopy(part.get("content")),
-                    "isError": is_error,
-                }
-            )
+            target["parts"].append(tool_result_part(call_id, tool_name, output, is_error=is_error))
             used = ("content", "timestamp", "tool_name", "tool_call_id")
             target["left"].append(_leftover(part, used))
         elif isinstance(kind, str):
@@ -308,7 +306,7 @@ def _user_content(value: Any, path: str, problems: Problems) -> list[dict[str, A
             data = problems.req_string(content, "data", ipath)
             mime = problems.req_string(content, "media_type", ipath)
             if data is not None and mime is not None:
-                parts.append({"type": "file", "mimeType": mime, "url": data_url(mime, data)})
+                parts.append(file_part(mime, data_url(mime, data)))
         elif kind in ("image-url", "audio-url", "video-url", "document-url"):
             url = problems.req_string(content, "url", ipath)
             mime = content.get("media_type")
@@ -318,8 +316,7 @@ def _user_content(value: Any, path: str, problems: Problems) -> list[dict[str, A
                     if kind != "document-url"
                     else "application/octet-stream"
                 )
-                mime_type = mime if isinstance(mime, str) else fallback
-                parts.append({"type": "file", "mimeType": mime_type, "url": url})
+                parts.append(file_part(mime if isinstance(mime, str) else fallback, url))
         elif kind == "text" and isinstance(content.get("content"), str):
             parts.append({"type": "text", "text": content["content"]})
         else:
@@ -335,11 +332,7 @@ def _import_response(
     others: list[dict[str, Any]] = []
     builtin: list[str] = []
     raw_args: dict[str, str] = {}
-    for index, value in enumerate(items):
-        ppath = f"{path}.parts[{index}]"
-        part = problems.obj(value, ppath)
-        if part is None:
-            continue
+    for ppath, part in problems.objects(items, f"{path}.parts"):
         kind = part.get("part_kind")
         converted: dict[str, Any] | None = None
         used: tuple[str, ...] = ("part_kind", "content")
@@ -361,12 +354,7 @@ def _import_response(
                 payload = parse_json_text(args) if isinstance(args, str) else copy.deepcopy(args)
                 if isinstance(args, str):
                     raw_args[call_id] = args
-                converted = {
-                    "type": "tool-call",
-                    "toolCallId": call_id,
-                    "toolName": name,
-                    "input": payload,
-                }
+                converted = tool_call_part(call_id, name, payload)
                 used = ("part_kind", "tool_name", "tool_call_id", "args")
                 if kind == "builtin-tool-call":
                     builtin.append(call_id)
@@ -374,13 +362,7 @@ def _import_response(
             name = problems.req_string(part, "tool_name", ppath)
             call_id = problems.req_string(part, "tool_call_id", ppath)
             if name is not None and call_id is not None:
-                converted = {
-                    "type": "tool-result",
-                    "toolCallId": call_id,
-                    "toolName": name,
-                    "output": copy.deepcopy(part.get("content")),
-                    "isError": False,
-                }
+                converted = tool_result_part(call_id, name, copy.deepcopy(part.get("content")))
                 used = ("part_kind", "tool_name", "tool_call_id", "content")
         elif kind == "file":
             files = _user_content([part.get("content")], f"{ppath}.content", problems)

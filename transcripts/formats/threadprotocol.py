@@ -11,36 +11,35 @@ travel as `system.prompt` actions, and `metadata.annotations` of a message
 messages without an agent are attributed to an `assistant` agent added to the registry;
 messages without a timestamp (or with one earlier than the message before) take the
 previous one, since action times must not go back. A tool result whose call is not on the
-path is written as a `system.orphan_tool_return` action.
+path is written as a `system.orphan_tool_return` action. Import checks every rule of the
+specification first (`threadprotocol_rules`).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import re
 import uuid
 from typing import Any
 
-from .checks import Problems, is_int
+from transcripts.times import parse_iso
+
 from .document import (
     TreeThread,
     active_path,
+    file_part,
     leaves,
     linear_thread,
     make_message,
-    parse_iso,
     path_to,
+    tool_call_part,
+    tool_result_part,
 )
+from .threadprotocol_rules import FINISH_REASONS, SYSTEM_ACTION, VERSION, validate_thread
+from .validation import Problems, is_int
 
-VERSION = "1.0.0"
-CORE_ACTIONS = ("user_message", "assistant_message", "thinking", "tool_call", "tool_return")
-FINISH_REASONS = ("stop", "tool_call", "length", "content_filter")
-STATUSES = ("success", "error", "validation_error")
-CONTENT_TYPES = ("text", "image", "file", "audio", "video")
 DEFAULT_AGENT = "assistant"
 EPOCH = "1970-01-01T00:00:00Z"
-_SYSTEM_ACTION = re.compile(r"^system\.[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 _NAMESPACE = uuid.UUID("8d6d8f3e-3f1c-4c55-9d0e-5a7c2f0b9e11")
 
 
@@ -235,7 +234,7 @@ def _message_actions(message: dict[str, Any], called: set[str]) -> list[dict[str
     annotations = metadata.get("annotations")
     for annotation in annotations if isinstance(annotations, list) else []:
         action_type = annotation.get("action_type") if isinstance(annotation, dict) else None
-        if isinstance(action_type, str) and _SYSTEM_ACTION.match(action_type):
+        if isinstance(action_type, str) and SYSTEM_ACTION.match(action_type):
             actions.append(
                 {"action_type": annotation["action_type"], "data": annotation.get("data")}
             )
@@ -257,193 +256,6 @@ def import_threadprotocol(data: Any) -> list[TreeThread]:
     return threads
 
 
-def validate_thread(value: Any, path: str, problems: Problems) -> None:
-    """Record every violation of the ThreadProtocol v1.0.0 rules in one thread."""
-    thread = problems.obj(value, path)
-    if thread is None:
-        return
-    if thread.get("version") != VERSION:
-        problems.add(f"{path}.version", f"expected {VERSION!r}")
-    problems.req_string(thread, "thread_id", path)
-    problems.opt_string(thread.get("parent_thread_id"), f"{path}.parent_thread_id")
-    for key in ("created_at", "updated_at"):
-        _timestamp(thread, key, path, problems)
-    problems.req_string(thread, "title", path)
-    if thread.get("metadata") is not None:
-        problems.obj(thread["metadata"], f"{path}.metadata")
-    agents = problems.obj(problems.required(thread, "agents", path), f"{path}.agents") or {}
-    identifiers: dict[str, str] = {}
-    for key, config_value in agents.items():
-        apath = f"{path}.agents.{key}"
-        config = problems.obj(config_value, apath)
-        if config is None:
-            continue
-        agent_id = problems.req_string(config, "agent_id", apath)
-        if agent_id is not None and agent_id != key:
-            problems.add(f"{apath}.agent_id", "must equal its key in the agents registry")
-        identifier = problems.req_string(config, "agent_identifier", apath)
-        if identifier is not None and identifier in identifiers:
-            problems.add(
-                f"{apath}.agent_identifier", f"not unique: also used by {identifiers[identifier]}"
-            )
-        elif identifier is not None:
-            identifiers[identifier] = key
-        problems.req_string(config, "agent_name", apath)
-        _timestamp(config, "created_at", apath, problems)
-        problems.opt_string(config.get("config_ref"), f"{apath}.config_ref")
-    actions = problems.array(problems.required(thread, "actions", path), f"{path}.actions") or []
-    _validate_actions(actions, f"{path}.actions", problems, set(agents))
-
-
-def _timestamp(data: dict[str, Any], key: str, path: str, problems: Problems) -> Any:
-    text = problems.req_string(data, key, path)
-    if text is None:
-        return None
-    moment = parse_iso(text)
-    if moment is None:
-        problems.add(f"{path}.{key}", "expected an ISO 8601 timestamp")
-    return moment
-
-
-def _validate_actions(actions: list[Any], path: str, problems: Problems, agents: set[str]) -> None:
-    seen_sequences: dict[int, int] = {}
-    calls: dict[str, str] = {}
-    first: int | None = None
-    previous_time: Any = None
-    for index, value in enumerate(actions):
-        apath = f"{path}[{index}]"
-        action = problems.obj(value, apath)
-        if action is None:
-            continue
-        sequence = problems.required(action, "sequence", apath)
-        if sequence is not None and not is_int(sequence):
-            problems.add(f"{apath}.sequence", "expected an integer")
-        elif is_int(sequence):
-            first = sequence if first is None else first
-            if sequence in seen_sequences:
-                problems.add(
-                    f"{apath}.sequence",
-                    f"duplicate sequence {sequence} (also at {path}[{seen_sequences[sequence]}])",
-                )
-            elif sequence != first + index:
-                problems.add(
-                    f"{apath}.sequence", f"expected sequence {first + index}, got {sequence}"
-                )
-            seen_sequences.setdefault(sequence, index)
-        moment = _timestamp(action, "timestamp", apath, problems)
-        if moment is not None:
-            if previous_time is not None and moment < previous_time:
-                problems.add(f"{apath}.timestamp", "earlier than the action before it in sequence")
-            previous_time = moment
-        problems.opt_string(action.get("action_id"), f"{apath}.action_id")
-        action_type = problems.req_string(action, "action_type", apath)
-        if action_type is None:
-            continue
-        if action_type.startswith("system."):
-            if not _SYSTEM_ACTION.match(action_type):
-                problems.add(f"{apath}.action_type", "system action names are system.<name>")
-            if "data" not in action:
-                problems.add(f"{apath}.data", "required field is missing")
-            data = action.get("data")
-            if isinstance(data, dict) and isinstance(data.get("agent_id"), str):
-                _agent(data["agent_id"], f"{apath}.data.agent_id", problems, agents)
-            continue
-        if action_type not in CORE_ACTIONS:
-            problems.add(
-                f"{apath}.action_type",
-                f"unknown action type {action_type!r}: core actions are "
-                f"{', '.join(CORE_ACTIONS)}; extensions are named system.<name>",
-            )
-            continue
-        _validate_core(action, action_type, apath, problems, agents, calls)
-
-
-def _agent(value: Any, path: str, problems: Problems, agents: set[str]) -> None:
-    if problems.string(value, path) is not None and value not in agents:
-        problems.add(path, f"agent {value!r} is not in the agents registry")
-
-
-def _validate_core(
-    action: dict[str, Any],
-    action_type: str,
-    path: str,
-    problems: Problems,
-    agents: set[str],
-    calls: dict[str, str],
-) -> None:
-    if action_type in ("assistant_message", "thinking", "tool_call"):
-        _agent(problems.required(action, "agent_id", path), f"{path}.agent_id", problems, agents)
-    if action_type in ("user_message", "assistant_message"):
-        if "content" in action:
-            _validate_content(action["content"], f"{path}.content", problems)
-        else:
-            problems.add(f"{path}.content", "required field is missing")
-    if action_type == "user_message" and "attachments" in action:
-        for index, item in enumerate(
-            problems.array(action["attachments"], f"{path}.attachments") or []
-        ):
-            ipath = f"{path}.attachments[{index}]"
-            attachment = problems.obj(item, ipath)
-            if attachment is not None:
-                problems.req_string(attachment, "name", ipath)
-                problems.req_string(attachment, "media_type", ipath)
-                if not isinstance(attachment.get("url"), str) and not isinstance(
-                    attachment.get("data"), str
-                ):
-                    problems.add(ipath, "an attachment needs url or data")
-    if action_type == "assistant_message":
-        finish = action.get("finish_reason")
-        if finish is not None and finish not in FINISH_REASONS:
-            problems.add(f"{path}.finish_reason", f"expected one of {', '.join(FINISH_REASONS)}")
-        if "usage" in action:
-            usage = problems.obj(action["usage"], f"{path}.usage")
-            if usage is not None:
-                for key in ("input_tokens", "output_tokens"):
-                    if not is_int(usage.get(key)):
-                        problems.add(f"{path}.usage.{key}", "expected an integer")
-                if "total_tokens" in usage and not is_int(usage["total_tokens"]):
-                    problems.add(f"{path}.usage.total_tokens", "expected an integer")
-    elif action_type == "thinking":
-        problems.opt_string(action.get("content"), f"{path}.content")
-        problems.opt_string(action.get("signature"), f"{path}.signature")
-        problems.req_string(action, "provider_name", path)
-        problems.opt_string(action.get("thinking_id"), f"{path}.thinking_id")
-    elif action_type == "tool_call":
-        name = problems.req_string(action, "tool_name", path)
-        call_id = problems.req_string(action, "tool_call_id", path)
-        problems.required(action, "args", path)
-        if call_id is not None and call_id in calls:
-            problems.add(f"{path}.tool_call_id", f"duplicate tool_call_id {call_id!r}")
-        elif call_id is not None and name is not None:
-            calls[call_id] = name
-    elif action_type == "tool_return":
-        name = problems.req_string(action, "tool_name", path)
-        call_id = problems.req_string(action, "tool_call_id", path)
-        if action.get("status") not in STATUSES:
-            problems.add(f"{path}.status", f"expected one of {', '.join(STATUSES)}")
-        problems.required(action, "content", path)
-        if call_id is not None and call_id not in calls:
-            problems.add(f"{path}.tool_call_id", f"no earlier tool_call has id {call_id!r}")
-        elif call_id is not None and name is not None and calls[call_id] != name:
-            problems.add(f"{path}.tool_name", f"the call {call_id!r} was to {calls[call_id]!r}")
-
-
-def _validate_content(value: Any, path: str, problems: Problems) -> None:
-    if isinstance(value, str) or value is None:
-        if value is None:
-            problems.add(path, "expected a string or an array of content parts")
-        return
-    for index, item in enumerate(problems.array(value, path) or []):
-        ipath = f"{path}[{index}]"
-        part = problems.obj(item, ipath)
-        if part is None:
-            continue
-        if part.get("type") not in CONTENT_TYPES:
-            problems.add(f"{ipath}.type", f"expected one of {', '.join(CONTENT_TYPES)}")
-        elif part["type"] == "text":
-            problems.req_string(part, "text", ipath)
-
-
 def _read_parts(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -458,10 +270,7 @@ def _read_parts(content: Any) -> list[dict[str, Any]]:
         if not isinstance(url, str):
             data = item.get("image_base64") or item.get("data")
             url = f"data:{mime};base64,{data}" if isinstance(data, str) else ""
-        part = {"type": "file", "mimeType": mime, "url": url}
-        if isinstance(item.get("name"), str):
-            part["name"] = item["name"]
-        parts.append(part)
+        parts.append(file_part(mime, url, item.get("name")))
     return parts
 
 
@@ -548,14 +357,7 @@ def _add_action(message: dict[str, Any], action: dict[str, Any]) -> None:
             url = attachment.get("url")
             if not isinstance(url, str):
                 url = f"data:{attachment['media_type']};base64,{attachment['data']}"
-            parts.append(
-                {
-                    "type": "file",
-                    "mimeType": attachment["media_type"],
-                    "url": url,
-                    "name": attachment["name"],
-                }
-            )
+            parts.append(file_part(attachment["media_type"], url, attachment["name"]))
         if "finish_reason" in action and action["finish_reason"] is not None:
             metadata["finishReason"] = action["finish_reason"]
         usage = action.get("usage")
@@ -576,24 +378,13 @@ def _add_action(message: dict[str, Any], action: dict[str, Any]) -> None:
             "provider_name"
         ]
     elif action_type == "tool_call":
-        parts.append(
-            {
-                "type": "tool-call",
-                "toolCallId": action["tool_call_id"],
-                "toolName": action["tool_name"],
-                "input": copy.deepcopy(action["args"]),
-            }
-        )
+        args = copy.deepcopy(action["args"])
+        parts.append(tool_call_part(action["tool_call_id"], action["tool_name"], args))
     elif action_type == "tool_return":
-        parts.append(
-            {
-                "type": "tool-result",
-                "toolCallId": action["tool_call_id"],
-                "toolName": action["tool_name"],
-                "output": copy.deepcopy(action["content"]),
-                "isError": action["status"] != "success",
-            }
-        )
+        output = copy.deepcopy(action["content"])
+        is_error = action["status"] != "success"
+        call_id, name = action["tool_call_id"], action["tool_name"]
+        parts.append(tool_result_part(call_id, name, output, is_error=is_error))
         if action["status"] == "validation_error":
             metadata.setdefault("extra", {}).setdefault("threadprotocol", {})["status"] = (
                 "validation_error"

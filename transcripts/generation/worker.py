@@ -1,5 +1,6 @@
 """The worker's side of generation: claim a queued run, stream its generator's events into the
-ledger with a heartbeat on the lease, commit; and reap the runs of workers that died."""
+ledger with a heartbeat on the lease, commit; and the periodic sweep that fails the runs of
+workers that died and stores the snapshots of long open runs."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -96,9 +98,11 @@ class _Batcher:
 
     def flush(self) -> None:
         if self.pending:
-            ledger.append_events(run=self.run, events=self.pending)
+            appended = ledger.append_events(run=self.run, events=self.pending)
             self.pending = []
             self.flushed_any = True
+            # The worker keeps its own run's snapshot, so readers of a long run replay little.
+            ledger.store_snapshot_if_due(run=self.run, last_seq=appended.last_seq)
         self.last_flush = time.monotonic()
 
 
@@ -157,3 +161,16 @@ def reap_expired_runs() -> list[str]:
             except DomainError as exc:
                 logger.warning("could not re-queue run %s: %s", run.id, exc)
     return expired
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What one sweep did: the runs it failed (or re-queued) and those it snapshotted."""
+
+    expired: list[str]
+    snapshotted: list[str]
+
+
+def sweep() -> Sweep:
+    """The worker process's periodic chores, which no request does (a GET writes nothing)."""
+    return Sweep(expired=reap_expired_runs(), snapshotted=ledger.store_due_snapshots())

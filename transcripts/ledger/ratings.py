@@ -6,8 +6,8 @@ from django.db import transaction
 
 from transcripts import selectors
 from transcripts.errors import Conflict, InvalidInput, PermissionDenied
-from transcripts.ledger.moderation import User
 from transcripts.models import Run, RunRating
+from transcripts.permissions import User, user_access
 
 MAX_NOTE = 2000
 
@@ -15,7 +15,7 @@ MAX_NOTE = 2000
 @transaction.atomic
 def rate_run(*, user: User, run: Run, preferred: bool, note: str = "") -> RunRating:
     """Record user's verdict on run (one per run and user); preferring it unmarks its rivals."""
-    if not user.is_authenticated:
+    if not (user.is_authenticated and user_access(user).can_edit):
         raise PermissionDenied("log in to rate runs")
     note = (note or "").strip()
     if len(note) > MAX_NOTE:

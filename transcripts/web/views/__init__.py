@@ -1,0 +1,1 @@
+"""The HTML pages, one module per screen."""

@@ -5,17 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from transcripts import transfer
 from transcripts.errors import DomainError
 from transcripts.formats import FORMATS
-from transcripts.ids import is_ulid
-from transcripts.models import ImportJob
-from transcripts.web.views.browse import HtmxHttpRequest
+from transcripts.web.access import (
+    access_for,
+    get_import_job_for_user,
+    import_jobs_for_user,
+    login_required,
+    require,
+)
+from transcripts.web.http import HtmxHttpRequest
 
 TEMPLATE = "transcripts/import.html"
 # A ChatGPT export holds thousands of conversations: the result lists the first ones.
@@ -32,12 +36,6 @@ def _formats() -> list[tuple[str, str]]:
     return [(key, spec.label) for key, spec in FORMATS.items() if spec.importer is not None]
 
 
-def _owner(request: HtmxHttpRequest) -> int:
-    """The logged-in user's id (the views require a login)."""
-    assert request.user.pk is not None
-    return int(request.user.pk)
-
-
 def _context(**extra: Any) -> dict[str, Any]:
     return {"formats": _formats(), **extra}
 
@@ -47,8 +45,9 @@ def _context(**extra: Any) -> dict[str, Any]:
 def import_page(request: HtmxHttpRequest) -> HttpResponse:
     """GET: the upload form. POST: import now (small files) or queue a job (large ones)."""
     if request.method == "GET":
-        jobs = ImportJob.objects.filter(user_id=_owner(request)).order_by("-created_at")[:10]
+        jobs = import_jobs_for_user(request).order_by("-created_at")[:10]
         return render(request, TEMPLATE, _context(jobs=jobs))
+    require(access_for(request).can_edit, "You may read threads but not import them.")
     upload = request.FILES.get("file")
     fmt = str(request.POST.get("format") or "") or None
     partial = f"{TEMPLATE}#result" if request.htmx else TEMPLATE
@@ -81,13 +80,7 @@ def import_page(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 def import_progress(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
     """A job's progress (polled by the page while it runs)."""
-    job = (
-        ImportJob.objects.filter(pk=job_id, user_id=_owner(request)).first()
-        if is_ulid(job_id)
-        else None
-    )
-    if job is None:
-        raise Http404("no such import")
+    job = get_import_job_for_user(request, job_id)
     listed = _listed(job.thread_ids) if job.status == "done" else {"threads": [], "more": 0}
     template = f"{TEMPLATE}#job" if request.htmx else TEMPLATE
     return render(request, template, _context(job=job, **listed))

@@ -6,10 +6,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -17,10 +15,16 @@ from transcripts import selectors
 from transcripts.errors import DomainError
 from transcripts.ledger import moderation
 from transcripts.models import Report, ReportStatus
-from transcripts.web.views.browse import HtmxHttpRequest, _message_or_404, _thread_or_404
+from transcripts.web.access import (
+    get_message_for_user,
+    get_report_for_moderator,
+    login_required,
+    require_moderator,
+)
+from transcripts.web.http import HtmxHttpRequest
+from transcripts.web.presenters.moderation import STATUSES, queue_tabs, report_rows
 
 REPORTS_PER_PAGE = 50
-PREVIEW_CHARS = 280
 
 
 class ReportForm(forms.Form):
@@ -47,8 +51,8 @@ class CloseForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 def report(request: HtmxHttpRequest, thread_id: str, message_id: str) -> HttpResponse:
     """Report a message to the moderators (a form; inline in the conversation with htmx)."""
-    thread = _thread_or_404(request, thread_id)
-    message = _message_or_404(thread, message_id)
+    message, _ = get_message_for_user(request, thread_id, message_id)
+    thread = message.thread
     back = reverse("conversation", args=[thread.id]) + f"?leaf={message.id}#m-{message.id}"
     form = ReportForm(request.POST if request.method == "POST" else None)
     context: dict[str, Any] = {"thread": thread, "message": message, "form": form, "back": back}
@@ -73,53 +77,11 @@ def report(request: HtmxHttpRequest, thread_id: str, message_id: str) -> HttpRes
     return render(request, template, context)
 
 
-def _require_moderator(request: HtmxHttpRequest) -> None:
-    if not (request.user.is_staff and moderation.can_moderate(request.user)):
-        raise PermissionDenied("only moderators see the moderation queue")
-
-
-def _preview(parts: Any) -> str:
-    """The start of a message's text, or the kinds of its parts."""
-    if not isinstance(parts, list):
-        return ""
-    texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
-    text = " ".join(t for t in texts if isinstance(t, str)).strip()
-    if not text:
-        text = ", ".join(
-            str(p.get("toolName") or p.get("type")) for p in parts if isinstance(p, dict)
-        )
-    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS].rstrip() + "…"
-
-
-def _row(report: Report) -> dict[str, Any]:
-    url = reverse("conversation", args=[report.thread_id])
-    return {
-        "report": report,
-        "preview": _preview(report.message.parts),
-        "message_url": f"{url}?leaf={report.message_id}#m-{report.message_id}",
-    }
-
-
-STATUSES = [
-    ("open", "Open"),
-    ("resolved", "Resolved"),
-    ("dismissed", "Dismissed"),
-    ("all", "All"),
-]
-
-
-def _tabs() -> list[tuple[str, str, int]]:
-    """(status, label, number of reports) of each filter."""
-    counts = selectors.report_counts()
-    counts["all"] = sum(counts.values())
-    return [(key, label, counts.get(key, 0)) for key, label in STATUSES]
-
-
 @login_required
 @require_GET
 def queue(request: HtmxHttpRequest) -> HttpResponse:
     """Reports waiting for a moderator (open first), with resolve and dismiss."""
-    _require_moderator(request)
+    require_moderator(request)
     status = request.GET.get("status", "open")
     if status not in dict(STATUSES):
         status = "open"
@@ -131,9 +93,9 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     page = list(reports[offset : offset + REPORTS_PER_PAGE + 1])
     more = len(page) > REPORTS_PER_PAGE
     context = {
-        "rows": [_row(r) for r in page[:REPORTS_PER_PAGE]],
+        "rows": report_rows(page[:REPORTS_PER_PAGE]),
         "status": status,
-        "tabs": _tabs(),
+        "tabs": queue_tabs(),
         "next_offset": offset + REPORTS_PER_PAGE if more else None,
         "here": request.get_full_path(),
     }
@@ -147,8 +109,7 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
 @require_POST
 def close(request: HtmxHttpRequest, report_id: int) -> HttpResponse:
     """Resolve or dismiss a report."""
-    _require_moderator(request)
-    report = get_object_or_404(Report, pk=report_id)
+    report = get_report_for_moderator(request, report_id)
     form = CloseForm(request.POST)
     error = ""
     if not form.is_valid():
@@ -167,11 +128,11 @@ def close(request: HtmxHttpRequest, report_id: int) -> HttpResponse:
         # The new row, and the tab counts swapped out of band.
         tab = request.POST.get("tab", "open")
         context = {
-            "row": _row(selectors.report_queue().get(pk=report.pk)),
+            "row": report_rows([selectors.report_queue().get(pk=report.pk)])[0],
             "error": error,
             "here": request.POST.get("next", ""),
             "status": tab if tab in dict(STATUSES) else "open",
-            "tabs": _tabs(),
+            "tabs": queue_tabs(),
             "oob": True,
         }
         return render(request, "transcripts/moderation_queue.html#closed", context)

@@ -1,0 +1,72 @@
+"""The admin site: a subclass of Django's (no monkeypatching), moderation counts on its index."""
+
+from __future__ import annotations
+
+import pytest
+from django.apps import apps
+from django.contrib import admin
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from tests.factories import ask, conversation
+from transcripts.admin.site import TranscriptsAdminSite
+from transcripts.apps import TranscriptsAdminConfig, TranscriptsConfig
+from transcripts.ledger import moderation
+from transcripts.models import ApiToken, AuditRecord, Event, Message, Report, Run, Thread
+
+pytestmark = pytest.mark.django_db
+MODELS = (Thread, Run, Message, Event, Report, AuditRecord, ApiToken)
+
+
+def test_the_default_admin_site_is_the_transcripts_site():
+    assert isinstance(admin.site, TranscriptsAdminSite)
+    assert "index" not in vars(admin.site._wrapped)  # type: ignore[attr-defined]
+    assert {model for model in MODELS if admin.site.is_registered(model)} == set(MODELS)
+    assert admin.site.is_registered(User)
+    assert type(apps.get_app_config("transcripts")) is TranscriptsConfig
+    assert type(apps.get_app_config("admin")) is TranscriptsAdminConfig
+
+
+def test_the_index_and_every_changelist_render_with_the_auth_admins(superuser_client: Client):
+    conversation(turns=1)
+    index = superuser_client.get(reverse("admin:index"))
+    assert index.status_code == 200
+    content = index.content.decode()
+    assert "Transcripts administration" in content
+    assert reverse("admin:auth_user_changelist") in content
+    assert reverse("admin:auth_group_changelist") in content
+    names = [f"transcripts_{model._meta.model_name}" for model in MODELS]
+    for name in [*names, "auth_user", "auth_group"]:
+        assert superuser_client.get(reverse(f"admin:{name}_changelist")).status_code == 200, name
+
+
+def test_the_index_shows_the_moderation_counts(
+    moderator_client: Client, moderator: User, viewer: User
+):
+    thread = conversation()
+    ask(thread, "bad question")
+    message = Message.objects.filter(thread=thread).last()
+    assert message is not None
+    Report.objects.create(message=message, thread=thread, reporter=viewer, reason="spam")
+    Report.objects.create(
+        message=message, thread=thread, reporter=viewer, reason="spam", status="dismissed"
+    )
+    moderation.flag_message(user=moderator, message=message, reason="rude")
+    moderation.hide_thread(user=moderator, thread=conversation(turns=1, title="other"))
+    response = moderator_client.get(reverse("admin:index"))
+    assert b"Open reports" in response.content
+    counts = {
+        k: response.context[k] for k in ("open_reports", "flagged_messages", "hidden_threads")
+    }
+    assert counts == {"open_reports": 1, "flagged_messages": 1, "hidden_threads": 1}
+    moderation.close_report(
+        user=moderator, report=Report.objects.get(status="open"), status="resolved"
+    )
+    assert moderator_client.get(reverse("admin:index")).context["open_reports"] == 0
+
+
+def test_a_viewer_cannot_open_the_admin(client: Client, viewer: User):
+    client.force_login(viewer)
+    response = client.get(reverse("admin:transcripts_thread_changelist"))
+    assert response.status_code == 302

@@ -1,0 +1,223 @@
+"""Browser tests of generation: Chromium against uvicorn (SSE needs ASGI) and a real worker."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.api import conftest as api_fixtures
+from tests.generation import conftest as generation_fixtures
+from tests.generation.support import run_status, wait_for
+from tests.web import test_browser
+from tests.web.test_browser import CHROMIUM, _page, _shot
+from transcripts import ledger
+from transcripts.demo import load_demo
+from transcripts.models import Message, Run, RunStatus, Thread
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists() or shutil.which("chromium") is None,
+        reason="Debian's Chromium is not installed (apt-get install chromium); CI installs it",
+    ),
+]
+
+# The fixtures these tests share with the browser, API and generation tests.
+browser = test_browser.browser
+live_server_asgi = api_fixtures.live_server_asgi
+start_worker = generation_fixtures.start_worker
+
+# How much of the new branch's content the page shows.
+LIVE_TEXT = (
+    "Array.from(document.querySelectorAll('.run-live .msg-body'))"
+    ".reduce((n, body) => n + body.innerText.length, 0)"
+)
+
+
+def _weather() -> tuple[Thread, Message]:
+    """The demo's tool-using thread and its first answer."""
+    load_demo()
+    thread = Thread.objects.get(title__startswith="Weather")
+    return thread, Message.objects.get(thread=thread, depth=1, active=True)
+
+
+def _open_options(form: Any, delay_ms: int) -> None:
+    """Unfold a form's options and slow the demo generator down so streaming is visible."""
+    form.locator("details.gen-options summary").click()
+    form.locator("input[name=delayMs]").fill(str(delay_ms))
+
+
+def _watch_stream(page: Any, timeout: float = 30.0) -> list[int]:
+    """The lengths of the live text seen until the live block goes away (the run committed)."""
+    seen: list[int] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if page.locator(".run-live").count() == 0 and seen:
+            return seen
+        length = page.evaluate(LIVE_TEXT)
+        if length and (not seen or length != seen[-1]):
+            seen.append(length)
+        time.sleep(0.05)
+    _shot(page, "debug-stream")
+    (test_browser.ARTIFACTS / "debug.html").write_text(page.content())
+    raise AssertionError(f"the run did not commit in {timeout}s (saw {seen})")
+
+
+def test_a_reader_regenerates_an_answer_watches_it_stream_and_restores_the_first(
+    browser: Any, live_server_asgi: Any, start_worker: Any, staff: Any
+) -> None:
+    thread, first_answer = _weather()
+    original = first_answer.run
+    start_worker()
+    page = _page(browser, live_server_asgi, staff)
+    page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
+    card = page.locator(f"#m-{first_answer.id}")
+    card.locator("summary", has_text="Regenerate").click()
+    form = card.locator("form.gen-form")
+    _open_options(form, 40)
+    _shot(page, "20-regenerate-form", full_page=False)
+    form.locator("button[type=submit]").click()
+
+    page.wait_for_selector(".run-live.is-open")
+    page.wait_for_function(f"({LIVE_TEXT}) > 0", timeout=20_000)
+    _shot(page, "21-regenerate-streaming", full_page=False)
+    # The old answer is out of view while the new one streams in its place.
+    assert not card.is_visible()
+    lengths = _watch_stream(page)
+    assert len(lengths) >= 3, f"tokens should arrive in several steps, saw {lengths}"
+    assert lengths[-1] > lengths[0]
+
+    # Committed: the new answer is the active branch, with the switcher at the fork point.
+    new_run = Run.objects.exclude(pk=original.pk).get(
+        thread=thread, fork_from_id=first_answer.parent_id, status=RunStatus.COMMITTED
+    )
+    new_answer = new_run.messages.get(position=0)
+    fresh = page.locator(f"#m-{new_answer.id}")
+    assert fresh.locator(".sib-count").inner_text() == "2/2"
+    assert fresh.locator(".tag-active").is_visible()
+    assert page.locator(".branch-banner").count() == 0
+    assert run_status(original.id) == RunStatus.SUPERSEDED
+    _shot(page, "22-regenerated-2-of-2", full_page=False)
+
+    # Switch back to the first answer: a superseded branch, which can be restored.
+    fresh.locator("a.sib-prev").click()
+    page.wait_for_selector(".branch-banner")
+    card = page.locator(f"#m-{first_answer.id}")
+    assert card.locator(".sib-count").inner_text() == "1/2"
+    assert "Let me check the forecast" in card.inner_text()
+    _shot(page, "23-switched-back", full_page=False)
+    card.locator("button.btn-restore").click()
+    page.wait_for_function("!document.querySelector('.branch-banner')")
+    card = page.locator(f"#m-{first_answer.id}")
+    card.wait_for()
+    assert card.locator(".tag-active").is_visible()
+    assert card.locator(".sib-count").inner_text() == "1/2"
+    assert run_status(original.id) == RunStatus.COMMITTED
+    assert run_status(new_run.id) == RunStatus.SUPERSEDED
+    _shot(page, "24-restored", full_page=False)
+
+
+def test_a_reader_stops_a_run_keeps_its_output_and_retries_it(
+    browser: Any, live_server_asgi: Any, start_worker: Any, staff: Any
+) -> None:
+    thread, first_answer = _weather()
+    start_worker()
+    page = _page(browser, live_server_asgi, staff)
+    page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
+    card = page.locator(f"#m-{first_answer.id}")
+    card.locator("summary", has_text="Regenerate").click()
+    form = card.locator("form.gen-form")
+    _open_options(form, 150)
+    form.locator("button[type=submit]").click()
+    page.wait_for_function(f"({LIVE_TEXT}) > 0", timeout=20_000)
+    page.locator(".run-live button.btn-stop").click()
+    page.wait_for_selector(".run-live-body[data-status=cancelled]")
+    stopped = Run.objects.get(thread=thread, status=RunStatus.CANCELLED)
+    assert page.evaluate(LIVE_TEXT) > 0  # what was streamed stays on the page
+    assert page.locator(".run-live").get_by_text("Stopped.").is_visible()
+    _shot(page, "25-stopped", full_page=False)
+
+    page.locator(".run-live button", has_text="Retry").click()
+    page.wait_for_selector(".run-live.is-open")
+    _watch_stream(page, timeout=60)
+    retried = Run.objects.get(thread=thread, metadata__retryOf=stopped.id)
+    assert run_status(retried.id) == RunStatus.COMMITTED
+    assert page.locator(f"#m-{first_answer.id}").count() == 0  # replaced on the active branch
+
+
+def test_a_reader_replies_and_sees_a_failure_with_its_partial_output(
+    browser: Any, live_server_asgi: Any, start_worker: Any, staff: Any
+) -> None:
+    thread, _ = _weather()
+    start_worker()
+    page = _page(browser, live_server_asgi, staff)
+    page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
+    reply = page.locator("form#reply")
+    reply.locator("textarea[name=text]").fill("And on Friday?")
+    _open_options(reply, 120)
+    reply.locator("button[type=submit]").click()
+    page.wait_for_function(f"({LIVE_TEXT}) > 0", timeout=20_000)
+    asked = Message.objects.get(thread=thread, role="user", parts__0__text="And on Friday?")
+    assert page.locator(f"#m-{asked.id}").is_visible()  # committed before the answer starts
+    run = Run.objects.get(thread=thread, fork_from_id=asked.id)
+    # The model breaks down mid-answer.
+    ledger.fail_run(run=run, error={"message": "the model went away", "code": "upstream"})
+    page.wait_for_selector(".run-live-body[data-status=failed]")
+    live = page.locator(".run-live")
+    assert "the model went away" in live.inner_text()
+    assert page.evaluate(LIVE_TEXT) > 0
+    assert live.locator("button", has_text="Retry").is_visible()
+    live.locator(".msg-error").last.scroll_into_view_if_needed()
+    _shot(page, "26-failed-with-partial-output", full_page=False)
+    wait_for(lambda: run_status(run.id) == RunStatus.FAILED)
+
+
+def test_a_locked_thread_offers_no_generation(
+    browser: Any, live_server_asgi: Any, staff: Any
+) -> None:
+    thread, _ = _weather()
+    Thread.objects.filter(pk=thread.pk).update(locked=True)
+    page = _page(browser, live_server_asgi, staff, viewport={"width": 360, "height": 780})
+    page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
+    note = page.get_by_text("This thread is locked")
+    assert note.is_visible()
+    note.scroll_into_view_if_needed()
+    assert page.locator("form#reply").count() == 0
+    assert page.locator("summary", has_text="Regenerate").count() == 0
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
+    _shot(page, "27-locked-mobile", full_page=False)
+
+
+def test_the_forms_fit_a_360_pixel_screen_in_dark_mode(
+    browser: Any, live_server_asgi: Any, staff: Any
+) -> None:
+    thread, answer = _weather()
+    page = _page(
+        browser,
+        live_server_asgi,
+        staff,
+        viewport={"width": 360, "height": 780},
+        color_scheme="dark",
+    )
+    page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
+    card = page.locator(f"#m-{answer.id}")
+    card.locator("summary", has_text="Regenerate").click()
+    card.locator("details.gen-options summary").click()
+    form = card.locator("form.gen-form")
+    assert form.is_visible()
+    box = form.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 360
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
+    _shot(page, "28-mobile-dark-regenerate", full_page=False)
+    # Escape closes it; the reply box at the bottom fits too.
+    page.keyboard.press("Escape")
+    assert not form.is_visible()
+    page.locator("form#reply").scroll_into_view_if_needed()
+    page.locator("form#reply details.gen-options summary").click()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
+    _shot(page, "29-mobile-dark-reply", full_page=False)

@@ -1,0 +1,177 @@
+"""What the model admins share: view-only pages, audited actions, the confirmation page, links.
+
+Change pages only show a record. Every write is an action that calls the moderation service in
+`transcripts.ledger.moderation`, which checks the permission and writes the audit record in the
+same transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME, ActionForm
+from django.db.models import Model, Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
+
+from transcripts.errors import DomainError
+from transcripts.ids import is_ulid
+from transcripts.permissions import user_access
+
+CONFIRM_TEMPLATE = "admin/transcripts/confirm_action.html"
+
+
+class ReasonActionForm(ActionForm):
+    """The action bar with a reason field, recorded in the audit log."""
+
+    reason = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.TextInput(attrs={"placeholder": "reason (recorded in the audit log)"}),
+    )
+
+
+def action_reason(request: HttpRequest) -> str:
+    """The reason typed in the action bar."""
+    return str(request.POST.get("reason", "")).strip()
+
+
+def confirmed_reason(request: HttpRequest) -> str:
+    """The reason typed on the confirmation page."""
+    return str(request.POST.get("confirmed_reason", "")).strip()
+
+
+class ModerationPermissions:
+    """The action permissions `moderate` and `redact`, decided by the one access policy."""
+
+    def has_moderate_permission(self, request: HttpRequest) -> bool:
+        """Hide, lock, flag and handle reports."""
+        return user_access(request.user).can_moderate
+
+    def has_redact_permission(self, request: HttpRequest) -> bool:
+        """Redact messages and runs."""
+        return user_access(request.user).can_administer
+
+
+class ViewOnlyMixin:
+    """No add or change form, for anyone: records change only through the audited actions."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # A form save writes the whole row outside the ledger (it could put back a `head` a
+        # concurrent commit just moved) and leaves no audit record.
+        return False
+
+
+class NoDeleteMixin:
+    """Nobody deletes these records by hand (they go with their thread, or stay for good)."""
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def run_each(
+    admin_obj: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[Any],
+    act: Callable[[Any], object],
+    verb: str,
+) -> None:
+    """Apply act to each object; report how many succeeded and why others did not."""
+    done, refused = 0, []
+    for obj in queryset:
+        try:
+            act(obj)
+            done += 1
+        except DomainError as exc:
+            refused.append(f"{obj}: {exc.message}")
+    if done:
+        admin_obj.message_user(request, f"{verb} {done} object(s).", messages.SUCCESS)
+    for line in refused[:10]:
+        admin_obj.message_user(request, line, messages.ERROR)
+
+
+def confirm_then_run(
+    admin_obj: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[Any],
+    *,
+    title: str,
+    warning: str,
+    action: str,
+    act: Callable[[Any, str], object],
+    verb: str,
+) -> HttpResponse | None:
+    """An irreversible action: a confirmation page that asks for a reason first."""
+    reason = confirmed_reason(request)
+    if request.POST.get("confirmed") == "yes" and reason:
+        run_each(admin_obj, request, queryset, lambda obj: act(obj, reason), verb)
+        return None
+    context = {
+        **admin_obj.admin_site.each_context(request),
+        "title": title,
+        "warning": warning,
+        "objects": list(queryset[:200]),
+        "count": queryset.count(),
+        "action": action,
+        "reason": reason or action_reason(request),
+        "missing_reason": request.POST.get("confirmed") == "yes" and not reason,
+        "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
+        "opts": admin_obj.model._meta,
+    }
+    return TemplateResponse(request, CONFIRM_TEMPLATE, context)
+
+
+def admin_url(model: str, pk: object) -> str:
+    """The admin change page of a transcripts object, from its id alone (no query)."""
+    return reverse(f"admin:transcripts_{model}_change", args=[pk])
+
+
+def changelist_url(model: str, **filters: object) -> str:
+    """The admin list of a transcripts model, filtered."""
+    query = "&".join(f"{key}={value}" for key, value in filters.items())
+    return reverse(f"admin:transcripts_{model}_changelist") + (f"?{query}" if query else "")
+
+
+def conversation_url(thread_id: str, message_id: str | None = None) -> str:
+    """The thread in the browser; with a message, the branch through it, scrolled to it."""
+    url = reverse("conversation", args=[thread_id])
+    return f"{url}?leaf={message_id}#m-{message_id}" if message_id else url
+
+
+def object_link(obj: Model | None) -> str:
+    """A link to the object's admin page, labelled with the object."""
+    if obj is None:
+        return "—"
+    opts = obj._meta
+    url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+    return format_html('<a href="{}">{}</a>', url, str(obj))
+
+
+def id_link(model: str, pk: object) -> str:
+    """A link to a transcripts object's admin page, labelled with its id (no query)."""
+    return format_html('<a href="{}">{}</a>', admin_url(model, pk), pk)
+
+
+def links(*pairs: tuple[str, str]) -> str:
+    """Links (url, label) separated by middle dots."""
+    html = " · ".join(["{}"] * len(pairs))
+    return format_html(html, *(format_html('<a href="{}">{}</a>', u, label) for u, label in pairs))
+
+
+def search_by_id(queryset: QuerySet[Any], term: str, *fields: str) -> QuerySet[Any]:
+    """The rows whose given id fields equal term; none when term is not an id."""
+    term = term.strip()
+    if not is_ulid(term):
+        return queryset.none()
+    condition = Q()
+    for field in fields:
+        condition |= Q(**{field: term})
+    return queryset.filter(condition)

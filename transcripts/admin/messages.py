@@ -1,0 +1,200 @@
+"""The message admin: full-text search over every branch; flag, unflag and redact."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+
+from transcripts import selectors
+from transcripts.admin.actions import (
+    ModerationPermissions,
+    NoDeleteMixin,
+    ReasonActionForm,
+    ViewOnlyMixin,
+    action_reason,
+    changelist_url,
+    confirm_then_run,
+    conversation_url,
+    id_link,
+    links,
+    object_link,
+    run_each,
+    search_by_id,
+)
+from transcripts.ids import is_ulid
+from transcripts.ledger import moderation
+from transcripts.models import Message
+
+PREVIEW_LENGTH = 120
+
+
+class StampedFilter(admin.SimpleListFilter):
+    """Whether a moment field is set (flagged, redacted): yes or no."""
+
+    field = ""
+    labels = ("", "")
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", self.labels[0]), ("no", self.labels[1])]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() in ("yes", "no"):
+            return queryset.filter(**{f"{self.field}__isnull": self.value() == "no"})
+        return queryset
+
+
+class FlaggedFilter(StampedFilter):
+    title = "flagged"
+    parameter_name = "flagged"
+    field = "flagged_at"
+    labels = ("Flagged", "Not flagged")
+
+
+class RedactedFilter(StampedFilter):
+    title = "redacted"
+    parameter_name = "redacted"
+    field = "redacted_at"
+    labels = ("Redacted", "Not redacted")
+
+
+class MessageChangeList(ChangeList):
+    """The message list computes each preview in SQL instead of loading every message's parts."""
+
+    def get_queryset(
+        self, request: HttpRequest, exclude_parameters: list[str | None] | None = None
+    ) -> QuerySet[Message]:
+        queryset: QuerySet[Message] = super().get_queryset(request, exclude_parameters)
+        return queryset.defer("parts").annotate(
+            preview_text=selectors.message_preview(PREVIEW_LENGTH)
+        )
+
+
+@admin.register(Message)
+class MessageAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.ModelAdmin[Message]):
+    """Messages: full-text search over every branch; flag, unflag and redact."""
+
+    action_form = ReasonActionForm
+    list_display = (
+        "id",
+        "thread_link",
+        "run_link",
+        "role",
+        "depth",
+        "active",
+        "preview",
+        "flagged_at",
+        "redacted_at",
+        "created_at",
+    )
+    list_filter = ("role", "active", FlaggedFilter, RedactedFilter, "created_at")
+    list_select_related = ("thread",)
+    search_fields = ()
+    readonly_fields = (
+        "id",
+        "thread",
+        "run",
+        "parent",
+        "depth",
+        "position",
+        "role",
+        "parts",
+        "metadata",
+        "created_at",
+        "active",
+        "flagged_at",
+        "flag_reason",
+        "redacted_at",
+        "related",
+    )
+    fields = readonly_fields
+    actions = ("flag", "unflag", "redact")
+    list_per_page = 50
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return MessageChangeList
+
+    def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("id",)  # makes the search box appear; the search itself is below
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Message], search_term: str
+    ) -> tuple[QuerySet[Message], bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        if is_ulid(term):
+            return search_by_id(queryset, term, "id", "thread__id", "run__id"), False
+        query = SearchQuery(term, config="simple", search_type="websearch")
+        return queryset.filter(search=query), False
+
+    @admin.display(description="thread")
+    def thread_link(self, obj: Message) -> str:
+        return object_link(obj.thread)
+
+    @admin.display(description="run")
+    def run_link(self, obj: Message) -> str:
+        return id_link("run", obj.run_id)
+
+    @admin.display(description="related")
+    def related(self, obj: Message) -> str:
+        return links(
+            (conversation_url(obj.thread_id, obj.id), "in the conversation"),
+            (changelist_url("report", message__id__exact=obj.id), "reports"),
+            (changelist_url("auditrecord", target_id=obj.id), "audit log"),
+        )
+
+    @admin.display(description="content")
+    def preview(self, obj: Message) -> str:
+        return selectors.ellipsize(getattr(obj, "preview_text", None) or "", PREVIEW_LENGTH)
+
+    @admin.action(
+        description="Flag the selected messages (reason required)", permissions=["moderate"]
+    )
+    def flag(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
+        run_each(
+            self,
+            request,
+            queryset,
+            lambda m: moderation.flag_message(
+                user=request.user, message=m, reason=action_reason(request)
+            ),
+            "Flagged",
+        )
+
+    @admin.action(description="Unflag the selected messages", permissions=["moderate"])
+    def unflag(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
+        run_each(
+            self,
+            request,
+            queryset,
+            lambda m: moderation.unflag_message(
+                user=request.user, message=m, reason=action_reason(request)
+            ),
+            "Unflagged",
+        )
+
+    @admin.action(
+        description="Redact the selected messages (irreversible, asks for confirmation)",
+        permissions=["redact"],
+    )
+    def redact(self, request: HttpRequest, queryset: QuerySet[Message]) -> HttpResponse | None:
+        return confirm_then_run(
+            self,
+            request,
+            queryset,
+            title="Redact messages",
+            warning="The content of these messages, and of the events they were projected "
+            "from, is replaced by a redaction marker. This cannot be undone.",
+            action="redact",
+            act=lambda m, reason: moderation.redact_message(
+                user=request.user,  # type: ignore[arg-type]
+                message=m,
+                reason=reason,
+            ),
+            verb="Redacted",
+        )

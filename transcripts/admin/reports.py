@@ -1,0 +1,92 @@
+"""The report admin: the moderation queue, resolved or dismissed with a note."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from transcripts.admin.actions import (
+    ModerationPermissions,
+    NoDeleteMixin,
+    ReasonActionForm,
+    ViewOnlyMixin,
+    action_reason,
+    conversation_url,
+    object_link,
+    run_each,
+    search_by_id,
+)
+from transcripts.ids import is_ulid
+from transcripts.ledger import moderation
+from transcripts.models import Report, ReportStatus
+
+
+@admin.register(Report)
+class ReportAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.ModelAdmin[Report]):
+    """The moderation queue: reports from viewers, resolved or dismissed with a note."""
+
+    action_form = ReasonActionForm
+    list_display = (
+        "created_at",
+        "status",
+        "reason",
+        "reporter",
+        "message_link",
+        "thread_link",
+        "note",
+    )
+    list_filter = ("status", "reason", "created_at")
+    list_select_related = ("reporter", "thread")
+    search_fields = ("note",)
+    readonly_fields = (
+        "message",
+        "thread",
+        "reporter",
+        "reason",
+        "note",
+        "status",
+        "resolved_by",
+        "resolved_at",
+        "resolution_note",
+        "created_at",
+    )
+    fields = readonly_fields
+    actions = ("resolve", "dismiss")
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Report], search_term: str
+    ) -> tuple[QuerySet[Report], bool]:
+        if is_ulid(search_term.strip()):
+            return search_by_id(queryset, search_term, "message__id", "thread__id"), False
+        return super().get_search_results(request, queryset, search_term)
+
+    @admin.display(description="thread")
+    def thread_link(self, obj: Report) -> str:
+        return object_link(obj.thread)
+
+    @admin.display(description="message")
+    def message_link(self, obj: Report) -> str:
+        return format_html(
+            '<a href="{}">{}</a>', conversation_url(obj.thread_id, obj.message_id), obj.message_id
+        )
+
+    def _close(self, request: HttpRequest, queryset: QuerySet[Report], status: str) -> None:
+        run_each(
+            self,
+            request,
+            queryset,
+            lambda r: moderation.close_report(
+                user=request.user, report=r, status=status, note=action_reason(request)
+            ),
+            "Resolved" if status == ReportStatus.RESOLVED else "Dismissed",
+        )
+
+    @admin.action(description="Resolve the selected reports", permissions=["moderate"])
+    def resolve(self, request: HttpRequest, queryset: QuerySet[Report]) -> None:
+        self._close(request, queryset, ReportStatus.RESOLVED)
+
+    @admin.action(description="Dismiss the selected reports", permissions=["moderate"])
+    def dismiss(self, request: HttpRequest, queryset: QuerySet[Report]) -> None:
+        self._close(request, queryset, ReportStatus.DISMISSED)

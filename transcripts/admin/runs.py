@@ -1,0 +1,119 @@
+"""The run admin: read-only runs, and redaction of failed or cancelled runs' content."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+
+from transcripts.admin.actions import (
+    ModerationPermissions,
+    NoDeleteMixin,
+    ViewOnlyMixin,
+    changelist_url,
+    confirm_then_run,
+    links,
+    object_link,
+    search_by_id,
+)
+from transcripts.ledger import moderation
+from transcripts.models import Run
+
+
+@admin.register(Run)
+class RunAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.ModelAdmin[Run]):
+    """Runs, read-only: status, fork point, generator and timings."""
+
+    list_display = (
+        "id",
+        "thread_link",
+        "status",
+        "generator",
+        "model",
+        "last_seq",
+        "created_at",
+        "timeline",
+    )
+    list_filter = ("status", "generator", "model", "created_at")
+    list_select_related = ("thread",)
+    search_fields = ("thread__title",)
+    readonly_fields = (
+        "id",
+        "thread",
+        "fork_from",
+        "status",
+        "superseded_by",
+        "last_seq",
+        "error",
+        "usage",
+        "generator",
+        "model",
+        "parameters",
+        "metadata",
+        "created_at",
+        "started_at",
+        "first_event_at",
+        "finished_at",
+        "lease_owner",
+        "lease_expires_at",
+        "related",
+    )
+    fields = readonly_fields
+    raw_id_fields = ("thread", "fork_from", "superseded_by")
+    list_per_page = 50
+    actions = ("redact_content",)
+
+    @admin.action(
+        description="Redact failed/cancelled runs' content (irreversible, asks for confirmation)",
+        permissions=["redact"],
+    )
+    def redact_content(self, request: HttpRequest, queryset: QuerySet[Run]) -> HttpResponse | None:
+        return confirm_then_run(
+            self,
+            request,
+            queryset,
+            title="Redact runs",
+            warning="Every event of these failed or cancelled runs is scrubbed and shows a "
+            "redaction marker. Committed runs are refused: redact their messages. "
+            "This cannot be undone.",
+            action="redact_content",
+            act=lambda r, reason: moderation.redact_run(
+                user=request.user,  # type: ignore[arg-type]
+                run=r,
+                reason=reason,
+            ),
+            verb="Redacted",
+        )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
+        # The projection snapshot can be large and no page here shows it.
+        return super().get_queryset(request).defer("snapshot")
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Run], search_term: str
+    ) -> tuple[QuerySet[Run], bool]:
+        results, distinct = super().get_search_results(request, queryset, search_term)
+        return results | search_by_id(queryset, search_term, "id", "thread__id"), distinct
+
+    @admin.display(description="thread")
+    def thread_link(self, obj: Run) -> str:
+        return object_link(obj.thread)
+
+    @admin.display(description="")
+    def timeline(self, obj: Run) -> str:
+        return links(
+            (reverse("run_detail", args=[obj.id]), "timeline"),
+            (changelist_url("event", run__id__exact=obj.id), "events"),
+        )
+
+    @admin.display(description="related")
+    def related(self, obj: Run) -> str:
+        fork = obj.fork_from_id or "root"
+        return links(
+            (reverse("run_detail", args=[obj.id]), "timeline"),
+            (reverse("compare", args=[obj.thread_id, fork]), "compare at its fork point"),
+            (changelist_url("message", run__id__exact=obj.id), "messages"),
+            (changelist_url("event", run__id__exact=obj.id), "events"),
+            (changelist_url("auditrecord", thread_id=obj.thread_id), "its thread's audit log"),
+        )

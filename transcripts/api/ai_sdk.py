@@ -1,0 +1,100 @@
+"""The Vercel AI SDK adapter: a UI message stream stored as events of a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.http import HttpRequest
+from ninja import Router
+from ninja.params.functions import Query
+
+from transcripts import ledger
+from transcripts.api.access import get_run_for_caller
+from transcripts.api.ai_sdk_stream import answered_elsewhere, parse_stream, to_events
+from transcripts.api.auth import ingest_auth
+from transcripts.api.errors import ERRORS, check_batch_length, check_depth, read_body
+from transcripts.api.schemas import MAX_INT, AiSdkOut
+from transcripts.errors import InvalidInput, InvalidStream
+from transcripts.models import Event, Run
+
+router = Router(tags=["runs"], auth=ingest_auth)
+
+
+def _earlier_tool_names(run: Run, call_ids: list[str]) -> dict[str, str]:
+    """The tool names of calls made earlier in the run's thread (the AI SDK sends a tool's
+    output without its name, e.g. after an approval, in a stream of its own)."""
+    if not call_ids:
+        return {}
+    calls = (
+        Event.objects.filter(thread_id=run.thread_id, kind="tool-call")
+        .filter(data__toolCallId__in=call_ids[:1000])
+        .order_by("id")
+        .values_list("data__toolCallId", "data__toolName")
+    )
+    return {call_id: name for call_id, name in calls if isinstance(name, str) and name}
+
+
+_AI_SDK_BODY = {
+    "required": True,
+    "description": "A UI message stream: the text/event-stream body the AI SDK sends"
+    " (`data: {...}` frames, `data: [DONE]`), or a JSON array of its chunks.",
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"type": {"type": "string", "minLength": 1}},
+                    "required": ["type"],
+                },
+            }
+        },
+        "text/event-stream": {"schema": {"type": "string"}},
+    },
+}
+
+
+# The operation id is the endpoint's from before it had a router of its own, so that
+# clients generated from the OpenAPI schema keep their method name.
+@router.post(
+    "/runs/{runId}/ai-sdk",
+    response={200: AiSdkOut, **ERRORS},
+    openapi_extra={"requestBody": _AI_SDK_BODY},
+    operation_id="transcripts_api_runs_ai_sdk_stream",
+)
+def ai_sdk_stream(
+    request: HttpRequest,
+    runId: str,
+    commit: bool = Query(False, description="Commit the run after appending"),
+    afterSeq: int | None = Query(
+        None,
+        ge=0,
+        le=MAX_INT,
+        description="Number the events from afterSeq + 1 (default: the run's lastSeq)."
+        " Sending the same stream again with the same afterSeq is then a no-op: a safe retry.",
+    ),
+) -> dict[str, Any]:
+    """Append a Vercel AI SDK UI message stream as events after lastSeq (or afterSeq)."""
+    run = get_run_for_caller(request, runId)
+    body = read_body(request)
+    try:
+        chunks = parse_stream(body, request.content_type or "")
+        check_depth(chunks, body)
+        start = run.last_seq if afterSeq is None else afterSeq
+        tool_names = _earlier_tool_names(run, answered_elsewhere(chunks))
+        events = to_events(chunks, after_seq=start, tool_names=tool_names)
+    except InvalidStream as exc:
+        problems = [{"path": path, "message": message} for path, message in exc.problems]
+        raise InvalidInput(f"not a UI message stream: {exc}", problems=problems) from None
+    check_batch_length(len(events))
+    # Append and commit together: a refused commit leaves no half-stored stream behind.
+    with transaction.atomic():
+        appended = ledger.append_events(run=run, events=events)
+        committed: Run | None = ledger.commit_run(run=run) if commit else None
+    status = (
+        committed.status
+        if committed
+        else Run.objects.values_list("status", flat=True).get(pk=run.pk)
+    )
+    return {"append": appended, "status": status, "committed": committed is not None}

@@ -1,0 +1,58 @@
+"""Events of a run: append a batch, replay what is stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router
+from ninja.params.functions import Query
+
+from transcripts import ledger, selectors
+from transcripts.api.access import get_run_for_caller, run_id_for_caller
+from transcripts.api.auth import ingest_auth, read_auth
+from transcripts.api.errors import ERRORS, check_batch_length
+from transcripts.api.schemas import MAX_INT, AppendOut, EventBatchIn, EventPage
+from transcripts.ledger import AppendResult
+
+router = Router(tags=["runs"], auth=read_auth)
+
+
+# The operation ids are those of the endpoints before they had a router of their own, so
+# that clients generated from the OpenAPI schema keep their method names.
+@router.post(
+    "/runs/{runId}/events",
+    response={200: AppendOut, **ERRORS},
+    auth=ingest_auth,
+    operation_id="transcripts_api_runs_append_events",
+)
+def append_events(request: HttpRequest, runId: str, payload: EventBatchIn) -> AppendResult:
+    """Append a batch after lastSeq, all or nothing; exact re-sends are no-ops."""
+    check_batch_length(len(payload.events))
+    # The run's id is all the ledger needs: one small query here, the rest under its lock.
+    run_id = run_id_for_caller(request, runId)
+    events = [{"seq": e.seq, "kind": e.kind, "data": e.data, "at": e.at} for e in payload.events]
+    return ledger.append_events(run=run_id, events=events)
+
+
+@router.get(
+    "/runs/{runId}/events",
+    response={200: EventPage, **ERRORS},
+    operation_id="transcripts_api_runs_replay_events",
+)
+def replay_events(
+    request: HttpRequest,
+    runId: str,
+    afterSeq: int = Query(0, ge=0, le=MAX_INT),
+    limit: int = Query(500, ge=1, le=5000),
+) -> dict[str, Any]:
+    """Stored events after afterSeq, in order; follow nextAfterSeq while hasMore."""
+    run = get_run_for_caller(request, runId)
+    events = selectors.replay(run=run, after_seq=afterSeq, limit=limit + 1)
+    more = len(events) > limit
+    events = events[:limit]
+    return {
+        "events": events,
+        "nextAfterSeq": events[-1].seq if events else afterSeq,
+        "hasMore": more,
+    }

@@ -1,0 +1,228 @@
+"""The canonical message: its roles, its parts and their schema, defined once.
+
+Every door into the message tree checks against these models: a `message` event
+(`events.py`, with `Message`), the `reasoning`, `tool-call`, `tool-result` and `file` events
+(the part fields without `type`), and each message of a canonical document
+(`formats/canonical.py`, with `TreeMessage`). The projector writes every part in full
+(`full_parts`), so what a thread stores and exports always has every field.
+
+Where the event check and the document check used to disagree, one rule now holds for both:
+
+- A tool call's `input`, a tool result's `output`, `isError` and `toolName` may be left out
+  (hand-made documents and clients often do); they are written as null, null, false and the
+  name of the call the result answers ("" when that call is unknown). Null is accepted for a
+  result's `toolName` and means the same.
+- A reasoning `signature` and a file `name` are strings or null; null means "none", and the
+  stored part leaves the field out, as it does for the `reasoning` and `file` events.
+- Tool call ids, tool call names, mime types and urls are non-empty strings.
+- `createdAt` is null or an ISO 8601 timestamp with a timezone that falls within the years
+  1..9999 in UTC: PostgreSQL can store it and Python can read it back.
+
+A document's message differs from a `message` event only where a node of the tree must: it
+has an `id`, a `parentMessageId` and metadata stating its `schemaVersion`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import ErrorDetails
+
+from transcripts.times import unstorable_reason
+
+SCHEMA_VERSION = 1
+MessageRole = Literal["user", "assistant", "system", "tool"]
+ROLES: tuple[str, ...] = get_args(MessageRole)
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class WireModel(BaseModel):
+    """A strictly typed JSON object that keeps the fields it does not name."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+# --- parts: the fields each part type carries, as its event carries them, then the part ---
+
+
+class ReasoningFields(WireModel):
+    """Reasoning text, with the provider's signature when it sent one."""
+
+    text: str
+    signature: str | None = None
+
+
+class ToolCallFields(WireModel):
+    """A call of a named tool; input is any JSON value."""
+
+    toolCallId: NonEmpty
+    toolName: NonEmpty
+    input: Any = None
+
+
+class ToolResultFields(WireModel):
+    """What a tool call gave back; toolName defaults to the call's."""
+
+    toolCallId: NonEmpty
+    toolName: str | None = None
+    output: Any = None
+    isError: bool = False
+
+
+class FileFields(WireModel):
+    """A file by URL (a data URL when inline)."""
+
+    mimeType: NonEmpty
+    url: NonEmpty
+    name: str | None = None
+
+
+class TextPart(WireModel):
+    """Plain text."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ReasoningPart(ReasoningFields):
+    """A reasoning part."""
+
+    type: Literal["reasoning"]
+
+
+class ToolCallPart(ToolCallFields):
+    """A tool-call part."""
+
+    type: Literal["tool-call"]
+
+
+class ToolResultPart(ToolResultFields):
+    """A tool-result part."""
+
+    type: Literal["tool-result"]
+
+
+class FilePart(FileFields):
+    """A file part."""
+
+    type: Literal["file"]
+
+
+Part = Annotated[
+    TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart,
+    Field(discriminator="type"),
+]
+PART_TYPES: tuple[str, ...] = tuple(
+    get_args(model.model_fields["type"].annotation)[0] for model in get_args(get_args(Part)[0])
+)
+
+
+# --- messages ----------------------------------------------------------------------------
+
+
+class _MessageBody(WireModel):
+    role: MessageRole
+    createdAt: str | None = None
+    parts: list[Part]
+
+    @field_validator("createdAt")
+    @classmethod
+    def _storable_time(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("createdAt must be an ISO 8601 timestamp") from None
+        reason = unstorable_reason(moment)
+        if reason is not None:
+            raise ValueError(f"createdAt {reason}")
+        return value
+
+
+class Message(_MessageBody):
+    """A message as a `message` event carries it: the ledger gives it its place in the tree."""
+
+    id: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class MessageMetadata(WireModel):
+    """A stored message's metadata: free-form, with the part schema version it follows."""
+
+    schemaVersion: Any = Field(default=None, validate_default=True)
+
+    @field_validator("schemaVersion")
+    @classmethod
+    def _supported(cls, value: Any) -> Any:
+        if type(value) is not int or not 1 <= value <= SCHEMA_VERSION:
+            raise ValueError("expected a supported schema version")
+        return value
+
+
+class TreeMessage(_MessageBody):
+    """A node of a thread's message tree, as the projector writes it and documents carry it."""
+
+    id: str
+    parentMessageId: str | None = None
+    metadata: MessageMetadata
+
+
+# --- writing parts in full ---------------------------------------------------------------
+
+# Optional fields whose null means "none": the stored part leaves them out.
+_NULL_MEANS_NONE = {"reasoning": "signature", "file": "name"}
+
+
+def full_parts(
+    parts: Iterable[Mapping[str, Any]], tool_names: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Copies of valid parts with every optional field as the projector writes it.
+
+    tool_names maps the tool call ids met so far to their tool names; each call among parts
+    is added to it, so a result later in the same list finds its call's name.
+    """
+    out: list[dict[str, Any]] = []
+    for given in parts:
+        part = copy.deepcopy(dict(given))
+        part_type = part["type"]
+        if part_type == "tool-call":
+            part.setdefault("input", None)
+            tool_names[str(part["toolCallId"])] = str(part["toolName"])
+        elif part_type == "tool-result":
+            if part.get("toolName") is None:
+                part["toolName"] = tool_names.get(str(part["toolCallId"]), "")
+            part.setdefault("output", None)
+            part.setdefault("isError", False)
+        elif part_type in _NULL_MEANS_NONE and part.get(_NULL_MEANS_NONE[part_type], "") is None:
+            del part[_NULL_MEANS_NONE[part_type]]
+        out.append(part)
+    return out
+
+
+# --- locating schema errors --------------------------------------------------------------
+
+_TAG_ERRORS = ("union_tag_invalid", "union_tag_not_found")
+
+
+def error_path(error: ErrorDetails) -> str:
+    """The JSON path (".parts[0].text") a schema error points at, relative to the object.
+
+    pydantic puts the part type into the location of an error inside a part (parts, 0,
+    "text", "text"); a reader wants the field, so the type is left out, and an unknown or
+    missing type is reported at the part's `type`.
+    """
+    path = ""
+    loc = error["loc"]
+    for index, step in enumerate(loc):
+        if isinstance(step, int):
+            path += f"[{step}]"
+        elif not (index and isinstance(loc[index - 1], int) and step in PART_TYPES):
+            path += f".{step}"
+    if error["type"] in _TAG_ERRORS:
+        path += ".type"
+    return path

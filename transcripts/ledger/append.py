@@ -1,0 +1,242 @@
+"""Appending events to a run: the hot path, all or nothing, safe to retry."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from transcripts.errors import (
+    Conflict,
+    InvalidEvents,
+    InvalidInput,
+    NotFound,
+    RunClosed,
+    SeqConflict,
+    SeqGap,
+    ThreadLocked,
+)
+from transcripts.events import CheckedEvent, check_events
+from transcripts.fields import to_uuid
+from transcripts.ids import is_ulid, require_ulid
+from transcripts.ledger.bulk_copy import copy_event_rows
+from transcripts.ledger.checks import problem_dicts
+from transcripts.ledger.notify import change_payload, run_channel
+from transcripts.models import Message, Run, RunStatus
+from transcripts.selectors.ulids import ulid_of
+
+# Up to this many events ride along with the run update in one statement; more go by COPY,
+# which costs an extra round trip but less per row.
+_INLINE_INSERT_MAX = 16
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What an append did."""
+
+    last_seq: int
+    accepted: int
+    duplicates: int
+
+
+def append_events(*, run: Run | str, events: Any, start: bool = True) -> AppendResult:
+    """Append a batch of events after the run's last seq, all or nothing.
+
+    The first events start a queued run (it becomes streaming) unless start is False: an
+    edit's user message is stored while the run still waits for its generator.
+
+    An exact re-send of stored events is a no-op; a gap, the same seq with other content, or
+    new events for a closed run raise a Conflict saying which seq was expected.
+    """
+    try:
+        checked = check_events(events)
+    except InvalidEvents as exc:
+        raise InvalidInput(f"invalid events: {exc}", problems=problem_dicts(exc.problems)) from None
+    with transaction.atomic():
+        run, thread_locked = _lock_for_append(run)
+        if not checked:
+            return AppendResult(run.last_seq, 0, 0)
+        last_seq = run.last_seq
+        first = checked[0].seq
+        expected = last_seq + 1
+        if first > expected:
+            raise SeqGap(
+                f"seq {first} leaves a gap: the run's last seq is {last_seq}, expected {expected}",
+                expectedSeq=expected,
+                lastSeq=last_seq,
+            )
+        overlap = [e for e in checked if e.seq <= last_seq]
+        fresh = checked[len(overlap) :]
+        if overlap:
+            stored = _stored_likeness(run.id, overlap)
+            for event in overlap:
+                if event.seq not in stored or not _same_event(stored[event.seq], event):
+                    raise SeqConflict(
+                        f"seq {event.seq} is already stored with other content;"
+                        f" the next seq is {expected}",
+                        expectedSeq=expected,
+                        lastSeq=last_seq,
+                        seq=event.seq,
+                    )
+        if fresh:
+            if thread_locked:
+                raise ThreadLocked("the thread is locked: no new events", threadId=run.thread_id)
+            if not run.is_open:
+                raise RunClosed(
+                    f"the run is {run.status}: no new events can be appended",
+                    status=run.status,
+                    expectedSeq=expected,
+                    lastSeq=last_seq,
+                )
+            _refuse_taken_message_ids(fresh)
+            now = timezone.now()
+            run.last_seq = fresh[-1].seq
+            run.first_event_at = run.first_event_at or now
+            if run.status == RunStatus.QUEUED and start:
+                run.status = RunStatus.STREAMING
+                run.started_at = run.started_at or now
+            inline: Sequence[CheckedEvent] = fresh
+            if len(fresh) > _INLINE_INSERT_MAX:
+                _copy_events(run, fresh, now)
+                inline = ()
+            # Snapshots are stored by commit and by the worker (ledger.snapshots), off this path.
+            _store_append(run, inline, now)
+    return AppendResult(run.last_seq, len(fresh), len(overlap))
+
+
+_APPEND_FIELDS = (
+    "id",
+    "thread_id",
+    "fork_from_id",
+    "status",
+    "last_seq",
+    "started_at",
+    "first_event_at",
+    "snapshot_seq",
+)
+
+
+def _lock_for_append(run: Run | str) -> tuple[Run, bool]:
+    """Lock the run row and read what an append needs (and whether its thread is locked).
+
+    Appends are the hot path: one hand-written query instead of the ORM's.
+    """
+    run_id = run.id if isinstance(run, Run) else require_ulid(run, "runId")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT r.id, r.thread_id, r.fork_from_id, r.status, r.last_seq, r.started_at,"
+            " r.first_event_at, r.snapshot_seq, t.locked FROM transcripts_run r"
+            " JOIN transcripts_thread t ON t.id = r.thread_id"
+            " WHERE r.id = %s FOR UPDATE OF r",
+            [to_uuid(run_id)],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise NotFound(f"run {run_id} does not exist", runId=run_id)
+    ids = [None if v is None else ulid_of(v) for v in row[:3]]
+    read = dict(zip(_APPEND_FIELDS, ids + list(row[3:-1]), strict=True))
+    # from_db wants the values in field order; the fields not read here (the snapshot above
+    # all) load on first access.
+    names = [f.attname for f in Run._meta.concrete_fields if f.attname in read]
+    run = Run.from_db(connection.alias, names, [read[name] for name in names])
+    return run, bool(row[-1])
+
+
+def _stored_likeness(run_id: str, events: Sequence[CheckedEvent]) -> dict[int, tuple[bool, Any]]:
+    """For each of events already stored: whether kind and data are the same, and its at.
+
+    The data are compared as jsonb, as stored: a number jsonb spells differently on the way
+    back (1e23 comes back as 23 digits) is still the same, and true is not 1.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT e.seq, e.kind = u.kind AND e.data = u.data::jsonb, e.at"
+            " FROM transcripts_event e"
+            " JOIN unnest(%s::integer[], %s::text[], %s::text[]) AS u(seq, kind, data)"
+            " ON e.seq = u.seq WHERE e.run_id = %s",
+            [
+                [e.seq for e in events],
+                [e.kind for e in events],
+                [e.data_json for e in events],
+                to_uuid(run_id),
+            ],
+        )
+        return {seq: (same, at) for seq, same, at in cursor.fetchall()}
+
+
+def _same_event(stored: tuple[bool, Any], new: CheckedEvent) -> bool:
+    same, at = stored
+    return bool(same) and (new.at is None or new.at == at)
+
+
+def _refuse_taken_message_ids(events: Sequence[CheckedEvent]) -> None:
+    """Refuse events that ask for the id of a message already in the database.
+
+    The projector keeps a requested id, so such a run could never be committed; saying so
+    at append time leaves the run usable.
+    """
+    requested = {
+        str(event.data.get(key)).upper()
+        for event in events
+        for kind, key in (("message", "id"), ("message-start", "messageId"))
+        if event.kind == kind and is_ulid(event.data.get(key))
+    }
+    if not requested:
+        return
+    taken = sorted(
+        str(pk) for pk in Message.objects.filter(pk__in=requested).values_list("pk", flat=True)
+    )
+    if taken:
+        raise Conflict(
+            "message ids are already used by other messages: give each message a new id or none",
+            messageIds=taken,
+        )
+
+
+def _copy_events(run: Run, events: Sequence[CheckedEvent], now: datetime) -> None:
+    thread_uuid, run_uuid = to_uuid(run.thread_id), to_uuid(run.id)
+    copy_event_rows(
+        (thread_uuid, run_uuid, e.seq, e.kind, e.data_json, e.at or now) for e in events
+    )
+
+
+def _store_append(run: Run, events: Sequence[CheckedEvent], now: datetime) -> None:
+    """Insert the events, update the run and notify listeners, in one round trip.
+
+    The notification is delivered when the transaction commits.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH inserted AS (
+                INSERT INTO transcripts_event (thread_id, run_id, seq, kind, data, at)
+                SELECT %(thread)s, %(id)s, u.seq, u.kind, u.data::jsonb, u.at
+                FROM unnest(%(seqs)s::integer[], %(kinds)s::text[], %(datas)s::text[],
+                    %(ats)s::timestamptz[]) AS u(seq, kind, data, at)
+            ), updated AS (
+                UPDATE transcripts_run SET last_seq = %(last_seq)s,
+                    first_event_at = %(first_event_at)s, status = %(status)s,
+                    started_at = %(started_at)s
+                WHERE id = %(id)s RETURNING id
+            )
+            SELECT pg_notify(%(channel)s, %(payload)s) FROM updated
+            """,
+            {
+                "thread": to_uuid(run.thread_id),
+                "id": to_uuid(run.id),
+                "seqs": [e.seq for e in events],
+                "kinds": [e.kind for e in events],
+                "datas": [e.data_json for e in events],
+                "ats": [e.at or now for e in events],
+                "last_seq": run.last_seq,
+                "first_event_at": run.first_event_at,
+                "status": run.status,
+                "started_at": run.started_at,
+                "channel": run_channel(run.id),
+                "payload": change_payload(run),
+            },
+        )

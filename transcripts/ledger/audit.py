@@ -1,0 +1,76 @@
+"""The audit log: who did what to which object, when and why (records outlive their targets)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.contrib.auth.models import User as AuthUser
+from django.utils import timezone
+
+from transcripts.models import AuditRecord, Message, Report, Run, Thread
+from transcripts.permissions import User
+
+if TYPE_CHECKING:
+    from transcripts.api.auth import Principal
+
+# An API client pages, polls and reconnects: one record per caller and thread in this window.
+API_READ_WINDOW = timedelta(minutes=10)
+
+
+def record_audit(
+    user: User,
+    action: str,
+    target: Thread | Message | Report | Run,
+    *,
+    thread_id: str = "",
+    reason: str = "",
+    **details: Any,
+) -> AuditRecord:
+    """Record that user did action to target (call it inside the action's transaction)."""
+    actor = user if user.is_authenticated else None
+    return AuditRecord.objects.create(
+        actor=actor,
+        actor_name=actor.get_username() if actor is not None else "",
+        action=action,
+        target_type=type(target).__name__.lower(),
+        target_id=str(target.pk),
+        thread_id=thread_id,
+        reason=reason,
+        details=details,
+    )
+
+
+def record_hidden_view(*, user: User, thread: Thread) -> None:
+    """Staff reading a hidden thread is itself recorded."""
+    if thread.hidden:
+        record_audit(user, "view_hidden", thread, thread_id=thread.id)
+
+
+def record_hidden_api_read(*, principal: Principal, thread_id: str, path: str) -> None:
+    """Staff reading a hidden thread through the API (a token or a session) is recorded."""
+    since = timezone.now() - API_READ_WINDOW
+    caller = {"via": "api", "caller": principal.name, "tokenId": principal.token_id}
+    recent = AuditRecord.objects.filter(
+        action="view_hidden",
+        target_type="thread",
+        target_id=thread_id,
+        created_at__gte=since,
+        details__contains=caller,
+    )
+    if recent.exists():
+        return
+    actor = None
+    if principal.token_id is not None:
+        actor = AuthUser.objects.filter(apitoken__pk=principal.token_id).first()
+    else:
+        actor = AuthUser.objects.filter(username=principal.name).first()
+    AuditRecord.objects.create(
+        actor=actor,
+        actor_name=actor.get_username() if actor is not None else principal.name,
+        action="view_hidden",
+        target_type="thread",
+        target_id=thread_id,
+        thread_id=thread_id,
+        details={**caller, "path": path[:500]},
+    )

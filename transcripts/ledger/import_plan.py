@@ -1,0 +1,317 @@
+"""Planning an import, without the database: checks, runs (chains), statuses, depths, events.
+
+A tree of messages becomes runs whose `message` events project to exactly those messages;
+`importing.py` writes what is planned here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from transcripts.canonical import SCHEMA_VERSION, full_parts
+from transcripts.errors import InvalidEvents, InvalidInput
+from transcripts.events import CheckedEvent, check_events, to_storable_json
+from transcripts.formats.document import TreeThread
+from transcripts.ids import new_ulid
+from transcripts.models import RunStatus
+from transcripts.projector import project
+from transcripts.times import to_iso
+
+
+@dataclass
+class Chain:
+    """The messages one imported run holds, in order."""
+
+    run_id: str
+    fork_key: str | None
+    keys: list[str]
+    source: dict[str, Any]
+
+
+def object_or_empty(value: Any) -> dict[str, Any]:
+    """value when it is a JSON object, else an empty one."""
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def messages_by_key(tree: TreeThread) -> dict[str, dict[str, Any]]:
+    """The tree's messages by their id, or InvalidInput when ids or parents do not hold up."""
+    by_key: dict[str, dict[str, Any]] = {}
+    problems: list[dict[str, str]] = []
+    for index, message in enumerate(tree.messages):
+        key = message.get("id")
+        parent = message.get("parentMessageId")
+        where = f"messages[{index}]"
+        if not isinstance(key, str) or not key:
+            problems.append({"path": f"{where}.id", "message": "a message needs an id"})
+            continue
+        if key in by_key:
+            problems.append({"path": f"{where}.id", "message": f"duplicate message id {key!r}"})
+        if parent is not None and parent not in by_key:
+            problems.append(
+                {
+                    "path": f"{where}.parentMessageId",
+                    "message": f"parent {parent!r} is not an earlier message of the thread",
+                }
+            )
+        by_key[key] = message
+    if tree.active_leaf is not None and tree.active_leaf not in by_key:
+        problems.append({"path": "activeLeafId", "message": "the active leaf is not a message"})
+    if problems:
+        raise InvalidInput(problems[0]["message"], problems=problems)
+    return by_key
+
+
+def check_tree(tree: TreeThread) -> None:
+    """Raise InvalidInput for everything import_tree would refuse, without the database.
+
+    A ChatGPT export is checked whole this way before its first thread is written.
+    """
+    by_key = messages_by_key(tree)
+    check_runs(tree)
+    now = timezone.now()
+    message_events([(message, new_ulid(), now) for message in by_key.values()])
+
+
+def chains(tree: TreeThread, by_key: Mapping[str, dict[str, Any]]) -> list[Chain]:
+    """Group messages into runs: the exported runs when given, else maximal linear chains."""
+    listed = [r for r in tree.runs if isinstance(r, dict) and r.get("messageIds")]
+    claimed: set[str] = set()
+    result: list[Chain] = []
+    for run in listed:
+        keys = [k for k in run["messageIds"] if k in by_key and k not in claimed]
+        if not keys or any(
+            by_key[keys[i]].get("parentMessageId") != keys[i - 1] for i in range(1, len(keys))
+        ):
+            continue
+        claimed.update(keys)
+        result.append(Chain("", by_key[keys[0]].get("parentMessageId"), keys, run))
+    children: dict[str | None, list[str]] = defaultdict(list)
+    for key, message in by_key.items():
+        if key not in claimed:
+            children[message.get("parentMessageId")].append(key)
+    for key, message in by_key.items():
+        if key in claimed:
+            continue
+        parent = message.get("parentMessageId")
+        # A chain starts at a root, a fork point's child, or the child of a listed run.
+        if parent is not None and parent not in claimed and len(children[parent]) == 1:
+            continue
+        keys = [key]
+        while len(children[keys[-1]]) == 1:
+            keys.append(children[keys[-1]][0])
+        claimed.update(keys)
+        result.append(Chain("", parent, keys, {}))
+    return result
+
+
+def statuses(
+    planned: list[Chain], active: set[str]
+) -> tuple[dict[int, str], dict[int, int | None]]:
+    """Per chain: status and superseding chain, so each fork point has one committed run."""
+    status: dict[int, str] = {}
+    superseded_by: dict[int, int | None] = {}
+    by_fork: dict[str | None, list[int]] = defaultdict(list)
+    for index, chain in enumerate(planned):
+        by_fork[chain.fork_key].append(index)
+    by_source = {c.source.get("id"): i for i, c in enumerate(planned) if c.source.get("id")}
+    for indexes in by_fork.values():
+        winners = [i for i in indexes if planned[i].keys[0] in active]
+        winner = winners[0] if winners else indexes[-1]
+        for index in indexes:
+            status[index] = RunStatus.COMMITTED if index == winner else RunStatus.SUPERSEDED
+            superseded_by[index] = None if index == winner else winner
+            # The exported supersededBy, when it names another run at this fork point.
+            named = by_source.get(planned[index].source.get("supersededBy"))
+            if index != winner and named is not None and named != index and named in indexes:
+                superseded_by[index] = named
+    return status, superseded_by
+
+
+def active_keys(tree: TreeThread, by_key: Mapping[str, dict[str, Any]]) -> set[str]:
+    """Ids of the messages on the active path: up from the active leaf (else the last one)."""
+    leaf = tree.active_leaf
+    if leaf is None and tree.messages:
+        leaf = tree.messages[-1].get("id")
+    active: set[str] = set()
+    while leaf is not None:
+        active.add(leaf)
+        leaf = by_key[leaf].get("parentMessageId")
+    return active
+
+
+def depths(by_key: Mapping[str, dict[str, Any]]) -> dict[str, int]:
+    """Each message's depth in the tree (parents come before their children)."""
+    depth: dict[str, int] = {}
+    for key, message in by_key.items():
+        parent = message.get("parentMessageId")
+        depth[key] = 0 if parent is None else depth[parent] + 1
+    return depth
+
+
+_RUN_TEXT = {"generator": 100, "model": 200}
+_RUN_JSON = ("parameters", "metadata", "usage", "error")
+
+
+def check_runs(tree: TreeThread) -> None:
+    """Refuse run fields and events that cannot be stored, naming each by its path."""
+    problems: list[dict[str, str]] = []
+    for index, run in enumerate(tree.runs):
+        if not isinstance(run, dict):
+            continue
+        where = f"runs[{index}]"
+        for key, limit in _RUN_TEXT.items():
+            value = run.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                problems.append({"path": f"{where}.{key}", "message": "expected a string"})
+            elif len(value) > limit:
+                problems.append(
+                    {"path": f"{where}.{key}", "message": f"longer than {limit} characters"}
+                )
+            else:
+                try:
+                    to_storable_json(value, f"{where}.{key}")
+                except InvalidEvents as exc:
+                    problems.extend(p.as_dict() for p in exc.problems)
+        for key in _RUN_JSON:
+            value = run.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                problems.append({"path": f"{where}.{key}", "message": "expected an object"})
+                continue
+            try:
+                to_storable_json(value, f"{where}.{key}")
+            except InvalidEvents as exc:
+                problems.extend(p.as_dict() for p in exc.problems)
+        events = run.get("events")
+        if events is not None:
+            if not isinstance(events, list):
+                problems.append({"path": f"{where}.events", "message": "expected an array"})
+                continue
+            try:
+                check_events(events)
+            except InvalidEvents as exc:
+                problems.extend(
+                    {"path": f"{where}.{p.path}", "message": p.message} for p in exc.problems
+                )
+    if problems:
+        raise InvalidInput(f"{problems[0]['path']}: {problems[0]['message']}", problems=problems)
+
+
+def checked_events(events: list[Any], where: str) -> list[CheckedEvent]:
+    """events checked, or InvalidInput (check_runs has already reported what it would say)."""
+    try:
+        return check_events(events)
+    except InvalidEvents as exc:
+        raise InvalidInput(f"{where}: {exc}") from None
+
+
+def message_event(message: dict[str, Any], message_id: str, moment: datetime) -> dict[str, Any]:
+    """The data of the `message` event that records an imported message under message_id."""
+    metadata = {
+        k: v for k, v in object_or_empty(message.get("metadata")).items() if k != "schemaVersion"
+    }
+    original = message.get("id")
+    if original != message_id and "sourceMessageId" not in metadata:
+        metadata["sourceMessageId"] = original
+    return {
+        "role": message.get("role"),
+        "parts": message.get("parts"),
+        "id": message_id,
+        "metadata": metadata,
+        "createdAt": to_iso(moment),
+    }
+
+
+def projected_message(
+    data: Mapping[str, Any], parent_id: str | None, tool_names: dict[str, str]
+) -> dict[str, Any]:
+    """What the projector makes of a checked `message` event's data (the suite holds it to
+    that), so that import materializes it without projecting.
+
+    tool_names holds the tool calls of the run's earlier messages, as the projector's does.
+    """
+    return {
+        "id": data["id"],
+        "parentMessageId": parent_id,
+        "role": data["role"],
+        "parts": full_parts(data["parts"], tool_names),
+        "createdAt": data["createdAt"],
+        "metadata": {**(data.get("metadata") or {}), "schemaVersion": SCHEMA_VERSION},
+    }
+
+
+def message_events(messages: list[tuple[dict[str, Any], str, datetime]]) -> list[CheckedEvent]:
+    """The checked `message` events recording (message, new id, time) triples, seq 1 on."""
+    events = [
+        {"seq": seq, "kind": "message", "data": message_event(message, id_, at), "at": to_iso(at)}
+        for seq, (message, id_, at) in enumerate(messages, start=1)
+    ]
+    try:
+        return check_events(events)
+    except InvalidEvents as exc:
+        raise InvalidInput(
+            f"invalid message in the import: {exc}",
+            problems=[p.as_dict() for p in exc.problems],
+        ) from None
+
+
+def kept_events(
+    chain: Chain, run_id: str, fork_from_id: str | None, ids: Mapping[str, str]
+) -> tuple[list[CheckedEvent], list[tuple[int, int]]] | None:
+    """The run's exported events and each message's seq range, when they can be kept as is.
+
+    That needs the run and its messages under their own ids and the events projecting to
+    exactly those messages; else None (the messages are then recorded as `message` events).
+    """
+    events_in = chain.source.get("events")
+    if not isinstance(events_in, list) or run_id != chain.source.get("id"):
+        return None
+    if any(ids[key] != key for key in chain.keys):
+        return None
+    if chain.fork_key is not None and ids[chain.fork_key] != chain.fork_key:
+        return None
+    checked = checked_events(events_in, "events")
+    try:
+        projection = project(
+            ({"seq": e.seq, "kind": e.kind, "data": e.data, "at": e.at} for e in checked),
+            run_id=run_id,
+            parent_id=fork_from_id,
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+    if [m["id"] for m in projection.messages] != chain.keys:
+        return None
+    return checked, list(projection.seq_ranges)
+
+
+def empty_run_status(
+    source: dict[str, Any], winner: str | None
+) -> tuple[str, dict[str, Any] | None, str | None]:
+    """Status, error and superseding run of an imported run that has no messages."""
+    state = source.get("status")
+    error = source.get("error") if isinstance(source.get("error"), dict) else None
+    if state in (RunStatus.FAILED, RunStatus.CANCELLED):
+        return state, error, None
+    if state in (RunStatus.COMMITTED, RunStatus.SUPERSEDED):
+        if winner is not None:
+            return RunStatus.SUPERSEDED, error, winner
+        return RunStatus.COMMITTED, error, None
+    # A run that was queued or streaming when exported has no generator any more: closing
+    # it keeps workers from picking it up, and the error says what it was.
+    return (
+        RunStatus.CANCELLED,
+        {
+            "code": "imported",
+            "message": f"the run was {state or 'open'} when the thread was exported",
+        },
+        None,
+    )

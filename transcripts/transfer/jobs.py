@@ -1,0 +1,75 @@
+"""Imports too large for a request: stored, queued, and imported by a worker with progress."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import IO, Any, BinaryIO, cast
+
+from django.core.files import File
+from django.db import transaction
+from django.utils import timezone
+
+from transcripts.errors import DomainError
+from transcripts.models import ImportJob, ImportStatus
+from transcripts.transfer.imports import import_stream, resolve_format
+
+logger = logging.getLogger(__name__)
+
+
+def queue_import(
+    *, content: IO[bytes], filename: str, size: int, fmt: str | None, user: Any = None
+) -> ImportJob:
+    """Store an upload and queue it for a worker; the job reports progress as it goes."""
+    if fmt:
+        resolve_format(None, fmt)
+    job = ImportJob(
+        user=user if getattr(user, "is_authenticated", False) else None,
+        format=fmt or "",
+        filename=filename[:300],
+        size=size,
+    )
+    job.file.save(f"{job.id}.json", File(content), save=False)
+    with transaction.atomic():
+        job.save(force_insert=True)
+        from transcripts.generation import tasks
+
+        transaction.on_commit(lambda: tasks.import_file.enqueue(job.id))
+    return job
+
+
+def run_import_job(job_id: str) -> ImportJob:
+    """The worker's side of queue_import: import the stored file, recording progress."""
+    job = ImportJob.objects.get(pk=job_id)
+    if job.status != ImportStatus.QUEUED:
+        return job
+    ImportJob.objects.filter(pk=job.pk).update(status=ImportStatus.RUNNING)
+    last_update = 0.0
+    with job.file.open("rb") as handle:
+
+        def progress(count: int) -> None:
+            nonlocal last_update
+            now = time.monotonic()
+            if now - last_update >= 0.5:
+                last_update = now
+                ImportJob.objects.filter(pk=job.pk).update(bytes_done=handle.tell())
+
+        try:
+            result = import_stream(cast(BinaryIO, handle), job.format or None, progress=progress)
+        except DomainError as exc:
+            job.status = ImportStatus.FAILED
+            job.error = {"code": exc.code, "message": exc.message, "details": exc.details}
+        except Exception:
+            # Never leave a job "running" forever: the poller learns it failed.
+            logger.exception("import job %s failed", job.pk)
+            job.status = ImportStatus.FAILED
+            job.error = {"code": "internal", "message": "the import failed", "details": {}}
+        else:
+            job.status = ImportStatus.DONE
+            job.format = result.format
+            job.thread_ids = result.thread_ids
+            job.bytes_done = job.size
+    job.finished_at = timezone.now()
+    job.save(update_fields=["status", "format", "thread_ids", "bytes_done", "error", "finished_at"])
+    job.file.delete(save=False)
+    return job

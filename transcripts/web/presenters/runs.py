@@ -1,0 +1,246 @@
+"""Runs as the pages show them: the timeline's event rows and chart, the live block of an open
+run, and the generation options a thread offers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.safestring import SafeString
+
+from transcripts import selectors
+from transcripts.generation.generators import CHOICES, EXTERNAL, GENERATORS
+from transcripts.models import OPEN_STATUSES, Event, Run, RunStatus, Thread
+from transcripts.web import rendering
+from transcripts.web.presenters.messages import MessageItem, message_items, projected_messages
+
+# --- the run timeline --------------------------------------------------------------------
+
+
+def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
+    """Seconds from start to end, or None when either is unknown."""
+    if start is None or end is None:
+        return None
+    return (end - start).total_seconds()
+
+
+@dataclass
+class EventRow:
+    """One line of a run's event log."""
+
+    event: Event
+    offset: float | None
+    preview: str
+    payload: SafeString
+
+
+def event_rows(run: Run, events: list[Event]) -> list[EventRow]:
+    """The log lines of events, timed from the start of the run."""
+    origin = run.started_at or run.created_at
+    return [
+        EventRow(
+            event=e,
+            offset=seconds_between(origin, e.at),
+            preview=rendering.json_preview(e.data, 140),
+            payload=rendering.pretty_json(e.data),
+        )
+        for e in events
+    ]
+
+
+@dataclass
+class ChartPoint:
+    """One point of the output-over-time chart, in SVG coordinates."""
+
+    x: float
+    y: float
+    seconds: float
+    chars: int
+
+
+CHART_WIDTH, CHART_HEIGHT = 600, 120
+
+
+@dataclass
+class OutputChart:
+    """Cumulative output over time as an SVG polyline."""
+
+    points: list[ChartPoint]
+    path: str
+    total: int
+    width: int = CHART_WIDTH
+    height: int = CHART_HEIGHT
+
+
+def output_chart(series: list[tuple[float, int]]) -> OutputChart:
+    """The chart of (seconds, characters) buckets (selectors.run_output_series)."""
+    if not series:
+        return OutputChart([], "", 0)
+    total = sum(c for _, c in series)
+    span = series[-1][0] or 1.0
+    points = [ChartPoint(0.0, float(CHART_HEIGHT), 0.0, 0)]
+    running = 0
+    for seconds, chars in series:
+        running += chars
+        y = CHART_HEIGHT - (running / total * CHART_HEIGHT if total else 0)
+        points.append(ChartPoint(seconds / span * CHART_WIDTH, y, seconds, running))
+    path = "M" + " L".join(f"{p.x:.1f} {p.y:.1f}" for p in points)
+    return OutputChart(points, path, total)
+
+
+# --- generation options ------------------------------------------------------------------
+
+PARAMETERS = ("temperature", "maxTokens", "systemPrompt", "delayMs")
+
+
+def generator_choices() -> list[tuple[str, str]]:
+    """(name, label) of every generator a run can use."""
+    return [
+        (name, GENERATORS[name].label if name in GENERATORS else "External stream layer")
+        for name in CHOICES
+    ]
+
+
+def generation_refusal(thread: Thread) -> str:
+    """Why the thread takes no generation actions ('' when it does)."""
+    if thread.locked:
+        return "This thread is locked: it can't be regenerated, edited, continued or restored."
+    if thread.hidden:
+        return (
+            "This thread is hidden by moderation: it can't be regenerated, edited, continued "
+            "or restored."
+        )
+    return ""
+
+
+@dataclass
+class Options:
+    """What the option forms of a thread show: choices and the thread's last choice."""
+
+    refusal: str
+    choices: list[tuple[str, str]]
+    defaults: dict[str, Any]
+
+    @property
+    def summary(self) -> str:
+        """A short line for the collapsed options, e.g. 'demo · demo-1 · t=0.7'."""
+        bits = [self.defaults["generator"], self.defaults["model"]]
+        if self.defaults.get("temperature") is not None:
+            bits.append(f"t={self.defaults['temperature']}")
+        return " · ".join(b for b in bits if b)
+
+
+def options_for(thread: Thread) -> Options:
+    """The thread's option defaults (its last choice, one query), or why it refuses."""
+    refusal = generation_refusal(thread)
+    choice = selectors.last_choice(thread) if not refusal else {}
+    parameters = choice.get("parameters") or {}
+    defaults = {
+        "generator": choice.get("generator") or "demo",
+        "model": choice.get("model") or "",
+        **{key: parameters.get(key) for key in PARAMETERS},
+    }
+    return Options(refusal=refusal, choices=generator_choices(), defaults=defaults)
+
+
+# --- the live block ----------------------------------------------------------------------
+
+# Run events after which the live block re-renders the run's projection (the final status
+# has a trigger of its own, see generation.html).
+LIVE_TRIGGERS = ", ".join(
+    [
+        "sse:text-delta throttle:100ms",
+        "sse:reasoning throttle:100ms",
+        "sse:message-start",
+        "sse:message",
+        "sse:tool-call",
+        "sse:tool-result",
+        "sse:file",
+        "sse:error",
+        "sse:step-finished",
+        # No event for a while: look again, so a run whose worker died says so, and shows as
+        # failed once a worker's sweeper has failed it (reading it never changes it).
+        "every 10s",
+    ]
+)
+
+
+@dataclass
+class LiveRun:
+    """An open (or just closed) run as the live block shows it."""
+
+    run: Run
+    items: list[MessageItem]
+    errors: list[str]
+    conversation_url: str
+    stream_url: str
+    live_url: str
+    triggers: str = LIVE_TRIGGERS
+    # In a conversation window: "top", "after" (the fork point) or "bottom"; "" on its own.
+    placement: str = ""
+    after_id: str | None = None
+    generator_label: str = ""
+    # The newer attempt of this failed run (a Retry, or TRANSCRIPTS_REQUEUE_EXPIRED).
+    requeued_as: Run | None = None
+    retryable: bool = field(init=False)
+    waiting: str = field(init=False)
+    # An open run whose worker's lease lapsed: its worker stopped responding.
+    stalled: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        closed = self.run.status in (RunStatus.FAILED, RunStatus.CANCELLED)
+        self.retryable = closed and self.requeued_as is None
+        lease = self.run.lease_expires_at
+        self.stalled = self.run.is_open and lease is not None and lease < timezone.now()
+        if self.run.status == RunStatus.QUEUED:
+            self.waiting = (
+                "Waiting for the external stream layer to claim this run…"
+                if self.run.generator == EXTERNAL
+                else "Waiting for a worker…"
+            )
+        else:
+            self.waiting = "Generating…"
+        if self.run.is_open and self.run.metadata.get("retryOf"):
+            self.waiting += " (a new attempt of a run that failed)"
+
+
+def live_run(run: Run, thread: Thread) -> LiveRun:
+    """The run's projection so far, rendered like committed messages."""
+    projection = selectors.project_run(run)
+    messages = projected_messages(thread, run, projection.messages)
+    errors = [str(e.get("message") or e) for e in projection.errors if isinstance(e, dict)]
+    label = dict(generator_choices()).get(run.generator, run.generator or "external")
+    requeued_as = None
+    if run.status == RunStatus.FAILED:
+        requeued_as = Run.objects.filter(thread=thread, metadata__retryOf=run.id).first()
+    return LiveRun(
+        run=run,
+        items=message_items(thread, messages),
+        errors=errors,
+        conversation_url=reverse("conversation", args=[thread.id]),
+        stream_url=f"/api/v1/runs/{run.id}/stream",
+        live_url=reverse("run_live", args=[run.id]),
+        generator_label=label,
+        requeued_as=requeued_as,
+    )
+
+
+def open_live_run(thread: Thread, items: list[MessageItem]) -> LiveRun | None:
+    """The thread's open run placed in the window: after its fork point, or at the top/bottom."""
+    run_id = getattr(thread, "open_run_id", None)
+    if not run_id:
+        return None
+    run = Run.objects.filter(pk=run_id, status__in=OPEN_STATUSES).defer("snapshot").first()
+    if run is None:  # closed since the thread was read
+        return None
+    live = live_run(run, thread)
+    if run.fork_from_id is None:
+        live.placement = "top"
+    elif any(item.message.id == run.fork_from_id for item in items):
+        live.placement, live.after_id = "after", run.fork_from_id
+    else:
+        live.placement = "bottom"
+    return live

@@ -1,0 +1,97 @@
+"""A conversation: a window of one branch, its switchers, actions, open run and export menu."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from transcripts import selectors
+from transcripts.formats import FORMATS
+from transcripts.ledger import moderation
+from transcripts.models import Message, Thread
+from transcripts.web.access import get_thread_for_user, login_required, message_of
+from transcripts.web.http import HtmxHttpRequest
+from transcripts.web.presenters.messages import MessageItem, message_items
+from transcripts.web.presenters.runs import open_live_run, options_for
+
+TEMPLATE = "transcripts/conversation.html"
+WINDOW = 50  # messages of the path sent at once
+AROUND_BEFORE = 15  # around a permalink: this many above it ...
+AROUND_AFTER = 35  # ... and this many below
+
+
+def export_formats() -> list[tuple[str, str]]:
+    """(key, label) of every format a thread can be exported to."""
+    return [(key, spec.label) for key, spec in FORMATS.items() if spec.exporter is not None]
+
+
+def _items(thread: Thread, messages: list[Message]) -> list[MessageItem]:
+    return message_items(thread, messages, siblings=selectors.siblings_of(thread, messages))
+
+
+def _more(request: HtmxHttpRequest, thread: Thread, direction: str, origin_id: str) -> HttpResponse:
+    """The messages just above or below origin on its branch (the pagers' htmx requests)."""
+    origin = message_of(thread, origin_id)
+    context: dict[str, Any] = {"thread": thread, "url": reverse("conversation", args=[thread.id])}
+    if direction == "before":
+        messages = selectors.branch_window(origin, before=WINDOW, after=0)[:-1]
+        context["has_earlier"] = bool(messages) and messages[0].depth > 0
+    else:
+        messages = selectors.branch_window(origin, before=0, after=WINDOW + 1)[1:]
+        context["has_later"] = len(messages) > WINDOW
+        messages = messages[:WINDOW]
+    context["items"] = _items(thread, messages)
+    context["generation_options"] = options_for(thread)
+    partial = "earlier" if direction == "before" else "later"
+    return render(request, f"{TEMPLATE}#{partial}", context)
+
+
+@login_required
+@require_GET
+def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
+    """A window of one branch of the thread (the active one unless ?leaf= says otherwise)."""
+    thread, _ = get_thread_for_user(request, thread_id)
+    direction = request.GET.get("dir", "")
+    origin_id = request.GET.get("from", "")
+    if direction in ("before", "after") and origin_id:
+        return _more(request, thread, direction, origin_id)
+    if thread.hidden and not request.htmx:
+        # Staff reading a hidden thread is itself recorded (viewers get a 404 above): an audit
+        # record, not a change to what is read.
+        moderation.record_hidden_view(user=request.user, thread=thread)
+    leaf_id = request.GET.get("leaf", "")
+    anchor = message_of(thread, leaf_id) if leaf_id else None
+    has_later = False
+    if anchor is not None:
+        messages = selectors.branch_window(anchor, before=AROUND_BEFORE, after=AROUND_AFTER + 1)
+        below = [m for m in messages if m.depth > anchor.depth]
+        has_later = len(below) > AROUND_AFTER
+        if has_later:
+            messages = messages[:-1]
+    elif thread.head is not None:
+        messages = selectors.active_tail(thread, head_depth=thread.head.depth, count=WINDOW)
+    else:
+        messages = []
+    items = _items(thread, messages)
+    context = {
+        "thread": thread,
+        "url": reverse("conversation", args=[thread.id]),
+        "leaf": leaf_id,
+        "items": items,
+        "has_earlier": bool(messages) and messages[0].depth > 0,
+        "has_later": has_later,
+        "anchor": anchor,
+        "off_active": anchor is not None and not anchor.active,
+        "tree_url": reverse("tree", args=[thread.id]),
+        "generation_options": options_for(thread),
+        "open_run": open_live_run(thread, items),
+        "export_formats": export_formats(),
+    }
+    template = TEMPLATE
+    if request.htmx:
+        template += "#conversation"
+    return render(request, template, context)

@@ -1,0 +1,33 @@
+"""The tree map of a thread."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from transcripts.web.access import get_thread_for_user, login_required
+from transcripts.web.http import HtmxHttpRequest
+from transcripts.web.presenters.tree import tree_map
+from transcripts.web.presenters.tree_layout import ROW_HEIGHT
+
+
+@login_required
+@require_GET
+def tree(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
+    """The whole conversation tree, linear runs collapsed, as a server-rendered SVG graph."""
+    thread, _ = get_thread_for_user(request, thread_id)
+    laid_out, rows = tree_map(thread)
+    context = {
+        "thread": thread,
+        "tree": laid_out,
+        "rows": rows,
+        "row_height": ROW_HEIGHT,
+        "half_row": ROW_HEIGHT // 2,
+        "url": reverse("conversation", args=[thread.id]),
+    }
+    template = "transcripts/tree.html"
+    if request.htmx:
+        template += "#tree"
+    return render(request, template, context)
