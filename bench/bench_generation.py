@@ -107,10 +107,10 @@ def main() -> None:
 
     from transcripts import ledger
     from transcripts.generation.start import start_generation
-    from transcripts.models import Message, Run
+    from transcripts.models import Message, Project, Run
 
     get_user_model().objects.create_superuser("bench", "bench@localhost", "bench-password")
-    thread, _ = ledger.create_thread(title="bench")
+    thread, _ = ledger.create_thread(project=Project.default(), title="bench")
     for kind, data in (
         ("message", {"role": "user", "parts": [{"type": "text", "text": "Tell me a story"}]}),
         ("text-delta", {"delta": "Once upon a time."}),

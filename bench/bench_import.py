@@ -89,7 +89,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100)
     args = parser.parse_args()
     setup_django()
-    from transcripts.models import Message
+    from transcripts.models import Message, Project
     from transcripts.transfer import export_thread, import_stream
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,7 +98,7 @@ def main() -> None:
         size_mb = path.stat().st_size / 1e6
         started = time.perf_counter()
         with path.open("rb") as handle:
-            result = import_stream(handle, "chatgpt")
+            result = import_stream(handle, "chatgpt", project=Project.default())
         import_seconds = time.perf_counter() - started
     stored = Message.objects.count()
     started = time.perf_counter()

@@ -47,8 +47,9 @@ def _delta(seq: int) -> dict[str, Any]:
 
 def _new_run() -> Any:
     from transcripts import ledger
+    from transcripts.models import Project
 
-    thread, _ = ledger.create_thread(title="bench")
+    thread, _ = ledger.create_thread(project=Project.default(), title="bench")
     run, _ = ledger.begin_run(thread=thread)
     return run
 

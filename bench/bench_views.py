@@ -27,8 +27,9 @@ TARGET_MS = 150.0
 def linear_thread(count: int, title: str) -> Any:
     """A thread of count alternating user/assistant messages in one committed run."""
     from transcripts import ledger
+    from transcripts.models import Project
 
-    thread, _ = ledger.create_thread(title=title)
+    thread, _ = ledger.create_thread(project=Project.default(), title=title)
     run, _ = ledger.begin_run(thread=thread, model="bench-model")
     items = [
         {

@@ -136,6 +136,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = TRANSCRIPTS_MAX_BODY_BYTES
 # Generation: leases, re-queueing and the OpenAI-compatible generator (key only from the env).
 TRANSCRIPTS_LEASE_SECONDS = float(os.environ.get("TRANSCRIPTS_LEASE_SECONDS", "30"))
 TRANSCRIPTS_REQUEUE_EXPIRED = _env_bool("TRANSCRIPTS_REQUEUE_EXPIRED", False)
+# How often a worker applies the projects' retention periods (manage.py purge_expired does it
+# on demand).
+TRANSCRIPTS_PURGE_EVERY_SECONDS = float(os.environ.get("TRANSCRIPTS_PURGE_EVERY_SECONDS", "3600"))
 TRANSCRIPTS_EXTERNAL_WEBHOOK_URL = os.environ.get("TRANSCRIPTS_EXTERNAL_WEBHOOK_URL", "")
 TRANSCRIPTS_OPENAI_BASE_URL = os.environ.get("TRANSCRIPTS_OPENAI_BASE_URL", "")
 TRANSCRIPTS_OPENAI_MODEL = os.environ.get("TRANSCRIPTS_OPENAI_MODEL", "")

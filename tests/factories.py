@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from transcripts import ledger
-from transcripts.models import Message, Run, Thread
+from transcripts.models import Message, Project, Run, Thread
 
 
 def events(*items: tuple[str, dict[str, Any]], start: int = 1) -> list[dict[str, Any]]:
@@ -18,9 +18,11 @@ def user_message(text: str) -> tuple[str, dict[str, Any]]:
     return ("message", {"role": "user", "parts": [{"type": "text", "text": text}]})
 
 
-def make_thread(title: str = "A thread", **kwargs: Any) -> Thread:
-    """A new empty thread."""
-    thread, _ = ledger.create_thread(title=title, **kwargs)
+def make_thread(
+    title: str = "A thread", *, project: Project | None = None, **kwargs: Any
+) -> Thread:
+    """A new empty thread (in the default project unless told otherwise)."""
+    thread, _ = ledger.create_thread(project=project or Project.default(), title=title, **kwargs)
     return thread
 
 

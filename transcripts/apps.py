@@ -16,11 +16,6 @@ class TranscriptsConfig(AppConfig):
     verbose_name = "Transcripts"
     default_auto_field = "django.db.models.BigAutoField"
 
-    def ready(self) -> None:
-        from django.db.models.signals import post_migrate
-
-        post_migrate.connect(_create_groups, sender=self)
-
 
 class TranscriptsAdminConfig(admin_apps.AdminConfig):
     """Django's admin app with TranscriptsAdminSite as `admin.site`."""
@@ -35,9 +30,3 @@ class TranscriptsAdminConfig(admin_apps.AdminConfig):
         # replaces with its own, empty of them; importing the package here builds it once.
         import_module("transcripts.admin")
         super().ready()
-
-
-def _create_groups(**kwargs: object) -> None:
-    from transcripts.permissions import ensure_groups
-
-    ensure_groups()

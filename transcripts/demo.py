@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from transcripts import ledger
-from transcripts.models import Message, Run, Thread
+from transcripts.models import Message, Project, Run, Thread
 
 DEMO_MARKER = "demo"
 
@@ -67,6 +67,7 @@ def _last_message(run: Run) -> Message:
 
 def _tool_agent() -> None:
     thread, _ = ledger.create_thread(
+        project=Project.default(),
         title="Weather agent: should I bike to work?",
         metadata={DEMO_MARKER: True, "tags": ["tools", "reasoning"]},
     )
@@ -113,6 +114,7 @@ def _tool_agent() -> None:
 
 def _regenerations() -> None:
     thread, _ = ledger.create_thread(
+        project=Project.default(),
         title="Haiku about PostgreSQL (regenerated twice, prompt edited)",
         metadata={DEMO_MARKER: True, "tags": ["branches"]},
     )
@@ -160,6 +162,7 @@ def _multi_agent() -> None:
         },
     }
     thread, _ = ledger.create_thread(
+        project=Project.default(),
         title="Planner and coder agents fix a failing test",
         metadata={DEMO_MARKER: True, "tags": ["multi-agent"]},
         agents=agents,

@@ -19,11 +19,85 @@ from transcripts.fields import ULIDField
 from transcripts.ids import new_ulid
 from transcripts.times import parse_iso
 
+DEFAULT_PROJECT_SLUG = "default"
+
+
+class Project(models.Model):
+    """A team's space: every thread belongs to one, people and tokens belong to projects."""
+
+    slug = models.SlugField(max_length=50, unique=True)
+    name = models.CharField(max_length=200)
+    retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Delete threads with no activity for this many days (empty: keep forever).",
+    )
+    settings = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "slug"]
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+    @classmethod
+    def default(cls) -> Project:
+        """The project existing data went into, and where demo data and unscoped imports go."""
+        project, _ = cls.objects.get_or_create(
+            slug=DEFAULT_PROJECT_SLUG, defaults={"name": "Default"}
+        )
+        return project
+
+
+class ProjectRole(models.TextChoices):
+    """A member's role in a project; each includes the ones before it."""
+
+    VIEWER = "viewer"
+    EDITOR = "editor"
+    MODERATOR = "moderator"
+    ADMIN = "admin"
+
+
+class Membership(models.Model):
+    """A user's role in one project."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=20, choices=ProjectRole.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_one_per_user"),
+        ]
+        ordering = ["project", "user"]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role}) in {self.project}"
+
+
+class Profile(models.Model):
+    """Per-user preferences: the project the pages show."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    current_project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"Profile of {self.user}"
+
 
 class Thread(models.Model):
     """A conversation: a tree of messages of which one path is active."""
 
     id = ULIDField(primary_key=True, default=new_ulid, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="threads")
     title = models.CharField(max_length=500, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
     agents = models.JSONField(default=dict, blank=True)
@@ -39,7 +113,12 @@ class Thread(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        indexes = [models.Index(fields=["-updated_at"], name="thread_updated_idx")]
+        indexes = [
+            models.Index(fields=["-updated_at"], name="thread_updated_idx"),
+            models.Index(
+                fields=["project", "-updated_at", "-id"], name="thread_project_updated_idx"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.title or f"Thread {self.id}"
@@ -55,6 +134,14 @@ class RunStatus(models.TextChoices):
 
 
 OPEN_STATUSES = (RunStatus.QUEUED, RunStatus.STREAMING)
+
+
+class RunOrigin(models.TextChoices):
+    """Who started a run: it decides who may stop it."""
+
+    WEB = "web"  # a member in the browser (regenerate, edit, reply, retry)
+    API = "api"  # an agent through the API, with a token of the project
+    IMPORT = "import"  # an import
 
 
 class Run(models.Model):
@@ -74,6 +161,7 @@ class Run(models.Model):
     usage = models.JSONField(default=dict, blank=True)
     generator = models.CharField(max_length=100, blank=True, default="")
     model = models.CharField(max_length=200, blank=True, default="")
+    origin = models.CharField(max_length=10, choices=RunOrigin.choices, default=RunOrigin.API)
     parameters = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -230,9 +318,10 @@ class Message(models.Model):
 class ApiToken(models.Model):
     """A bearer token for the ingest API, stored hashed."""
 
-    SCOPES = ("ingest", "read")
+    SCOPES = ("ingest", "read", "admin")
 
     name = models.CharField(max_length=200)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tokens")
     prefix = models.CharField(max_length=16, db_index=True)
     token_hash = models.CharField(max_length=64, unique=True)
     scopes = models.JSONField(default=list)
@@ -268,16 +357,15 @@ class AuditRecord(models.Model):
     target_type = models.CharField(max_length=50)
     target_id = models.CharField(max_length=64)
     thread_id = models.CharField(max_length=26, blank=True, default="", db_index=True)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     reason = models.TextField(blank=True, default="")
     details = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
         ordering = ["-created_at"]
-        permissions = [
-            ("moderate", "Can hide, lock, flag and handle reports"),
-            ("redact", "Can redact messages irreversibly"),
-        ]
 
     def __str__(self) -> str:
         return f"{self.actor_name or 'system'} {self.action} {self.target_type} {self.target_id}"
@@ -354,6 +442,7 @@ class ImportJob(models.Model):
     """A large import processed by a worker, with progress the client can poll."""
 
     id = ULIDField(primary_key=True, default=new_ulid, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )

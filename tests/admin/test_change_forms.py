@@ -11,8 +11,8 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.factories import conversation
-from transcripts.api.auth import issue_token
-from transcripts.models import AuditRecord, Event, Message, Report, Run, Thread
+from transcripts.ledger.tokens import issue_token
+from transcripts.models import AuditRecord, Event, Message, Project, Report, Run, Thread
 
 pytestmark = pytest.mark.django_db
 CLIENTS = ("moderator_client", "admins_client", "superuser_client")
@@ -98,7 +98,7 @@ def test_the_thread_page_keeps_its_delete_button_for_those_who_may_delete(
 
 
 def test_a_stored_token_cannot_be_changed_from_its_page(superuser_client: Client):
-    token, _ = issue_token(name="ci", scopes=["read"])
+    token, _ = issue_token(project=Project.default(), name="ci", scopes=["read"])
     before = _row(type(token), token.pk)
     url = reverse("admin:transcripts_apitoken_change", args=[token.pk])
     page = superuser_client.get(url).content.decode()

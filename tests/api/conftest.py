@@ -21,7 +21,8 @@ from django.test import Client
 from django.utils import timezone
 
 from tests.support import database_url_of_tests
-from transcripts.api.auth import issue_token
+from transcripts.ledger.tokens import issue_token
+from transcripts.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -58,7 +59,9 @@ def make_token() -> Callable[..., str]:
     """Create a token with the given scopes; returns the raw token."""
 
     def make(*scopes: str, user: Any = None, revoked: bool = False) -> str:
-        token, raw = issue_token(name="test", scopes=scopes or ("ingest", "read"), user=user)
+        token, raw = issue_token(
+            project=Project.default(), name="test", scopes=scopes or ("ingest", "read"), user=user
+        )
         if revoked:
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])

@@ -16,7 +16,8 @@ from schemathesis.checks import (
 )
 
 from tests.factories import make_run, make_thread
-from transcripts.api.auth import issue_token
+from transcripts.ledger.tokens import issue_token
+from transcripts.models import Project
 
 CHECKS = [
     not_a_server_error,
@@ -53,7 +54,7 @@ def _keep_the_test_connection():
 
 @pytest.fixture
 def token(db) -> str:
-    return issue_token(name="schemathesis", scopes=["ingest", "read"])[1]
+    return issue_token(project=Project.default(), name="schemathesis", scopes=["ingest", "read"])[1]
 
 
 @pytest.fixture

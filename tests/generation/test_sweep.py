@@ -15,11 +15,11 @@ from django.urls import reverse
 from tests.api.conftest import ApiClient
 from tests.factories import conversation, events, make_thread
 from transcripts import ledger, selectors
-from transcripts.api.auth import issue_token
 from transcripts.generation.generators import GENERATORS, GenerationRequest, Generator, StreamEvent
 from transcripts.generation.start import start_generation
 from transcripts.generation.worker import generate, sweep
-from transcripts.models import Run, RunStatus
+from transcripts.ledger.tokens import issue_token
+from transcripts.models import Project, Run, RunStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,7 +33,7 @@ def test_a_run_whose_lease_expired_is_failed_by_one_sweep_not_by_its_readers(
     time.sleep(0.05)
     before = Run.objects.values().get(pk=run.pk)
 
-    _, token = issue_token(name="reader", scopes=["read"])
+    _, token = issue_token(project=Project.default(), name="reader", scopes=["read"])
     assert ApiClient(token).get(f"/runs/{run.id}/messages").status_code == 200
     client.force_login(User.objects.create_user("reader", password="pw"))
     for page in ("run_detail", "run_live"):

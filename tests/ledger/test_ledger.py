@@ -33,7 +33,7 @@ from transcripts.errors import (
     ThreadLocked,
 )
 from transcripts.ids import new_ulid
-from transcripts.models import Event, Message, Run, RunStatus, Thread
+from transcripts.models import Event, Message, Project, Run, RunStatus, Thread
 
 pytestmark = pytest.mark.django_db
 
@@ -61,8 +61,10 @@ def stored_events(run: Run) -> list[tuple[int, str, Any]]:
 
 def test_create_thread_with_a_client_id_is_idempotent() -> None:
     wanted = new_ulid()
-    first, created = ledger.create_thread(title="One", thread_id=wanted)
-    again, created_again = ledger.create_thread(title="Other title", thread_id=wanted)
+    first, created = ledger.create_thread(project=Project.default(), title="One", thread_id=wanted)
+    again, created_again = ledger.create_thread(
+        project=Project.default(), title="Other title", thread_id=wanted
+    )
     assert (created, created_again) == (True, False)
     assert again.pk == first.pk == wanted
     assert Thread.objects.get().title == "One"
@@ -70,7 +72,7 @@ def test_create_thread_with_a_client_id_is_idempotent() -> None:
 
 def test_create_thread_refuses_unstorable_metadata() -> None:
     with pytest.raises(InvalidInput) as caught:
-        ledger.create_thread(title="x", metadata={"note": "a\x00b"})
+        ledger.create_thread(project=Project.default(), title="x", metadata={"note": "a\x00b"})
     assert caught.value.details["problems"][0]["path"] == "metadata.note"
     assert not Thread.objects.exists()
 
@@ -137,14 +139,17 @@ def test_ids_are_case_insensitive_and_given_back_upper_case() -> None:
         thread=thread, fork_from=prompt.id.lower(), run_id=wanted.lower()
     )
     assert (again.pk, created) == (wanted, False)
-    assert ledger.create_thread(thread_id=thread.id.lower())[0].pk == thread.id
+    assert (
+        ledger.create_thread(project=Project.default(), thread_id=thread.id.lower())[0].pk
+        == thread.id
+    )
 
 
 def test_thread_and_run_metadata_must_be_json_objects() -> None:
     with pytest.raises(InvalidInput):
-        ledger.create_thread(metadata=[["a", 1]])  # type: ignore[arg-type]
+        ledger.create_thread(project=Project.default(), metadata=[["a", 1]])  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
-        ledger.create_thread(agents="planner")  # type: ignore[arg-type]
+        ledger.create_thread(project=Project.default(), agents="planner")  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
         ledger.begin_run(thread=make_thread(), parameters=[1])  # type: ignore[arg-type]
     assert Thread.objects.count() == 1

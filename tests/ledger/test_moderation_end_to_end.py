@@ -16,9 +16,9 @@ from tests.api.conftest import ApiClient, live_server_asgi, make_token  # noqa: 
 from tests.api.sse_client import frames
 from tests.factories import ask, conversation, make_run
 from transcripts import transfer
-from transcripts.api.auth import issue_token
 from transcripts.ledger import moderation
-from transcripts.models import AuditRecord, Message, Report, Run, Thread
+from transcripts.ledger.tokens import issue_token
+from transcripts.models import AuditRecord, Message, Project, Report, Run, Thread
 
 SECRET = "zebracorn-4417-private"
 
@@ -74,7 +74,7 @@ def test_redaction_leaves_no_trace_in_the_api_the_exports_the_pages_or_search(
     admin_user: User, viewer: User
 ) -> None:
     thread, prompt, secret = _secret_branch()
-    api = ApiClient(issue_token(name="reader", scopes=["read"])[1])
+    api = ApiClient(issue_token(project=Project.default(), name="reader", scopes=["read"])[1])
     browser = Client()
     browser.force_login(viewer)
     api_views, pages = _api_views(thread, secret), _pages(thread, prompt, secret)
@@ -136,8 +136,16 @@ def test_a_staff_token_reading_a_hidden_thread_is_audited_once_per_window(
     thread = conversation(turns=1)
     run = Run.objects.filter(thread=thread).first()
     assert run is not None
-    staff = ApiClient(issue_token(name="mod-script", scopes=["read", "ingest"], user=moderator)[1])
-    plain = ApiClient(issue_token(name="viewer-script", scopes=["read"], user=viewer)[1])
+    staff = ApiClient(
+        issue_token(
+            project=Project.default(), name="mod-script", scopes=["read", "ingest"], user=moderator
+        )[1]
+    )
+    plain = ApiClient(
+        issue_token(project=Project.default(), name="viewer-script", scopes=["read"], user=viewer)[
+            1
+        ]
+    )
     assert staff.get(f"/threads/{thread.id}").status_code == 200
     assert not AuditRecord.objects.filter(action="view_hidden").exists()  # not hidden yet
 
@@ -306,7 +314,7 @@ def test_the_token_changelist_uses_the_same_number_of_queries_for_2_and_12_token
     def add(count: int) -> None:
         for index in range(count):
             user = User.objects.create_user(f"owner{User.objects.count()}-{index}")
-            issue_token(name=f"t{index}", scopes=["read"], user=user)
+            issue_token(project=Project.default(), name=f"t{index}", scopes=["read"], user=user)
 
     def queries() -> int:
         with CaptureQueriesContext(connection) as captured:

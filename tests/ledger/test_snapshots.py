@@ -12,8 +12,8 @@ from django.urls import reverse
 from tests.api.conftest import ApiClient
 from tests.factories import events, make_thread
 from transcripts import ledger, selectors
-from transcripts.api.auth import issue_token
-from transcripts.models import Message, Run
+from transcripts.ledger.tokens import issue_token
+from transcripts.models import Message, Project, Run
 from transcripts.projector import Projector, project
 
 pytestmark = pytest.mark.django_db
@@ -154,7 +154,7 @@ def test_reading_a_run_through_the_api_or_its_page_stores_nothing(
     before = Run.objects.values().get(pk=run.pk)
     assert before["snapshot_seq"] == 0
 
-    _, token = issue_token(name="reader", scopes=["read"])
+    _, token = issue_token(project=Project.default(), name="reader", scopes=["read"])
     messages = ApiClient(token).get(f"/runs/{run.id}/messages")
     assert messages.status_code == 200
     client.force_login(User.objects.create_user("reader", password="pw"))

@@ -12,8 +12,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from tests.factories import conversation
-from transcripts.api.auth import issue_token
-from transcripts.models import Event, Message, Run, Thread
+from transcripts.ledger.tokens import issue_token
+from transcripts.models import Event, Message, Project, Run, Thread
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "fixtures"
@@ -73,7 +73,7 @@ def test_the_api_refuses_malformed_files_with_a_4xx_and_writes_nothing(
     case: str, fmt: str | None, body: bytes
 ) -> None:
     conversation(turns=1)
-    _, token = issue_token(name="t", scopes=("ingest", "read"))
+    _, token = issue_token(project=Project.default(), name="t", scopes=("ingest", "read"))
     client = Client(raise_request_exception=False)
     before = _rows()
     query = f"?format={fmt}" if fmt else ""
@@ -107,7 +107,9 @@ def test_a_broken_chatgpt_export_says_which_conversation() -> None:
     from transcripts.errors import InvalidInput
 
     with pytest.raises(InvalidInput) as refused:
-        transfer.import_stream(io.BytesIO(_chatgpt_with_a_broken_second_conversation()))
+        transfer.import_stream(
+            io.BytesIO(_chatgpt_with_a_broken_second_conversation()), project=Project.default()
+        )
     assert refused.value.message.startswith("conversation 1:")
     assert refused.value.details["problems"][0]["path"].startswith("$[1].")
     assert Thread.objects.count() == 0
@@ -133,7 +135,7 @@ def test_export_to_an_unwritable_place_is_an_error_not_a_traceback(tmp_path: Pat
 
 
 def test_every_threadprotocol_violation_comes_back_in_one_422_with_its_path() -> None:
-    _, token = issue_token(name="t", scopes=("ingest", "read"))
+    _, token = issue_token(project=Project.default(), name="t", scopes=("ingest", "read"))
     document = json.loads((FIXTURES / "threadprotocol_example.json").read_text())
     thread = document[0] if isinstance(document, list) else document
     thread["version"] = "0.9"

@@ -13,7 +13,7 @@ from tests.factories import ask, conversation, last_message, make_run, say
 from transcripts import selectors, transfer
 from transcripts.errors import InvalidInput, NotFound
 from transcripts.formats import FORMATS
-from transcripts.models import Event, Message, Run, RunStatus, Thread
+from transcripts.models import Event, Message, Project, Run, RunStatus, Thread
 from transcripts.selectors import active_path
 
 pytestmark = pytest.mark.django_db
@@ -56,7 +56,7 @@ def test_a_canonical_export_reimports_as_the_same_thread():
     exported = transfer.export_thread(thread, "canonical")
     Thread.objects.filter(pk=thread.pk).delete()
 
-    result = transfer.import_data(json.loads(exported.content))
+    result = transfer.import_data(json.loads(exported.content), project=Project.default())
     assert result.thread_ids == [thread.id]
     assert _snapshot(Thread.objects.get(pk=thread.id)) == before
 
@@ -64,7 +64,7 @@ def test_a_canonical_export_reimports_as_the_same_thread():
 def test_a_second_import_of_the_same_export_gets_new_ids():
     thread = _branched_thread()
     document = json.loads(transfer.export_thread(thread, "canonical").content)
-    [copy_id] = transfer.import_data(document).thread_ids
+    [copy_id] = transfer.import_data(document, project=Project.default()).thread_ids
     assert copy_id != thread.id
     copy = Thread.objects.get(pk=copy_id)
     original_texts = [m.parts for m in active_path(thread)]
@@ -77,7 +77,7 @@ def test_a_second_import_of_the_same_export_gets_new_ids():
 def test_imported_messages_replay_from_their_events():
     thread = _branched_thread()
     [copy_id] = transfer.import_data(
-        json.loads(transfer.export_thread(thread, "canonical").content)
+        json.loads(transfer.export_thread(thread, "canonical").content), project=Project.default()
     ).thread_ids
     for run in Run.objects.filter(thread_id=copy_id):
         kinds = set(Event.objects.filter(run=run).values_list("kind", flat=True))
@@ -111,13 +111,13 @@ def test_an_unknown_format_is_refused():
     with pytest.raises(InvalidInput):
         transfer.export_thread(thread, "docx")
     with pytest.raises(InvalidInput):
-        transfer.import_data([], "docx")
+        transfer.import_data([], "docx", project=Project.default())
 
 
 def test_the_chatgpt_sample_imports_every_branch_with_its_active_path():
     raw = (FIXTURES / "chatgpt_conversations.json").read_bytes()
     document = json.loads(raw)
-    result = transfer.import_stream(io.BytesIO(raw))
+    result = transfer.import_stream(io.BytesIO(raw), project=Project.default())
     assert result.format == "chatgpt"
     assert len(result.thread_ids) == len(document)
     for conversation_doc, thread_id in zip(document, result.thread_ids, strict=True):
@@ -134,20 +134,23 @@ def test_the_chatgpt_sample_imports_every_branch_with_its_active_path():
 def test_invalid_input_is_refused_and_nothing_is_imported():
     before = Thread.objects.count()
     with pytest.raises(InvalidInput) as refused:
-        transfer.import_data({"format": "transcripts.canonical", "version": 1, "messages": 3})
+        transfer.import_data(
+            {"format": "transcripts.canonical", "version": 1, "messages": 3},
+            project=Project.default(),
+        )
     assert refused.value.details["problems"]
     with pytest.raises(InvalidInput):
         transfer.parse_document(b"{not json")
     with pytest.raises(InvalidInput):
-        transfer.import_data({"something": "else"})
+        transfer.import_data({"something": "else"}, project=Project.default())
     with pytest.raises(InvalidInput):
-        transfer.import_stream(io.BytesIO(b'[{"mapping": 12}]'))
+        transfer.import_stream(io.BytesIO(b'[{"mapping": 12}]'), project=Project.default())
     assert Thread.objects.count() == before
 
 
 def test_an_openai_import_becomes_a_linear_thread():
     document = json.loads((FIXTURES / "openai_chat.json").read_text())
-    [thread_id] = transfer.import_data(document, "openai").thread_ids
+    [thread_id] = transfer.import_data(document, "openai", project=Project.default()).thread_ids
     path = list(active_path(Thread.objects.get(pk=thread_id)))
     assert len(path) >= 2
     assert all(run.status == RunStatus.COMMITTED for run in Run.objects.filter(thread_id=thread_id))
@@ -181,7 +184,11 @@ def test_a_large_import_runs_as_a_job_with_progress(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
     raw = (FIXTURES / "chatgpt_conversations.json").read_bytes()
     job = transfer.queue_import(
-        content=io.BytesIO(raw), filename="conversations.json", size=len(raw), fmt=None
+        project=Project.default(),
+        content=io.BytesIO(raw),
+        filename="conversations.json",
+        size=len(raw),
+        fmt=None,
     )
     assert job.status == "queued" and job.progress == 0.0
     transfer.run_import_job(job.id)
@@ -197,6 +204,7 @@ def test_a_failed_import_job_says_why_and_imports_nothing(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
     before = Thread.objects.count()
     job = transfer.queue_import(
+        project=Project.default(),
         content=io.BytesIO(b'{"format": "transcripts.canonical"}'),
         filename="x.json",
         size=34,

@@ -21,7 +21,7 @@ from django.utils.html import format_html
 
 from transcripts.errors import DomainError
 from transcripts.ids import is_ulid
-from transcripts.permissions import user_access
+from transcripts.permissions import highest_access
 
 CONFIRM_TEMPLATE = "admin/transcripts/confirm_action.html"
 
@@ -51,11 +51,11 @@ class ModerationPermissions:
 
     def has_moderate_permission(self, request: HttpRequest) -> bool:
         """Hide, lock, flag and handle reports."""
-        return user_access(request.user).can_moderate
+        return highest_access(request.user).can_moderate
 
     def has_redact_permission(self, request: HttpRequest) -> bool:
         """Redact messages and runs."""
-        return user_access(request.user).can_administer
+        return highest_access(request.user).can_administer
 
 
 class ViewOnlyMixin:

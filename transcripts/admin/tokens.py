@@ -10,8 +10,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from transcripts.api.auth import issue_token
-from transcripts.models import ApiToken
+from transcripts.ledger.tokens import issue_token
+from transcripts.models import ApiToken, Project
 
 # What a stored token's page shows; none of it can change.
 STORED_FIELDS = ("name", "prefix", "scopes", "user", "created_at", "last_used_at", "revoked_at")
@@ -62,7 +62,10 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
         if change:
             return
         token, raw = issue_token(
-            name=obj.name, scopes=form.cleaned_data["scopes"], user=form.cleaned_data["user"]
+            project=Project.default(),
+            name=obj.name,
+            scopes=form.cleaned_data["scopes"],
+            user=form.cleaned_data["user"],
         )
         obj.pk = token.pk
         obj.refresh_from_db()

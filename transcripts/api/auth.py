@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -28,43 +27,33 @@ class Principal:
     scopes: frozenset[str]
     is_staff: bool
     token_id: int | None = None
+    # The project of a token; a browser session reads in the projects of its user.
+    project_id: int | None = None
+    user: Any = None
 
     def can(self, scope: str) -> bool:
         """Whether the caller holds scope."""
         return scope in self.scopes
 
 
-def issue_token(*, name: str, scopes: Iterable[str], user: Any = None) -> tuple[ApiToken, str]:
-    """Create a token; returns the stored record and the token itself (shown once, never kept)."""
-    name = name.strip()
-    longest = ApiToken._meta.get_field("name").max_length or 200
-    if not name or len(name) > longest:
-        raise ValueError(f"a token's name must have between 1 and {longest} characters")
-    scopes = sorted(set(scopes))
-    unknown = [s for s in scopes if s not in ApiToken.SCOPES]
-    if unknown or not scopes:
-        raise ValueError(f"scopes must be among {', '.join(ApiToken.SCOPES)}, not {scopes}")
-    raw = ApiToken.generate()
-    token = ApiToken.objects.create(
-        name=name,
-        prefix=raw[:10],
-        token_hash=ApiToken.hash_token(raw),
-        scopes=scopes,
-        user=user,
-    )
-    return token, raw
-
-
 def token_principal(raw_token: str) -> Principal | None:
     """The principal of a live (unrevoked) token, recording its use; None when unknown."""
     row = (
         ApiToken.objects.filter(token_hash=ApiToken.hash_token(raw_token), revoked_at__isnull=True)
-        .values_list("pk", "name", "scopes", "last_used_at", "user__is_staff", "user__is_active")
+        .values_list(
+            "pk",
+            "name",
+            "scopes",
+            "last_used_at",
+            "user__is_staff",
+            "user__is_active",
+            "project_id",
+        )
         .first()
     )
     if row is None:
         return None
-    pk, name, scopes, last_used_at, user_is_staff, user_is_active = row
+    pk, name, scopes, last_used_at, user_is_staff, user_is_active, project_id = row
     if user_is_active is False:
         return None  # the token of a deactivated user stops working with the account
     now = timezone.now()
@@ -75,6 +64,7 @@ def token_principal(raw_token: str) -> Principal | None:
         scopes=frozenset(s for s in scopes if isinstance(s, str)),
         is_staff=bool(user_is_staff and user_is_active),
         token_id=pk,
+        project_id=project_id,
     )
 
 
@@ -82,7 +72,9 @@ def session_principal(user: Any) -> Principal | None:
     """A logged-in user may read the API from the browser (never write: no CSRF exposure)."""
     if user is None or not user.is_authenticated or not user.is_active:
         return None
-    return Principal(name=user.get_username(), scopes=frozenset({READ}), is_staff=user.is_staff)
+    return Principal(
+        name=user.get_username(), scopes=frozenset({READ}), is_staff=user.is_staff, user=user
+    )
 
 
 def bearer_token(request: HttpRequest) -> str | None:

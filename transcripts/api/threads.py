@@ -23,7 +23,7 @@ from transcripts.api.schemas import (
 )
 from transcripts.errors import Conflict, InvalidInput, NotFound
 from transcripts.ids import is_ulid
-from transcripts.models import Message, Thread
+from transcripts.models import Message, Project, Thread
 from transcripts.pagination import decode_cursor, encode_cursor
 from transcripts.times import parse_iso
 
@@ -38,7 +38,11 @@ def _foreign_cursor() -> InvalidInput:
 def create_thread(request: HttpRequest, payload: ThreadIn) -> Status[Thread]:
     """Create a thread (201); with a client-chosen id, repeating the call returns it (200)."""
     thread, created = ledger.create_thread(
-        title=payload.title, metadata=payload.metadata, agents=payload.agents, thread_id=payload.id
+        project=Project.objects.get(pk=caller(request).project_id or 0),
+        title=payload.title,
+        metadata=payload.metadata,
+        agents=payload.agents,
+        thread_id=payload.id,
     )
     if not created and not may_see(caller(request), hidden=thread.hidden):
         raise Conflict("a thread with this id already exists", threadId=thread.id)

@@ -12,14 +12,14 @@ from ninja import Router, Status
 from ninja.params.functions import Query
 
 from transcripts import transfer
-from transcripts.api.access import get_thread_for_caller
+from transcripts.api.access import caller, get_thread_for_caller
 from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import ERRORS, check_depth
 from transcripts.api.schemas import ImportJobOut, ImportOut
 from transcripts.errors import BodyTooLarge, InvalidInput, NotFound
 from transcripts.events import max_json_depth
 from transcripts.ids import is_ulid
-from transcripts.models import ImportJob
+from transcripts.models import ImportJob, Project
 
 router = Router(tags=["import and export"], auth=read_auth)
 CHUNK = 1 << 16
@@ -87,12 +87,17 @@ def create_import(
                 filename=name,
                 size=size,
                 fmt=format or None,
+                project=Project.objects.get(pk=caller(request).project_id),
                 user=getattr(request, "user", None),
             )
             return Status(202, job)
         _check_json_depth(spool)
         try:
-            result = transfer.import_stream(cast(Any, spool), format or None)
+            result = transfer.import_stream(
+                cast(Any, spool),
+                format or None,
+                project=Project.objects.get(pk=caller(request).project_id),
+            )
         except RecursionError:  # a reader of some format recursed too deep: still a 422
             raise InvalidInput("the file nests JSON too deeply to be imported") from None
     return Status(201, result)

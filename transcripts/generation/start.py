@@ -15,7 +15,7 @@ from transcripts.generation.generators import (
     GENERATORS,
     get_generator,
 )
-from transcripts.models import Message, Run, RunStatus, Thread
+from transcripts.models import Message, Run, RunOrigin, RunStatus, Thread
 
 
 def _clean_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -69,6 +69,7 @@ def start_generation(
             model=model,
             parameters=params,
             metadata=metadata,
+            origin=RunOrigin.WEB,
         )
         if prefix:
             # Still queued: a worker (or the outside stream layer) has to pick it up.
@@ -115,7 +116,9 @@ def start_reply(*, thread: Thread, text: str, fork_from: Any = ledger.HEAD, **op
     """Reply at the head (or below fork_from): the user's message is committed, then answered."""
     event = _user_message_event(text)
     with transaction.atomic():
-        turn, _ = ledger.begin_run(thread=thread, fork_from=fork_from, generator="user")
+        turn, _ = ledger.begin_run(
+            thread=thread, fork_from=fork_from, generator="user", origin=RunOrigin.WEB
+        )
         ledger.append_events(run=turn, events=[event])
         ledger.commit_run(run=turn)
         question = turn.messages.get()

@@ -10,7 +10,7 @@ import os
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -23,6 +23,7 @@ from transcripts.generation.generators import (
     get_generator,
 )
 from transcripts.generation.start import queue_again
+from transcripts.ledger.retention import Purge, purge_expired
 from transcripts.models import Run, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -165,12 +166,19 @@ def reap_expired_runs() -> list[str]:
 
 @dataclass(frozen=True)
 class Sweep:
-    """What one sweep did: the runs it failed (or re-queued) and those it snapshotted."""
+    """What one sweep did: the runs it failed (or re-queued) and those it snapshotted, and
+    the retention purges it ran."""
 
     expired: list[str]
     snapshotted: list[str]
+    purges: list[Purge] = field(default_factory=list)
 
 
-def sweep() -> Sweep:
-    """The worker process's periodic chores, which no request does (a GET writes nothing)."""
-    return Sweep(expired=reap_expired_runs(), snapshotted=ledger.store_due_snapshots())
+def sweep(*, purge: bool = False) -> Sweep:
+    """The worker process's periodic chores, which no request does (a GET writes nothing);
+    with purge, also apply the projects' retention periods."""
+    return Sweep(
+        expired=reap_expired_runs(),
+        snapshotted=ledger.store_due_snapshots(),
+        purges=purge_expired() if purge else [],
+    )

@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth.models import User as AuthUser
 from django.utils import timezone
 
-from transcripts.models import AuditRecord, Message, Report, Run, Thread
+from transcripts.models import (
+    ApiToken,
+    AuditRecord,
+    Membership,
+    Message,
+    Project,
+    Report,
+    Run,
+    Thread,
+)
 from transcripts.permissions import User
 
 if TYPE_CHECKING:
@@ -18,16 +27,27 @@ if TYPE_CHECKING:
 API_READ_WINDOW = timedelta(minutes=10)
 
 
+def _project_id_of(thread_id: str) -> int | None:
+    if not thread_id:
+        return None
+    return Thread.objects.filter(pk=thread_id).values_list("project_id", flat=True).first()
+
+
 def record_audit(
     user: User,
     action: str,
-    target: Thread | Message | Report | Run,
+    target: Thread | Message | Report | Run | Project | Membership | ApiToken,
     *,
     thread_id: str = "",
+    project: Project | None = None,
     reason: str = "",
     **details: Any,
 ) -> AuditRecord:
-    """Record that user did action to target (call it inside the action's transaction)."""
+    """Record that user did action to target (call it inside the action's transaction).
+
+    The record belongs to the project of thread_id (or project), so the project's moderators
+    find it in its audit log.
+    """
     actor = user if user.is_authenticated else None
     return AuditRecord.objects.create(
         actor=actor,
@@ -36,6 +56,23 @@ def record_audit(
         target_type=type(target).__name__.lower(),
         target_id=str(target.pk),
         thread_id=thread_id,
+        project_id=project.pk if project is not None else _project_id_of(thread_id),
+        reason=reason,
+        details=details,
+    )
+
+
+def record_system_audit(
+    action: str, project: Project, *, reason: str = "", **details: Any
+) -> AuditRecord:
+    """Record what the system itself did to a project (retention purges)."""
+    return AuditRecord.objects.create(
+        actor=None,
+        actor_name="system",
+        action=action,
+        target_type="project",
+        target_id=str(project.pk),
+        project=project,
         reason=reason,
         details=details,
     )
@@ -72,5 +109,6 @@ def record_hidden_api_read(*, principal: Principal, thread_id: str, path: str) -
         target_type="thread",
         target_id=thread_id,
         thread_id=thread_id,
+        project_id=_project_id_of(thread_id),
         details={**caller, "path": path[:500]},
     )

@@ -34,11 +34,11 @@ from transcripts.ledger.import_plan import (
     statuses,
 )
 from transcripts.ledger.threads import MAX_TITLE, create_thread
-from transcripts.models import Message, Run, RunStatus, Thread
+from transcripts.models import Message, Project, Run, RunOrigin, RunStatus, Thread
 from transcripts.times import parse_iso_utc
 
 
-def import_tree(tree: TreeThread, *, keep_ids: bool = True) -> Thread:
+def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) -> Thread:
     """Write a whole thread (every branch) through the ledger, in one transaction.
 
     Ids that are ULIDs not used yet are kept (so a canonical export re-imports as itself);
@@ -80,6 +80,7 @@ def import_tree(tree: TreeThread, *, keep_ids: bool = True) -> Thread:
         thread_id = None
     with transaction.atomic():
         thread, _ = create_thread(
+            project=project,
             title=(tree.title or "")[:MAX_TITLE],
             metadata=tree.metadata,
             agents=tree.agents,
@@ -205,6 +206,7 @@ def _run_row(
         fork_from_id=fork_from,
         status=status,
         generator=source["generator"] if isinstance(source.get("generator"), str) else "import",
+        origin=RunOrigin.IMPORT,
         model=str(source.get("model") or ""),
         parameters=object_or_empty(source.get("parameters")),
         metadata=object_or_empty(source.get("metadata")),

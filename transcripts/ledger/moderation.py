@@ -18,9 +18,10 @@ from transcripts.ledger.audit import (
     record_hidden_view,
 )
 from transcripts.ledger.checks import clean_reason, require
+from transcripts.ledger.deletion import delete_threads
 from transcripts.ledger.reports import close_report, report_message
 from transcripts.models import Event, Message, Run, RunStatus, Thread
-from transcripts.permissions import User, user_access
+from transcripts.permissions import User, member_access
 from transcripts.projector import REDACTION_TEXT
 
 _THREAD_ACTIONS = {
@@ -32,7 +33,7 @@ _THREAD_ACTIONS = {
 
 
 def _set_thread_flag(user: User, thread: Thread, field: str, value: bool, reason: str) -> Thread:
-    require(user_access(user).can_moderate, f"change {field}")
+    require(member_access(user, thread_id=thread.id).can_moderate, f"change {field}")
     reason = clean_reason(reason, required=False)
     with transaction.atomic():
         current = Thread.objects.select_for_update().values_list(field, flat=True).get(pk=thread.pk)
@@ -66,7 +67,7 @@ def unlock_thread(*, user: User, thread: Thread, reason: str = "") -> Thread:
 
 def flag_message(*, user: User, message: Message, reason: str) -> Message:
     """Flag a message for attention, with a reason."""
-    require(user_access(user).can_moderate, "flag messages")
+    require(member_access(user, thread_id=message.thread_id).can_moderate, "flag messages")
     reason = clean_reason(reason, required=True)
     with transaction.atomic():
         message.flagged_at = timezone.now()
@@ -78,7 +79,7 @@ def flag_message(*, user: User, message: Message, reason: str) -> Message:
 
 def unflag_message(*, user: User, message: Message, reason: str = "") -> Message:
     """Clear a message's flag."""
-    require(user_access(user).can_moderate, "unflag messages")
+    require(member_access(user, thread_id=message.thread_id).can_moderate, "unflag messages")
     reason = clean_reason(reason, required=False)
     with transaction.atomic():
         message.flagged_at = None
@@ -93,7 +94,7 @@ def redact_message(*, user: User, message: Message, reason: str) -> Message:
 
     Irreversible: the content cannot come back through replay, compare, export or search.
     """
-    require(user_access(user).can_administer, "redact messages")
+    require(member_access(user, thread_id=message.thread_id).can_administer, "redact messages")
     reason = clean_reason(reason, required=True)
     with transaction.atomic():
         message = Message.objects.select_for_update().get(pk=message.pk)
@@ -136,7 +137,7 @@ def redact_run(*, user: User, run: Run, reason: str) -> Run:
     Such runs are shown from their events (run timeline, compare); a committed run's
     content lives in messages, which are redacted one by one.
     """
-    require(user_access(user).can_administer, "redact runs")
+    require(member_access(user, thread_id=run.thread_id).can_administer, "redact runs")
     reason = clean_reason(reason, required=True)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
@@ -168,11 +169,11 @@ def redact_run(*, user: User, run: Run, reason: str) -> Run:
 
 def delete_thread(*, user: User, thread: Thread, reason: str) -> None:
     """Delete a thread and everything in it; the audit record stays."""
-    require(user_access(user).can_administer, "delete threads")
+    require(member_access(user, thread_id=thread.id).can_administer, "delete threads")
     reason = clean_reason(reason, required=True)
     with transaction.atomic():
         record_audit(user, "delete", thread, thread_id=thread.id, reason=reason, title=thread.title)
-        thread.delete()
+        delete_threads([thread.id])
 
 
 __all__ = [

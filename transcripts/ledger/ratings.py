@@ -7,7 +7,7 @@ from django.db import transaction
 from transcripts import selectors
 from transcripts.errors import Conflict, InvalidInput, PermissionDenied
 from transcripts.models import Run, RunRating
-from transcripts.permissions import User, user_access
+from transcripts.permissions import User, member_access
 
 MAX_NOTE = 2000
 
@@ -15,8 +15,8 @@ MAX_NOTE = 2000
 @transaction.atomic
 def rate_run(*, user: User, run: Run, preferred: bool, note: str = "") -> RunRating:
     """Record user's verdict on run (one per run and user); preferring it unmarks its rivals."""
-    if not (user.is_authenticated and user_access(user).can_edit):
-        raise PermissionDenied("log in to rate runs")
+    if not (user.is_authenticated and member_access(user, thread_id=run.thread_id).can_edit):
+        raise PermissionDenied("rating runs needs the editor role in the project")
     note = (note or "").strip()
     if len(note) > MAX_NOTE:
         raise InvalidInput(f"the note is longer than {MAX_NOTE} characters", field="note")

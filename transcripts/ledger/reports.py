@@ -9,12 +9,12 @@ from transcripts.errors import Conflict, InvalidInput, PermissionDenied
 from transcripts.ledger.audit import record_audit
 from transcripts.ledger.checks import clean_reason, require
 from transcripts.models import Message, Report, ReportStatus
-from transcripts.permissions import User, user_access
+from transcripts.permissions import User, member_access
 
 
 def report_message(*, user: User, message: Message, reason: str, note: str = "") -> Report:
     """A viewer reports a message to the moderators."""
-    if not (user.is_authenticated and user_access(user).can_read):
+    if not (user.is_authenticated and member_access(user, thread_id=message.thread_id).can_read):
         raise PermissionDenied("log in to report messages")
     if reason not in dict(Report.REASONS):
         raise InvalidInput(
@@ -35,7 +35,7 @@ def report_message(*, user: User, message: Message, reason: str, note: str = "")
 
 def close_report(*, user: User, report: Report, status: str, note: str = "") -> Report:
     """Resolve or dismiss an open report."""
-    require(user_access(user).can_moderate, "handle reports")
+    require(member_access(user, thread_id=report.thread_id).can_moderate, "handle reports")
     if status not in (ReportStatus.RESOLVED, ReportStatus.DISMISSED):
         raise InvalidInput("status must be resolved or dismissed", field="status")
     note = clean_reason(note, required=False)

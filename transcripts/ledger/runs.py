@@ -11,7 +11,7 @@ from django.utils import timezone
 from transcripts.errors import Conflict, InvalidInput, ThreadLocked
 from transcripts.ids import require_ulid
 from transcripts.ledger.checks import check_object
-from transcripts.models import Message, Run, RunStatus, Thread
+from transcripts.models import Message, Run, RunOrigin, RunStatus, Thread
 
 HEAD: Any = object()  # begin_run's default fork point: the thread's head.
 
@@ -26,10 +26,13 @@ def begin_run(
     model: str = "",
     parameters: Mapping[str, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    origin: str = RunOrigin.API,
 ) -> tuple[Run, bool]:
     """Begin a run forked from fork_from (a message id, None for a new root, HEAD by default).
 
     With a client-chosen run_id the call is idempotent: the same id returns the same run.
+    origin says who started it (an agent through the API, or a member in the browser), which
+    decides who may stop it.
     """
     if status not in (RunStatus.QUEUED, RunStatus.STREAMING):
         raise InvalidInput("a run begins queued or streaming", field="status")
@@ -76,6 +79,7 @@ def begin_run(
             fork_from_id=fork_id,
             status=status,
             generator=generator,
+            origin=origin,
             model=model,
             parameters=dict(parameters or {}),
             metadata=dict(metadata or {}),

@@ -13,7 +13,7 @@ from transcripts.errors import FormatError, InvalidInput
 from transcripts.formats import FORMATS, detect_format, iter_chatgpt
 from transcripts.ledger.import_plan import check_tree
 from transcripts.ledger.importing import import_tree
-from transcripts.models import Thread
+from transcripts.models import Project, Thread
 
 IMPORT_FORMATS = [key for key, spec in FORMATS.items() if spec.importer is not None]
 
@@ -82,8 +82,8 @@ def resolve_format(data: Any, fmt: str | None) -> str:
     return detected
 
 
-def import_data(data: Any, fmt: str | None = None) -> ImportResult:
-    """Import a parsed document: every thread in it, each in its own transaction.
+def import_data(data: Any, fmt: str | None = None, *, project: Project) -> ImportResult:
+    """Import a parsed document into project: every thread in it, each in its own transaction.
 
     The document is validated whole before anything is written, so invalid input changes
     nothing.
@@ -97,7 +97,7 @@ def import_data(data: Any, fmt: str | None = None) -> ImportResult:
         raise _format_error(exc) from None
     result = ImportResult(key)
     for tree in trees:
-        result.thread_ids.append(import_tree(tree).id)
+        result.thread_ids.append(import_tree(tree, project=project).id)
     return result
 
 
@@ -105,9 +105,10 @@ def import_stream(
     fp: BinaryIO,
     fmt: str | None = None,
     *,
+    project: Project,
     progress: Callable[[int], None] | None = None,
 ) -> ImportResult:
-    """Import a file; a ChatGPT export is read one conversation at a time (bounded memory)."""
+    """Import a file into project; a ChatGPT export is read one conversation at a time."""
     head = fp.read(65536)
     fp.seek(0)
     if not head.strip(b" \t\r\n\xef\xbb\xbf"):
@@ -129,13 +130,13 @@ def import_stream(
         result = ImportResult("chatgpt")
         try:
             for tree in iter_chatgpt(fp):
-                result.thread_ids.append(import_tree(tree).id)
+                result.thread_ids.append(import_tree(tree, project=project).id)
                 if progress is not None:
                     progress(len(result.thread_ids))
         except FormatError as exc:  # the file changed between the passes
             raise _format_error(exc) from None
         return result
-    result = import_data(parse_document(fp.read()), fmt)
+    result = import_data(parse_document(fp.read()), fmt, project=project)
     if progress is not None:
         progress(len(result.thread_ids))
     return result

@@ -11,19 +11,26 @@ from django.db import transaction
 from django.utils import timezone
 
 from transcripts.errors import DomainError
-from transcripts.models import ImportJob, ImportStatus
+from transcripts.models import ImportJob, ImportStatus, Project
 from transcripts.transfer.imports import import_stream, resolve_format
 
 logger = logging.getLogger(__name__)
 
 
 def queue_import(
-    *, content: IO[bytes], filename: str, size: int, fmt: str | None, user: Any = None
+    *,
+    content: IO[bytes],
+    filename: str,
+    size: int,
+    fmt: str | None,
+    project: Project,
+    user: Any = None,
 ) -> ImportJob:
-    """Store an upload and queue it for a worker; the job reports progress as it goes."""
+    """Store an upload for project and queue it for a worker; the job reports its progress."""
     if fmt:
         resolve_format(None, fmt)
     job = ImportJob(
+        project=project,
         user=user if getattr(user, "is_authenticated", False) else None,
         format=fmt or "",
         filename=filename[:300],
@@ -55,7 +62,12 @@ def run_import_job(job_id: str) -> ImportJob:
                 ImportJob.objects.filter(pk=job.pk).update(bytes_done=handle.tell())
 
         try:
-            result = import_stream(cast(BinaryIO, handle), job.format or None, progress=progress)
+            result = import_stream(
+                cast(BinaryIO, handle),
+                job.format or None,
+                project=job.project,
+                progress=progress,
+            )
         except DomainError as exc:
             job.status = ImportStatus.FAILED
             job.error = {"code": exc.code, "message": exc.message, "details": exc.details}

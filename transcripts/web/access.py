@@ -18,10 +18,16 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django_htmx.http import HttpResponseClientRedirect
 
-from transcripts import selectors
 from transcripts.ids import is_ulid
 from transcripts.models import OPEN_STATUSES, ImportJob, Message, Report, Run, Thread
-from transcripts.permissions import Access, user_access
+from transcripts.permissions import (
+    Access,
+    Role,
+    highest_access,
+    project_ids,
+    readable_threads,
+    thread_access,
+)
 from transcripts.web.http import HtmxHttpRequest
 
 _View = TypeVar("_View", bound=Callable[..., HttpResponse])
@@ -45,8 +51,8 @@ def login_required(view: _View) -> _View:
 
 
 def access_for(request: HttpRequest) -> Access:
-    """What the request's user may do."""
-    return user_access(request.user)
+    """What the request's user may do where they may do the most."""
+    return highest_access(request.user)
 
 
 def require(allowed: bool, message: str) -> None:
@@ -57,22 +63,20 @@ def require(allowed: bool, message: str) -> None:
 
 def threads_for_user(request: HttpRequest) -> tuple[QuerySet[Thread], Access]:
     """The threads the user may see (hidden ones only when the access says so)."""
-    access = access_for(request)
-    if not access.can_read:
-        return Thread.objects.none(), access
-    return selectors.visible_threads(include_hidden=access.sees_hidden), access
+    return readable_threads(request.user), access_for(request)
 
 
 def get_thread_for_user(request: HttpRequest, thread_id: str) -> tuple[Thread, Access]:
     """The thread with its head's depth and any open run (`open_run_id`), or a 404."""
     if not is_ulid(thread_id):
         raise Http404("no such thread")
-    threads, access = threads_for_user(request)
+    threads, _ = threads_for_user(request)
     open_runs = Run.objects.filter(thread_id=OuterRef("pk"), status__in=OPEN_STATUSES)
     thread = (
         threads.select_related("head")
         .only(
             "id",
+            "project_id",
             "title",
             "metadata",
             "agents",
@@ -89,7 +93,7 @@ def get_thread_for_user(request: HttpRequest, thread_id: str) -> tuple[Thread, A
     )
     if thread is None:
         raise Http404("no such thread")
-    return thread, access
+    return thread, thread_access(request.user, thread)
 
 
 def message_of(thread: Thread, message_id: str) -> Message:
@@ -121,15 +125,12 @@ def get_run_for_user(
     """
     if not is_ulid(run_id):
         raise Http404("no such run")
-    access = access_for(request)
     if runs is None:
         runs = Run.objects.select_related("thread").defer("snapshot")
-    if not access.sees_hidden:
-        runs = runs.filter(thread__hidden=False)
-    run = runs.filter(pk=run_id).first() if access.can_read else None
+    run = runs.filter(pk=run_id, thread__in=readable_threads(request.user)).first()
     if run is None:
         raise Http404("no such run")
-    return run, access
+    return run, thread_access(request.user, run.thread)
 
 
 def require_moderator(request: HttpRequest) -> Access:
@@ -145,7 +146,11 @@ def require_moderator(request: HttpRequest) -> Access:
 def get_report_for_moderator(request: HttpRequest, report_id: int) -> Report:
     """A report, for a moderator (403 for anyone else), or a 404."""
     require_moderator(request)
-    report = Report.objects.filter(pk=report_id).first()
+    moderated = project_ids(request.user, at_least=Role.MODERATOR)
+    reports = Report.objects.all()
+    if moderated is not None:
+        reports = reports.filter(thread__project_id__in=moderated)
+    report = reports.filter(pk=report_id).first()
     if report is None:
         raise Http404("no such report")
     return report

@@ -1,4 +1,4 @@
-"""Create an API token and print it (only the token, so scripts can capture it)."""
+"""Create an API token of a project and print it (on the last line, so scripts can capture it)."""
 
 from __future__ import annotations
 
@@ -7,21 +7,28 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from transcripts.api.auth import issue_token
-from transcripts.models import ApiToken
+from transcripts.errors import DomainError
+from transcripts.ledger.projects import get_project
+from transcripts.ledger.tokens import issue_token
+from transcripts.models import DEFAULT_PROJECT_SLUG, ApiToken, Project
 
 
 class Command(BaseCommand):
-    help = "Create a bearer token for the ingest API; it is printed once and stored hashed."
+    help = "Create a bearer token of one project for the API; it is printed once and stored hashed."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="what the token is for, e.g. the agent's name")
         parser.add_argument(
+            "--project",
+            default=DEFAULT_PROJECT_SLUG,
+            help="slug of the project the token belongs to (default: default)",
+        )
+        parser.add_argument(
             "--scopes",
             default="ingest,read",
-            help=f"comma-separated, among {', '.join(ApiToken.SCOPES)} (default: both)",
+            help=f"comma-separated, among {', '.join(ApiToken.SCOPES)} (default: ingest,read)",
         )
-        parser.add_argument("--user", help="username the token acts for (staff see hidden threads)")
+        parser.add_argument("--user", help="username of the person the token is for (optional)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         scopes = [s.strip() for s in options["scopes"].split(",") if s.strip()]
@@ -31,7 +38,11 @@ class Command(BaseCommand):
             if user is None:
                 raise CommandError(f"no user {options['user']!r}")
         try:
-            _, raw = issue_token(name=options["name"], scopes=scopes, user=user)
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
+            if options["project"] == DEFAULT_PROJECT_SLUG:
+                project = Project.default()
+            else:
+                project = get_project(options["project"])
+            _, raw = issue_token(name=options["name"], scopes=scopes, project=project, user=user)
+        except DomainError as exc:
+            raise CommandError(exc.message) from None
         self.stdout.write(raw)

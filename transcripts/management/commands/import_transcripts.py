@@ -10,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from transcripts.errors import DomainError
+from transcripts.models import Project
 from transcripts.transfer import IMPORT_FORMATS, import_stream
 
 
@@ -47,7 +48,9 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from None
         try:
-            result = import_stream(handle, options["format"], progress=progress)
+            result = import_stream(
+                handle, options["format"], progress=progress, project=Project.default()
+            )
         except DomainError as exc:
             problems = exc.details.get("problems") or []
             lines = [f"  {p['path']}: {p['message']}" for p in problems[:20]]

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from transcripts import transfer
 from transcripts.errors import DomainError
 from transcripts.formats import FORMATS
+from transcripts.models import Project
 from transcripts.web.access import (
     access_for,
     get_import_job_for_user,
@@ -63,10 +64,11 @@ def import_page(request: HtmxHttpRequest) -> HttpResponse:
                 filename=upload.name or "upload",
                 size=upload.size or 0,
                 fmt=fmt,
+                project=Project.default(),
                 user=request.user,
             )
             return render(request, partial, _context(job=job), status=202)
-        result = transfer.import_stream(upload, fmt)  # type: ignore[arg-type]
+        result = transfer.import_stream(upload, fmt, project=Project.default())  # type: ignore[arg-type]
     except DomainError as exc:
         problems = exc.details.get("problems") or []
         return render(

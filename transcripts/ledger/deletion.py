@@ -1,0 +1,68 @@
+"""Deleting whole threads: everything in them goes, the audit log stays."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+from transcripts.fields import to_uuid
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """How many rows a deletion removed, by kind."""
+
+    threads: int = 0
+    runs: int = 0
+    events: int = 0
+    messages: int = 0
+    reports: int = 0
+    ratings: int = 0
+
+    def __add__(self, other: Deleted) -> Deleted:
+        return Deleted(*(a + b for a, b in zip(self.as_tuple(), other.as_tuple(), strict=True)))
+
+    def as_tuple(self) -> tuple[int, int, int, int, int, int]:
+        return (self.threads, self.runs, self.events, self.messages, self.reports, self.ratings)
+
+    def as_dict(self) -> dict[str, int]:
+        """The counts by name, as the audit log and the command print them."""
+        names = ("threads", "runs", "events", "messages", "reports", "ratings")
+        return dict(zip(names, self.as_tuple(), strict=True))
+
+
+# Children first; the foreign keys inside a thread (parents, heads, fork points, superseding
+# runs) are deferred to commit, by which time every row they point at is gone too. A thread
+# forked off a deleted one keeps living without its parent.
+_DELETE = (
+    ("events", "DELETE FROM transcripts_event WHERE thread_id = ANY(%(ids)s)"),
+    ("ratings", "DELETE FROM transcripts_runrating WHERE thread_id = ANY(%(ids)s)"),
+    ("reports", "DELETE FROM transcripts_report WHERE thread_id = ANY(%(ids)s)"),
+    ("messages", "DELETE FROM transcripts_message WHERE thread_id = ANY(%(ids)s)"),
+    ("runs", "DELETE FROM transcripts_run WHERE thread_id = ANY(%(ids)s)"),
+    ("threads", "DELETE FROM transcripts_thread WHERE id = ANY(%(ids)s)"),
+)
+
+
+@transaction.atomic
+def delete_threads(thread_ids: Sequence[str]) -> Deleted:
+    """Delete the threads and their runs, events, messages, reports and ratings."""
+    if not thread_ids:
+        return Deleted()
+    params = {"ids": [to_uuid(i) for i in thread_ids]}
+    counts: dict[str, int] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE transcripts_thread SET parent_thread_id = NULL"
+            " WHERE parent_thread_id = ANY(%(ids)s) AND NOT id = ANY(%(ids)s)",
+            params,
+        )
+        cursor.execute(
+            "UPDATE transcripts_thread SET head_id = NULL WHERE id = ANY(%(ids)s)", params
+        )
+        for name, statement in _DELETE:
+            cursor.execute(statement, params)
+            counts[name] = cursor.rowcount
+    return Deleted(**counts)

@@ -1,0 +1,126 @@
+"""Projects and their members: created, joined, changed and left, each step audited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import IntegrityError, transaction
+
+from transcripts.errors import Conflict, InvalidInput, NotFound
+from transcripts.ledger.audit import record_audit
+from transcripts.ledger.checks import require
+from transcripts.models import Membership, Profile, Project, ProjectRole
+from transcripts.permissions import User, forget_roles, project_access
+
+MAX_RETENTION_DAYS = 36_500
+
+
+def _check_slug(slug: str) -> str:
+    slug = (slug or "").strip()
+    try:
+        validate_slug(slug)
+    except ValidationError:
+        raise InvalidInput(
+            "a project's slug is letters, digits, hyphens and underscores", field="slug"
+        ) from None
+    if len(slug) > 50:
+        raise InvalidInput("a project's slug has at most 50 characters", field="slug")
+    return slug
+
+
+def _check_retention(days: int | None) -> int | None:
+    if days is None:
+        return None
+    if type(days) is not int or not 1 <= days <= MAX_RETENTION_DAYS:
+        raise InvalidInput(
+            f"retention is a number of days from 1 to {MAX_RETENTION_DAYS}, or none",
+            field="retentionDays",
+        )
+    return days
+
+
+def _check_role(role: str) -> str:
+    if role not in ProjectRole.values:
+        raise InvalidInput(
+            f"role must be one of {', '.join(ProjectRole.values)}", field="role", role=role
+        )
+    return role
+
+
+def get_project(slug: str) -> Project:
+    """The project called slug, or NotFound."""
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        raise NotFound(f"project {slug} does not exist", slug=slug)
+    return project
+
+
+def create_project(
+    *, slug: str, name: str = "", retention_days: int | None = None, actor: Any = None
+) -> Project:
+    """A new project (Conflict when the slug is taken)."""
+    slug = _check_slug(slug)
+    name = (name or slug).strip()[:200]
+    retention_days = _check_retention(retention_days)
+    try:
+        with transaction.atomic():
+            project = Project.objects.create(slug=slug, name=name, retention_days=retention_days)
+            if actor is not None:
+                record_audit(actor, "create_project", project, project=project)
+    except IntegrityError:
+        raise Conflict(f"a project called {slug} exists already", slug=slug) from None
+    return project
+
+
+def set_member(*, project: Project, user: Any, role: str, actor: User | None = None) -> Membership:
+    """Make user a member of project with role (or change their role); actor must administer
+    the project unless None (the command line, the demo)."""
+    role = _check_role(role)
+    if actor is not None:
+        require(project_access(actor, project).can_administer, "manage members")
+    with transaction.atomic():
+        membership, created = Membership.objects.update_or_create(
+            project=project, user=user, defaults={"role": role}
+        )
+        if actor is not None:
+            action = "add_member" if created else "change_role"
+            record_audit(
+                actor, action, membership, project=project, member=user.get_username(), role=role
+            )
+    forget_roles(user)
+    return membership
+
+
+def remove_member(*, project: Project, user: Any, actor: User) -> None:
+    """Take user out of project."""
+    require(project_access(actor, project).can_administer, "manage members")
+    with transaction.atomic():
+        membership = Membership.objects.filter(project=project, user=user).first()
+        if membership is None:
+            raise NotFound("not a member of this project", member=user.get_username())
+        record_audit(
+            actor, "remove_member", membership, project=project, member=user.get_username()
+        )
+        membership.delete()
+    forget_roles(user)
+
+
+def set_retention(*, project: Project, days: int | None, actor: User | None = None) -> Project:
+    """Delete the project's threads with no activity for days (None: keep forever)."""
+    days = _check_retention(days)
+    if actor is not None:
+        require(project_access(actor, project).can_administer, "change retention")
+    with transaction.atomic():
+        Project.objects.filter(pk=project.pk).update(retention_days=days)
+        project.retention_days = days
+        if actor is not None:
+            record_audit(actor, "set_retention", project, project=project, retentionDays=days)
+    return project
+
+
+def choose_project(*, user: Any, project: Project) -> None:
+    """Remember the project the pages show user (one they can read)."""
+    require(project_access(user, project).can_read, "open this project")
+    Profile.objects.update_or_create(user=user, defaults={"current_project": project})
