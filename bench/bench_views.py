@@ -120,9 +120,12 @@ def main() -> None:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from transcripts.models import Message
+    from transcripts.ledger.projects import set_member
+    from transcripts.models import Message, Project
 
-    user = get_user_model().objects.create_user("bench", is_staff=True)
+    user = get_user_model().objects.create_user("bench")
+    # A member with a role, as readers are: the view pays for the access check it really does.
+    set_member(project=Project.default(), user=user, role="editor")
     client = Client()
     client.force_login(user)
     cases: list[tuple[str, str]] = []

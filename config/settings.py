@@ -31,6 +31,48 @@ CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
 ]
 
+# Production safety. TRANSCRIPTS_HTTPS (on by default when DEBUG is off) says browsers reach the
+# site over HTTPS: SSL redirect, HSTS and Secure cookies. TRANSCRIPTS_HTTPS=0 declares a
+# plain-HTTP deployment (a laptop, a private network, a test run) and turns only those off.
+TRANSCRIPTS_HTTPS = _env_bool("TRANSCRIPTS_HTTPS", not DEBUG)
+SECURE_SSL_REDIRECT = TRANSCRIPTS_HTTPS
+SECURE_HSTS_SECONDS = (
+    int(os.environ.get("TRANSCRIPTS_HSTS_SECONDS", "31536000")) if TRANSCRIPTS_HTTPS else 0
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("TRANSCRIPTS_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = _env_bool("TRANSCRIPTS_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = TRANSCRIPTS_HTTPS
+CSRF_COOKIE_SECURE = TRANSCRIPTS_HTTPS
+SESSION_COOKIE_HTTPONLY = True
+# Forms carry the token in a hidden field and no script reads the cookie.
+CSRF_COOKIE_HTTPONLY = True
+# Behind a TLS-terminating proxy: the header it sets to "https" (e.g. X-Forwarded-Proto). Only
+# trust it when the proxy overwrites that header on every request.
+_proxy_ssl_header = os.environ.get("TRANSCRIPTS_PROXY_SSL_HEADER", "").strip()
+if _proxy_ssl_header:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https")
+# Asking to be preloaded into browsers' HSTS lists binds the whole domain: its owner opts in.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+# The Content-Security-Policy of every response when DEBUG is off (config/csp.py sends it):
+# scripts and styles only from this site's files, no inline script or style attribute, no eval.
+TRANSCRIPTS_CSP = (
+    ""
+    if DEBUG
+    else "; ".join(
+        (
+            "default-src 'self'",
+            "script-src 'self'",
+            "style-src 'self'",
+            # Transcripts show images of file parts from their http(s) or data: URLs.
+            "img-src 'self' data: https: http:",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        )
+    )
+)
+
 INSTALLED_APPS = [
     "transcripts.apps.TranscriptsAdminConfig",
     "django.contrib.auth",
@@ -49,7 +91,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.csp.content_security_policy",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "transcripts.outage.OutageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -73,20 +117,37 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "transcripts.web.context.header",
             ],
         },
     },
 ]
 
 DATABASES = {"default": parse_database_url(database_url(BASE_DIR))}
+# While the database is down, requests fail fast and answer 503 (transcripts/outage.py): libpq
+# stops connecting after TRANSCRIPTS_DB_CONNECT_TIMEOUT seconds (2 at least), and a request
+# waits at most TRANSCRIPTS_DB_POOL_TIMEOUT seconds for a pooled connection.
+DATABASES["default"]["OPTIONS"].setdefault(
+    "connect_timeout", int(os.environ.get("TRANSCRIPTS_DB_CONNECT_TIMEOUT", "2"))
+)
 # A connection pool per process (psycopg_pool): each request borrows a connection instead of
 # opening one. Off under pytest, whose test database is created after the settings load.
 if _env_bool("TRANSCRIPTS_DB_POOL", not os.environ.get("PYTEST_VERSION")):
     DATABASES["default"]["OPTIONS"]["pool"] = {
         "min_size": 1,
         "max_size": int(os.environ.get("TRANSCRIPTS_DB_POOL_SIZE", "8")),
-        "timeout": 30,
+        "timeout": float(os.environ.get("TRANSCRIPTS_DB_POOL_TIMEOUT", "1")),
+        # The pool retries a lost server with a doubling pause (1, 2, 4 … s); giving up after
+        # 3 s lets the next request try at once, so service resumes within a second or two
+        # of the database's return instead of up to a minute later.
+        "reconnect_timeout": 3.0,
     }
+    # The pool checks a connection before handing it out (one empty round trip), so the
+    # connections a database restart cut are replaced instead of failing the next requests.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Probes (load balancers, orchestrators) call these over plain HTTP inside the network; a
+# redirect to HTTPS would read as healthy whatever the database's state.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -123,7 +184,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
-    "loggers": {"transcripts": {"level": os.environ.get("TRANSCRIPTS_LOG_LEVEL", "INFO")}},
+    "loggers": {
+        "transcripts": {"level": os.environ.get("TRANSCRIPTS_LOG_LEVEL", "INFO")},
+        # The pool warns on every failed reconnection (twice a second during an outage);
+        # transcripts.outage reports an outage once per 10 s instead.
+        "psycopg.pool": {"level": "ERROR"},
+    },
 }
 
 # Transcripts' own settings.

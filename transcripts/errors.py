@@ -49,6 +49,11 @@ class BodyTooLarge(DomainError):
     code = "too_large"
 
 
+class UnsupportedMediaType(DomainError):
+    status = 415
+    code = "unsupported_media_type"
+
+
 class Conflict(DomainError):
     status = 409
     code = "conflict"
@@ -116,3 +121,8 @@ class InvalidStream(ValueError):
 
 class GeneratorError(Exception):
     """A generator could not produce its output (bad configuration, provider error)."""
+
+
+class WorkerLost(Exception):
+    """The worker running a task stopped (killed, crashed, or cut off from the database) before
+    finishing it; recorded on the task rows it leaves behind once they are given up."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from transcripts.canonical import (
+    ROLES,
     FileFields,
     Message,
     MessageRole,
@@ -20,7 +23,7 @@ from transcripts.canonical import (
     WireModel,
     error_path,
 )
-from transcripts.errors import InvalidEvents, Problem
+from transcripts.errors import DomainError, GeneratorError, InvalidEvents, Problem
 from transcripts.projector import REDACTION_TEXT
 from transcripts.times import unstorable_reason
 
@@ -294,43 +297,195 @@ def check_events(raw_events: Any) -> list[CheckedEvent]:
     return checked
 
 
-# --- scrub rules (what redaction leaves of an event) ---
+# --- scrub rules: what redaction leaves of an event (an allow-list) ---------------------------
+#
+# Redaction keeps structure and nothing else: ids, seqs, kinds, roles, part types, timestamps,
+# numeric token counts and finish reasons. An event's seq, kind and time are columns of their
+# own; of its data, a field survives only when the kind's schema names it and it is one of the
+# structural fields below, reduced by its rule. The fields a kind's schema requires get a
+# placeholder, so a scrubbed event still validates; every scrubbed event says `redacted: true`,
+# which the projector turns into the redaction marker. data-*, system.* and any kind without a
+# schema keep `redacted: true` alone. The same rules reduce a redacted message's metadata, a
+# run's usage and a run's error.
 
 REDACTED_PARTS = [{"type": "text", "text": REDACTION_TEXT}]
+_DROP = object()  # what a rule returns for a value that does not survive
+
+# Finish reasons as the AI SDK, OpenAI, Anthropic, Gemini, Pydantic AI, ThreadProtocol and
+# ChatGPT spell them; any other value is free text and becomes "other".
+FINISH_REASONS = frozenset(
+    {
+        *("stop", "length", "content-filter", "tool-calls", "error", "other", "unknown"),
+        *("tool_calls", "content_filter", "function_call", "tool_call", "interrupted"),
+        *("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal"),
+        "model_context_window_exceeded",
+        *("FINISH_REASON_UNSPECIFIED", "STOP", "MAX_TOKENS", "SAFETY", "RECITATION"),
+        *("LANGUAGE", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"),
+        *("MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"),
+    }
+)
 
 
-def scrubbed_data(kind: str, data: Any) -> Any:
-    """The event data with its content removed; still a valid event of the same kind."""
-    if not isinstance(data, dict):
-        return {"redacted": True}
-    keep = {"redacted": True}
-    if kind == "text-delta":
-        return {**keep, "delta": ""}
-    if kind == "reasoning":
-        return {**keep, "text": ""}
-    if kind == "tool-call":
-        return {
-            **keep,
-            "toolCallId": data.get("toolCallId"),
-            "toolName": data.get("toolName"),
-            "input": None,
-        }
-    if kind == "tool-result":
-        return {
-            **keep,
-            "toolCallId": data.get("toolCallId"),
-            "toolName": data.get("toolName"),
-            "output": None,
-            "isError": bool(data.get("isError", False)),
-        }
-    if kind == "file":
-        return {**keep, "mimeType": data.get("mimeType"), "url": "about:blank"}
-    if kind == "message":
-        return {**keep, "role": data.get("role"), "parts": REDACTED_PARTS, "id": data.get("id")}
-    if kind == "message-start":
-        return {**keep, "role": data.get("role"), "messageId": data.get("messageId")}
-    if kind == "error":
-        return {**keep, "message": REDACTION_TEXT}
-    if kind in ("step-started", "step-finished", "message-end"):
-        return data
-    return keep
+def _refusal_classes(base: type[DomainError]) -> list[type[DomainError]]:
+    found = [base]
+    for subclass in base.__subclasses__():
+        found += _refusal_classes(subclass)
+    return found
+
+
+# The error codes this application writes itself (its refusals' codes, the class names the
+# worker records, the lease reaper's, the importer's and the AI SDK adapter's): a redacted
+# error keeps its code only when it is one of these, since a client's code is free text.
+OWN_ERROR_CODES = frozenset(
+    {cls.code for cls in _refusal_classes(DomainError)}
+    | {cls.__name__ for cls in (*_refusal_classes(DomainError), GeneratorError)}
+    | {"generator_crashed", "lease_expired", "imported", "abort"}
+)
+
+
+def _kept_string(value: Any) -> Any:
+    return value if isinstance(value, str) else _DROP
+
+
+def _kept_integer(value: Any) -> Any:
+    return value if type(value) is int else _DROP
+
+
+def _kept_role(value: Any) -> Any:
+    return value if value in ROLES else _DROP
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def scrubbed_finish_reason(value: Any) -> Any:
+    """A finish reason of a known vocabulary as it is, any other string as "other"."""
+    if not isinstance(value, str):
+        return _DROP
+    return value if value in FINISH_REASONS else "other"
+
+
+def scrubbed_usage(usage: Any) -> dict[str, Any]:
+    """The token counts of a usage object: numbers under keys that name tokens, at any depth.
+
+    A key counts tokens when it contains "token" in any case (`inputTokens`, `output_tokens`,
+    `cache_read_input_tokens`, `promptTokenCount`, `inputTokenDetails.cacheReadTokens`);
+    everything else (costs, provider names, lists, custom keys) is dropped.
+    """
+    if not isinstance(usage, dict):
+        return {}
+    kept: dict[str, Any] = {}
+    for key, value in usage.items():
+        if "token" not in key.lower():
+            continue
+        if _is_count(value):
+            kept[key] = value
+        elif isinstance(value, dict) and (nested := scrubbed_usage(value)):
+            kept[key] = nested
+    return kept
+
+
+def _kept_usage(value: Any) -> Any:
+    return scrubbed_usage(value) or _DROP
+
+
+def scrubbed_error_code(value: Any) -> Any:
+    """An error code this application wrote; a client's code is dropped."""
+    return value if isinstance(value, str) and value in OWN_ERROR_CODES else _DROP
+
+
+Rule = Callable[[Any], Any]
+
+
+def _kept(value: Any, rules: dict[str, Rule]) -> dict[str, Any]:
+    """The fields of value that rules name, each reduced by its rule."""
+    kept: dict[str, Any] = {}
+    if isinstance(value, dict):
+        for name, rule in rules.items():
+            if name in value and (reduced := rule(value[name])) is not _DROP:
+                kept[name] = reduced
+    return kept
+
+
+def _list_of(rule: Rule) -> Rule:
+    def reduce(value: Any) -> Any:
+        return [rule(item) for item in value] if isinstance(value, list) else _DROP
+
+    return reduce
+
+
+def scrubbed_error(error: Any) -> dict[str, Any]:
+    """An error object reduced to the marker and, when it is one of ours, its code."""
+    return {"message": REDACTION_TEXT, **_kept(error, {"code": scrubbed_error_code})}
+
+
+def _scrubbed_step(step: Any) -> dict[str, Any]:
+    return _kept(
+        step, {"seq": _kept_integer, "finishReason": scrubbed_finish_reason, "usage": _kept_usage}
+    )
+
+
+def _scrubbed_error_note(error: Any) -> dict[str, Any]:
+    return {**_kept(error, {"seq": _kept_integer}), **scrubbed_error(error)}
+
+
+def _scrubbed_annotation(note: Any) -> dict[str, Any]:
+    return {**_kept(note, {"seq": _kept_integer, "kind": _kept_string}), "data": {"redacted": True}}
+
+
+# What the projector writes into a message's metadata that is structure, and the ids a source
+# gave the message; the rest (custom keys, a format's extras, model names) is dropped.
+_METADATA_RULES: dict[str, Rule] = {
+    "schemaVersion": _kept_integer,
+    "sourceMessageId": _kept_string,
+    "agentId": _kept_string,
+    "finishReason": scrubbed_finish_reason,
+    "usage": _kept_usage,
+    "steps": _list_of(_scrubbed_step),
+    "errors": _list_of(_scrubbed_error_note),
+    "annotations": _list_of(_scrubbed_annotation),
+}
+
+
+def scrubbed_metadata(metadata: Any) -> dict[str, Any]:
+    """A message's metadata reduced to its structure: what a redacted message keeps."""
+    return _kept(metadata, _METADATA_RULES)
+
+
+# The structural fields of event data, by name, and what each keeps.
+_DATA_RULES: dict[str, Rule] = {
+    "id": _kept_string,
+    "messageId": _kept_string,
+    "toolCallId": _kept_string,
+    "agentId": _kept_string,
+    "role": _kept_role,
+    "createdAt": _kept_string,
+    "finishReason": scrubbed_finish_reason,
+    "usage": _kept_usage,
+    "code": scrubbed_error_code,
+    "metadata": scrubbed_metadata,
+}
+# What stands in for the content a kind's schema requires (or names, to say it was there).
+_PLACEHOLDERS: dict[str, dict[str, Any]] = {
+    "text-delta": {"delta": ""},
+    "reasoning": {"text": ""},
+    "tool-call": {"toolName": REDACTION_TEXT, "input": None},
+    "tool-result": {"output": None},
+    "file": {"mimeType": "application/octet-stream", "url": "about:blank"},
+    "error": {"message": REDACTION_TEXT},
+    "message": {"parts": REDACTED_PARTS},
+}
+_KEPT_FIELDS: dict[str, dict[str, Rule]] = {
+    kind: {name: _DATA_RULES[name] for name in schema.model_fields if name in _DATA_RULES}
+    for kind, schema in DATA_SCHEMAS.items()
+}
+
+
+def scrubbed_data(kind: str, data: Any) -> dict[str, Any]:
+    """The event data redaction leaves: `redacted: true`, the structure, placeholders."""
+    return {
+        "redacted": True,
+        **_kept(data, _KEPT_FIELDS.get(kind, {})),
+        **copy.deepcopy(_PLACEHOLDERS.get(kind, {})),
+    }

@@ -13,6 +13,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from transcripts.fields import ULIDField
@@ -468,3 +469,19 @@ class ImportJob(models.Model):
         if self.status == ImportStatus.DONE:
             return 1.0
         return min(1.0, self.bytes_done / self.size) if self.size else 0.0
+
+
+class WorkerBeat(models.Model):
+    """A worker process's last sign of life, renewed every few seconds while it runs: how the
+    others tell a dead worker's task rows, and the pages tell that no worker is running."""
+
+    # django-tasks-db's id of the worker, as recorded in its task rows' worker_ids.
+    worker_id = models.CharField(max_length=64, primary_key=True)
+    # host:pid, the name its leases carry.
+    name = models.CharField(max_length=255)
+    # The database's clock, not the worker's: liveness is compared across machines.
+    started_at = models.DateTimeField(db_default=Now())
+    seen_at = models.DateTimeField(db_default=Now(), db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} (seen {self.seen_at:%Y-%m-%d %H:%M:%S})"

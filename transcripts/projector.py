@@ -23,7 +23,15 @@ CONTENT_ROLES = ("user", "assistant", "system")
 # What a moderator's redaction leaves of a message: its events are scrubbed and marked
 # "redacted", and a message with such an event projects to this marker.
 REDACTION_TEXT = "[redacted by a moderator]"
-REDACTED_KINDS = ("text-delta", "reasoning", "tool-call", "tool-result", "file", "message")
+REDACTED_KINDS = (
+    "message-start",
+    "text-delta",
+    "reasoning",
+    "tool-call",
+    "tool-result",
+    "file",
+    "message",
+)
 
 
 @dataclass(frozen=True)

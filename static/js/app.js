@@ -171,6 +171,23 @@
     }
   });
 
+  // Listeners instead of hx-on attributes: the Content-Security-Policy allows no eval.
+  // A menu item that loads a form in place closes its menu once the request is done.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    var menu = elt && elt.closest ? elt.closest("details.msg-menu") : null;
+    if (menu) menu.open = false;
+  });
+
+  // Cancel on a report form shown in place removes the form; on its own page it goes back.
+  document.addEventListener("click", function (event) {
+    var cancel = event.target.closest ? event.target.closest("a.report-cancel") : null;
+    var form = cancel && cancel.closest(".report-slot .report-form");
+    if (!form) return;
+    event.preventDefault();
+    form.remove();
+  });
+
   document.addEventListener("click", function (event) {
     var button = event.target.closest ? event.target.closest("button[data-copy]") : null;
     if (!button) return;

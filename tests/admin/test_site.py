@@ -9,14 +9,26 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from tests.factories import ask, conversation
+from tests.admin.conftest import conversation_in
+from tests.base import Team
+from tests.factories import ask
 from transcripts.admin.site import TranscriptsAdminSite
 from transcripts.apps import TranscriptsAdminConfig, TranscriptsConfig
 from transcripts.ledger import moderation
-from transcripts.models import ApiToken, AuditRecord, Event, Message, Report, Run, Thread
+from transcripts.models import (
+    ApiToken,
+    AuditRecord,
+    Event,
+    Membership,
+    Message,
+    Project,
+    Report,
+    Run,
+    Thread,
+)
 
 pytestmark = pytest.mark.django_db
-MODELS = (Thread, Run, Message, Event, Report, AuditRecord, ApiToken)
+MODELS = (Thread, Run, Message, Event, Report, AuditRecord, ApiToken, Project, Membership)
 
 
 def test_the_default_admin_site_is_the_transcripts_site():
@@ -28,8 +40,9 @@ def test_the_default_admin_site_is_the_transcripts_site():
     assert type(apps.get_app_config("admin")) is TranscriptsAdminConfig
 
 
-def test_the_index_and_every_changelist_render_with_the_auth_admins(superuser_client: Client):
-    conversation(turns=1)
+def test_the_index_and_every_changelist_render_with_the_auth_admins(staff: Team):
+    superuser_client = staff.client(staff.superuser)
+    conversation_in(staff.alpha)
     index = superuser_client.get(reverse("admin:index"))
     assert index.status_code == 200
     content = index.content.decode()
@@ -41,10 +54,10 @@ def test_the_index_and_every_changelist_render_with_the_auth_admins(superuser_cl
         assert superuser_client.get(reverse(f"admin:{name}_changelist")).status_code == 200, name
 
 
-def test_the_index_shows_the_moderation_counts(
-    moderator_client: Client, moderator: User, viewer: User
-):
-    thread = conversation()
+def test_the_index_shows_the_moderation_counts(staff: Team):
+    moderator, viewer = staff.moderator, staff.viewer
+    moderator_client = staff.client(moderator)
+    thread = conversation_in(staff.alpha, turns=2)
     ask(thread, "bad question")
     message = Message.objects.filter(thread=thread).last()
     assert message is not None
@@ -53,7 +66,7 @@ def test_the_index_shows_the_moderation_counts(
         message=message, thread=thread, reporter=viewer, reason="spam", status="dismissed"
     )
     moderation.flag_message(user=moderator, message=message, reason="rude")
-    moderation.hide_thread(user=moderator, thread=conversation(turns=1, title="other"))
+    moderation.hide_thread(user=moderator, thread=conversation_in(staff.alpha, title="other"))
     response = moderator_client.get(reverse("admin:index"))
     assert b"Open reports" in response.content
     counts = {
@@ -66,7 +79,15 @@ def test_the_index_shows_the_moderation_counts(
     assert moderator_client.get(reverse("admin:index")).context["open_reports"] == 0
 
 
-def test_a_viewer_cannot_open_the_admin(client: Client, viewer: User):
-    client.force_login(viewer)
+def test_a_viewer_cannot_open_the_admin(client: Client, team: Team):
+    client.force_login(team.viewer)
     response = client.get(reverse("admin:transcripts_thread_changelist"))
     assert response.status_code == 302
+
+
+def test_a_staff_viewer_sees_no_model_and_no_counts(staff: Team):
+    index = staff.client(staff.viewer).get(reverse("admin:index"))
+    assert index.status_code == 200 and index.context["app_list"] == []
+    assert "open_reports" not in index.context
+    response = staff.client(staff.viewer).get(reverse("admin:transcripts_thread_changelist"))
+    assert response.status_code == 403

@@ -1,4 +1,8 @@
-"""Fixtures of the API tests: clients holding tokens of each kind, and a live ASGI server."""
+"""Fixtures of the API tests: clients holding tokens of each kind, and a live ASGI server.
+
+`api`, `reader` and `admin_api` hold tokens of the default project (where the factories put
+threads); the tests of who reaches what use the `team` base (projects alpha and beta).
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,6 @@ from typing import Any
 
 import httpx
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
@@ -54,13 +57,28 @@ class ApiClient:
         return self.post(path, body)
 
 
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings: Any) -> None:
+    """The team's seven accounts are created for each test: hash their passwords cheaply."""
+    settings.PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.MD5PasswordHasher",
+        # Still verifies the shared PBKDF2 hash of tests.base.
+        "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    ]
+
+
 @pytest.fixture
 def make_token() -> Callable[..., str]:
     """Create a token with the given scopes; returns the raw token."""
 
-    def make(*scopes: str, user: Any = None, revoked: bool = False) -> str:
+    def make(
+        *scopes: str, user: Any = None, revoked: bool = False, project: Project | None = None
+    ) -> str:
         token, raw = issue_token(
-            project=Project.default(), name="test", scopes=scopes or ("ingest", "read"), user=user
+            project=project or Project.default(),
+            name="test",
+            scopes=scopes or ("ingest", "read"),
+            user=user,
         )
         if revoked:
             token.revoked_at = timezone.now()
@@ -83,10 +101,9 @@ def reader(make_token: Callable[..., str]) -> ApiClient:
 
 
 @pytest.fixture
-def staff_api(make_token: Callable[..., str]) -> ApiClient:
-    """A client holding a token of a staff user."""
-    user = get_user_model().objects.create_user("moderator", password="x", is_staff=True)
-    return ApiClient(make_token("ingest", "read", user=user))
+def admin_api(make_token: Callable[..., str]) -> ApiClient:
+    """A client holding an admin-scoped token (hidden threads, stopping any run)."""
+    return ApiClient(make_token("admin"))
 
 
 def error_of(response: Any) -> dict[str, Any]:

@@ -1,20 +1,24 @@
-"""Who sees what: one decision (api/access.py) for every endpoint and the live stream."""
+"""Who reaches what: one decision (api/access.py) for every endpoint and the live stream.
+
+Hidden threads exist only for admin-scoped tokens and for the sessions of the project's
+moderators; browser sessions read the projects of their user and never write.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from tests.api.conftest import ApiClient, error_of
+from tests.base import Team
 from tests.factories import conversation, events, make_thread
-from transcripts.api.access import caller_access, may_see
+from transcripts.api.access import rights
 from transcripts.api.auth import Principal
 from transcripts.generation.start import start_generation
 from transcripts.ids import new_ulid
-from transcripts.models import AuditRecord, Event, Run, RunStatus, Thread
+from transcripts.models import AuditRecord, Event, Project, Run, RunStatus, Thread
 
 pytestmark = pytest.mark.django_db
 
@@ -47,7 +51,9 @@ def _call(client: ApiClient, endpoint: str, run: Run) -> Any:
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-def test_a_hidden_thread_does_not_exist_for_an_ordinary_token(api, hidden_run, endpoint):
+def test_a_hidden_thread_does_not_exist_for_a_token_without_the_admin_scope(
+    api, hidden_run, endpoint
+):
     response = _call(api, endpoint, hidden_run)
 
     assert response.status_code == 404, response.content
@@ -58,10 +64,10 @@ def test_a_hidden_thread_does_not_exist_for_an_ordinary_token(api, hidden_run, e
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-def test_a_staff_token_sees_a_hidden_thread_and_its_reads_are_audited(
-    staff_api, hidden_run, endpoint
+def test_an_admin_token_reaches_a_hidden_thread_and_its_reads_are_audited(
+    admin_api, hidden_run, endpoint
 ):
-    response = _call(staff_api, endpoint, hidden_run)
+    response = _call(admin_api, endpoint, hidden_run)
 
     assert response.status_code == 200, response.content
     audited = AuditRecord.objects.filter(action="view_hidden", thread_id=hidden_run.thread_id)
@@ -71,7 +77,8 @@ def test_a_staff_token_sees_a_hidden_thread_and_its_reads_are_audited(
         assert record.details["path"] == "/api/v1" + path.format(
             thread=hidden_run.thread_id, run=hidden_run.id
         )
-        assert record.actor is not None and record.actor.username == "moderator"
+        assert record.details["via"] == "api" and record.details["tokenId"] is not None
+        assert record.project_id == Project.default().pk
     else:
         assert not audited.exists()  # writes are audited by what they do, not as reads
 
@@ -83,47 +90,105 @@ def test_an_unknown_id_answers_as_a_hidden_one(api, hidden_run):
         missing = _call(api, endpoint, unknown)
         assert (hidden.status_code, error_of(hidden)["code"]) == (404, "not_found"), endpoint
         assert (missing.status_code, error_of(missing)["code"]) == (404, "not_found"), endpoint
+        assert error_of(hidden)["message"].replace(hidden_run.id, "").replace(
+            hidden_run.thread_id, ""
+        ) == error_of(missing)["message"].replace(unknown.id, "").replace(unknown.thread_id, ""), (
+            endpoint
+        )
 
 
-def test_lists_leave_out_hidden_threads_and_their_runs_but_for_staff(api, staff_api, hidden_run):
+def test_lists_leave_out_hidden_threads_and_their_runs_but_for_admin_tokens(
+    api, admin_api, hidden_run
+):
     visible = start_generation(thread=conversation(turns=1), generator="external")
 
-    for client, expected in ((api, [visible.id]), (staff_api, [hidden_run.id, visible.id])):
+    for client, expected in ((api, [visible.id]), (admin_api, [hidden_run.id, visible.id])):
         assert [r["id"] for r in client.get("/runs").json()["runs"]] == expected
         threads = {t["id"] for t in client.get("/threads").json()["threads"]}
-        assert (hidden_run.thread_id in threads) is (client is staff_api)
+        assert (hidden_run.thread_id in threads) is (client is admin_api)
 
 
-def test_a_hidden_thread_id_cannot_be_created_again_but_by_staff(api, staff_api):
-    thread = make_thread()
+def test_a_hidden_thread_id_is_taken_but_not_confirmed_but_for_admin_tokens(api, admin_api):
+    thread = make_thread("hidden title")
     Thread.objects.filter(pk=thread.pk).update(hidden=True)
 
     refused = api.post("/threads", {"id": thread.id})
 
     assert refused.status_code == 409
     assert error_of(refused)["code"] == "conflict"
-    assert staff_api.post("/threads", {"id": thread.id}).status_code == 200
+    assert "hidden title" not in refused.content.decode()
+    assert admin_api.post("/threads", {"id": thread.id}).status_code == 200
 
 
-def test_a_browser_session_sees_hidden_threads_only_for_staff():
-    thread = make_thread()
+def test_a_browser_session_reads_the_projects_of_its_user(team: Team):
+    alpha = make_thread("alpha's", project=team.alpha)
+    beta = make_thread("beta's", project=team.beta)
+    path = "/api/v1/threads/{}"
+
+    for user in (team.viewer, team.editor, team.owner, team.superuser):
+        assert team.client(user).get(path.format(alpha.id)).status_code == 200, user
+    for user in (team.outsider, team.stranger):
+        response = team.client(user).get(path.format(alpha.id))
+        assert response.status_code == 404, user
+        assert error_of(response)["code"] == "not_found"
+    assert team.client(team.outsider).get(path.format(beta.id)).status_code == 200
+    listed = team.client(team.viewer).get("/api/v1/threads").json()["threads"]
+    assert [t["id"] for t in listed] == [alpha.id]
+
+
+def test_a_browser_session_sees_hidden_threads_only_where_its_user_moderates(team: Team):
+    thread = make_thread(project=team.alpha)
     Thread.objects.filter(pk=thread.pk).update(hidden=True)
-    users = get_user_model().objects
-    staff, member = Client(), Client()
-    staff.force_login(users.create_user("mod", password="x", is_staff=True))
-    member.force_login(users.create_user("member", password="x"))
+    path = f"/api/v1/threads/{thread.id}"
 
-    assert member.get(f"/api/v1/threads/{thread.id}").status_code == 404
-    assert staff.get(f"/api/v1/threads/{thread.id}").status_code == 200
+    for user in (team.viewer, team.editor, team.outsider):
+        assert team.client(user).get(path).status_code == 404, user
+    assert not AuditRecord.objects.exists()
+    for user in (team.moderator, team.owner, team.superuser):
+        assert team.client(user).get(path).status_code == 200, user
+    record = AuditRecord.objects.filter(action="view_hidden", actor=team.moderator).get()
+    assert record.details["via"] == "api" and record.project_id == team.alpha.pk
+
+
+def test_staff_status_alone_reaches_nothing(team: Team):
+    thread = make_thread(project=team.alpha)
+    team.stranger.is_staff = True
+    team.stranger.save(update_fields=["is_staff"])
+
+    assert Client().get(f"/api/v1/threads/{thread.id}").status_code == 401
+    client = team.client(team.stranger)
+    assert client.get(f"/api/v1/threads/{thread.id}").status_code == 404
+    assert client.get("/api/v1/threads").json()["threads"] == []
+
+
+def test_a_browser_session_may_not_write_even_as_an_admin(team: Team):
+    thread = make_thread(project=team.alpha)
+
+    for path in ("/api/v1/threads", f"/api/v1/threads/{thread.id}/runs"):
+        response = team.client(team.owner).post(path, "{}", content_type="application/json")
+        assert response.status_code == 403
+        assert "browser session may only read" in error_of(response)["message"]
+    assert Thread.objects.count() == 1 and not Run.objects.exists()
 
 
 @pytest.mark.parametrize(
-    ("scopes", "is_staff", "sees_hidden"),
-    [({"read"}, False, False), ({"ingest"}, False, False), ({"read", "ingest"}, True, True)],
+    ("scopes", "hidden", "reaches", "reads", "ingests"),
+    [
+        ({"read"}, False, True, True, False),
+        ({"ingest"}, False, True, False, True),
+        ({"read", "ingest"}, True, False, False, False),
+        ({"admin"}, True, True, True, True),
+    ],
 )
-def test_every_caller_may_read_and_only_staff_see_hidden_threads(scopes, is_staff, sees_hidden):
-    principal = Principal(name="p", scopes=frozenset(scopes), is_staff=is_staff)
+def test_the_one_decision_for_a_token_of_the_threads_project(
+    scopes, hidden, reaches, reads, ingests
+):
+    project = Project.default()
+    principal = Principal(name="p", scopes=frozenset(scopes), token_id=1, project_id=project.pk)
+    thread = Thread(id=new_ulid(), project_id=project.pk, hidden=hidden)
 
-    assert caller_access(principal).can_read
-    assert may_see(principal, hidden=False)
-    assert may_see(principal, hidden=True) is sees_hidden
+    access = rights(principal, thread)
+
+    assert (access.in_project, access.can_read, access.can_ingest) == (reaches, reads, ingests)
+    elsewhere = Principal(name="p", scopes=frozenset(scopes), token_id=1, project_id=project.pk + 1)
+    assert not rights(elsewhere, thread).in_project

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from tests.api.conftest import ApiClient, error_of
 from tests.factories import make_run, make_thread
-from transcripts.models import ApiToken, Thread
+from transcripts.ledger.projects import set_member
+from transcripts.models import ApiToken, Project, Thread
 
 pytestmark = pytest.mark.django_db
 
@@ -26,8 +27,9 @@ READS = [
     "/runs/{run}/events",
     "/runs",
     "/threads/{thread}/export",
-    "/imports/{run}",
 ]
+# An import job is polled by its importer: an ingest token may (tests/api/test_projects.py).
+STATUS_READS = ["/imports/{run}"]
 WRITES = [
     ("/threads", {"title": "x"}),
     ("/threads/{thread}/runs", {}),
@@ -57,7 +59,7 @@ def _outsiders(make_token) -> dict[str, ApiClient]:
     }
 
 
-@pytest.mark.parametrize("path", READS)
+@pytest.mark.parametrize("path", READS + STATUS_READS)
 def test_an_outsider_reads_nothing(make_token, ids, path):
     for who, client in _outsiders(make_token).items():
         response = client.get(path.format(**ids))
@@ -77,10 +79,15 @@ def test_an_outsider_writes_nothing(make_token, ids, path, body):
 
 @pytest.mark.parametrize(("path", "body"), WRITES)
 def test_a_read_only_token_cannot_write(reader, ids, path, body):
+    before = reader.get(f"/runs/{ids['run']}").json()
+
     response = reader.post(path.format(**ids), body)
 
     assert response.status_code == 403
     assert error_of(response)["code"] == "forbidden"
+    assert "lacks the 'ingest' scope" in error_of(response)["message"]
+    assert reader.get(f"/runs/{ids['run']}").json() == before
+    assert Thread.objects.count() == 1
 
 
 @pytest.mark.parametrize("path", READS)
@@ -88,6 +95,7 @@ def test_an_ingest_only_token_cannot_read(make_token, ids, path):
     response = ApiClient(make_token("ingest")).get(path.format(**ids))
 
     assert response.status_code == 403
+    assert error_of(response)["message"] == "this token lacks the 'read' scope"
 
 
 def test_another_authorization_scheme_is_refused(ids):
@@ -98,6 +106,7 @@ def test_another_authorization_scheme_is_refused(ids):
 
 def test_a_logged_in_browser_session_may_read_but_not_write(ids):
     user = get_user_model().objects.create_user("reader", password="x")
+    set_member(project=Project.default(), user=user, role="viewer")
     client = Client()
     client.force_login(user)
 
@@ -155,7 +164,7 @@ def test_the_command_prints_only_a_working_token():
 
 def test_the_command_refuses_unknown_scopes():
     with pytest.raises(CommandError):
-        call_command("create_api_token", "x", "--scopes", "admin", stdout=io.StringIO())
+        call_command("create_api_token", "x", "--scopes", "ingest,bogus", stdout=io.StringIO())
     assert not ApiToken.objects.exists()
 
 
@@ -169,7 +178,7 @@ def test_the_command_refuses_an_empty_or_overlong_name(name):
 def test_the_admin_shows_a_new_token_once(admin_client):
     response = admin_client.post(
         "/admin/transcripts/apitoken/add/",
-        {"name": "from the admin", "scopes": ["read"]},
+        {"name": "from the admin", "project": Project.default().pk, "scopes": ["read"]},
         follow=True,
     )
 

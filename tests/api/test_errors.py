@@ -63,10 +63,24 @@ def test_an_understated_content_length_does_not_pass_the_limit(api):
 def test_malformed_json_is_a_400_with_the_error_shape(api):
     run = make_run(make_thread(), commit=False)
 
-    for body in (b"{nope", b"\xff\xfe", b"[" * 100_000):
+    for body in (b"{nope", b"\xff\xfe", b"[" * 10 + b"}"):
         response = api.post_raw(f"/runs/{run.id}/events", body, "application/json")
         assert response.status_code == 400, body[:10]
         assert error_of(response)["code"] == "invalid_json"
+
+
+@pytest.mark.parametrize("body", [b"[" * 10_000 + b"]" * 10_000, b"[" * 100_000, b'{"a":' * 10_000])
+def test_json_deeper_than_the_parser_goes_is_a_422_naming_the_limit(api, body):
+    from transcripts.models import Event
+
+    run = make_run(make_thread(), commit=False)
+
+    for path in (f"/runs/{run.id}/events", "/threads", f"/runs/{run.id}/claim"):
+        response = api.post_raw(path, body, "application/json")
+        assert response.status_code == 422, (path, response.content[:200])
+        assert error_of(response)["code"] == "invalid"
+        assert error_of(response)["details"]["maxDepth"] == 64
+    assert not Event.objects.filter(run=run).exists()
 
 
 def test_json_of_the_wrong_shape_is_a_422(api):

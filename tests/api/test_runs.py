@@ -185,14 +185,14 @@ def test_an_unknown_or_malformed_run_id_is_a_404_everywhere(api):
     assert api.post(f"/runs/{new_ulid()}/events", {"events": []}).status_code == 404
 
 
-def test_runs_of_hidden_threads_are_invisible_to_ordinary_tokens(api, staff_api):
+def test_runs_of_hidden_threads_are_invisible_to_tokens_without_the_admin_scope(api, admin_api):
     thread = make_thread()
     run = make_run(thread, commit=False)
     Thread.objects.filter(pk=thread.pk).update(hidden=True)
 
     assert api.get(f"/runs/{run.id}").status_code == 404
     assert api.post(f"/runs/{run.id}/events", {"events": _deltas("x")}).status_code == 404
-    assert staff_api.get(f"/runs/{run.id}").status_code == 200
+    assert admin_api.get(f"/runs/{run.id}").status_code == 200
 
 
 def test_a_run_reads_with_camel_case_keys_and_iso_times(api):

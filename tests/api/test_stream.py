@@ -156,3 +156,25 @@ def test_a_client_that_disconnects_releases_its_database_connection(live_server_
     while listeners() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert listeners() == 0
+
+
+def test_only_a_reader_of_the_runs_project_follows_it(live_server_asgi, team):
+    run, _ = ledger.begin_run(thread=make_thread(project=team.alpha))
+    ledger.append_events(run=run, events=_deltas("alpha's", "words"))
+    ledger.commit_run(run=run)
+    url = f"{live_server_asgi.url}/api/v1/runs/{run.id}/stream"
+
+    def bearer(token: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}"}
+
+    for scopes in (("read",), ("read", "ingest", "admin")):
+        response = httpx.get(url, headers=bearer(team.token(team.beta, *scopes)))
+        assert response.status_code == 404, scopes
+        assert response.json()["error"]["code"] == "not_found"
+        assert "alpha" not in response.text
+    refused = httpx.get(url, headers=bearer(team.token(team.alpha, "ingest")))
+    assert refused.status_code == 403
+    assert refused.json()["error"]["message"] == "this token lacks the 'read' scope"
+    with httpx.stream("GET", url, headers=bearer(team.token(team.alpha, "read"))) as response:
+        received = [f for f in frames(response) if f.data]
+    assert [f.event for f in received] == ["text-delta", "text-delta", "status"]

@@ -95,15 +95,15 @@ def test_an_unknown_or_malformed_thread_id_is_a_404(api):
     assert api.get("/threads/not-a-ulid/messages").status_code == 404
 
 
-def test_hidden_threads_are_invisible_to_ordinary_tokens(api, staff_api):
+def test_hidden_threads_are_invisible_to_tokens_without_the_admin_scope(api, admin_api):
     thread = make_thread("secret")
     Thread.objects.filter(pk=thread.pk).update(hidden=True)
 
     assert api.get(f"/threads/{thread.id}").status_code == 404
     assert api.get("/threads").json()["threads"] == []
     assert api.post(f"/threads/{thread.id}/runs", {}).status_code == 404
-    assert staff_api.get(f"/threads/{thread.id}").status_code == 200
-    assert [t["id"] for t in staff_api.get("/threads").json()["threads"]] == [thread.id]
+    assert admin_api.get(f"/threads/{thread.id}").status_code == 200
+    assert [t["id"] for t in admin_api.get("/threads").json()["threads"]] == [thread.id]
 
 
 def test_it_lists_the_active_path_root_first(api):

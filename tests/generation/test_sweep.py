@@ -18,6 +18,7 @@ from transcripts import ledger, selectors
 from transcripts.generation.generators import GENERATORS, GenerationRequest, Generator, StreamEvent
 from transcripts.generation.start import start_generation
 from transcripts.generation.worker import generate, sweep
+from transcripts.ledger.projects import set_member
 from transcripts.ledger.tokens import issue_token
 from transcripts.models import Project, Run, RunStatus
 
@@ -35,7 +36,9 @@ def test_a_run_whose_lease_expired_is_failed_by_one_sweep_not_by_its_readers(
 
     _, token = issue_token(project=Project.default(), name="reader", scopes=["read"])
     assert ApiClient(token).get(f"/runs/{run.id}/messages").status_code == 200
-    client.force_login(User.objects.create_user("reader", password="pw"))
+    reader = User.objects.create_user("reader", password="pw")
+    set_member(project=Project.default(), user=reader, role="viewer")
+    client.force_login(reader)
     for page in ("run_detail", "run_live"):
         assert client.get(reverse(page, args=[run.id])).status_code == 200
     assert Run.objects.values().get(pk=run.pk) == before

@@ -1,28 +1,31 @@
-"""Users in the Viewers, Moderators and Admins groups, for the moderation services' tests."""
+"""Members of the default project (where the factories put threads) with each role."""
 
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
+
+from tests.base import make_user
+from transcripts.ledger.projects import set_member
+from transcripts.models import Project
 
 
-def _member(username: str, group: str | None, *, is_staff: bool = False) -> User:
-    user = User.objects.create_user(username, password="pw", is_staff=is_staff)
-    if group:
-        user.groups.add(Group.objects.get(name=group))
+def _member(username: str, role: str) -> User:
+    user = make_user(username, is_staff=role != "viewer")
+    set_member(project=Project.default(), user=user, role=role)
     return user
 
 
 @pytest.fixture
 def viewer(db: None) -> User:
-    return _member("viewer", "Viewers")
+    return _member("viewer", "viewer")
 
 
 @pytest.fixture
 def moderator(db: None) -> User:
-    return _member("moderator", "Moderators", is_staff=True)
+    return _member("moderator", "moderator")
 
 
 @pytest.fixture
 def admin_user(db: None) -> User:
-    return _member("boss", "Admins", is_staff=True)
+    return _member("boss", "admin")

@@ -146,6 +146,10 @@ def test_serve_sets_up_a_fresh_machine_and_reuses_it_the_next_time(data_dir: Pat
             assert home.status_code == 200
             for title in DEMO_TITLES:
                 assert title in home.text.replace("&#x27;", "'")
+            # The printed admin is the demo project's admin member, not only a superuser.
+            project = client.get("/p/default/").text
+            assert 'admin <span class="muted">(you)</span>' in project
+            assert '<option value="admin" selected>' in project
     finally:
         server.stop()
 

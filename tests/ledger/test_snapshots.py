@@ -12,6 +12,7 @@ from django.urls import reverse
 from tests.api.conftest import ApiClient
 from tests.factories import events, make_thread
 from transcripts import ledger, selectors
+from transcripts.ledger.projects import set_member
 from transcripts.ledger.tokens import issue_token
 from transcripts.models import Message, Project, Run
 from transcripts.projector import Projector, project
@@ -157,7 +158,9 @@ def test_reading_a_run_through_the_api_or_its_page_stores_nothing(
     _, token = issue_token(project=Project.default(), name="reader", scopes=["read"])
     messages = ApiClient(token).get(f"/runs/{run.id}/messages")
     assert messages.status_code == 200
-    client.force_login(User.objects.create_user("reader", password="pw"))
+    reader = User.objects.create_user("reader", password="pw")
+    set_member(project=Project.default(), user=reader, role="viewer")
+    client.force_login(reader)
     for page in ("run_detail", "run_live"):
         assert client.get(reverse(page, args=[run.id])).status_code == 200
 

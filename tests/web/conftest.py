@@ -1,44 +1,67 @@
-"""UI fixtures: a staff reader, a non-staff viewer and an anonymous outsider."""
+"""UI fixtures: members of the default project (where the factories put threads) with each role,
+and an anonymous client. Tests of who may do what across projects use the `team` fixture."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.test import Client
 
+from tests.base import make_user
 from tests.factories import events, make_thread
 from transcripts import ledger
-from transcripts.models import Message, Thread
+from transcripts.ledger.projects import set_member
+from transcripts.models import Message, Project, Thread
 
 
-@pytest.fixture
-def staff(db: Any) -> Any:
-    """A staff user."""
-    return get_user_model().objects.create_user("staff", password="pw-staff-123", is_staff=True)
+def _member(username: str, role: str) -> User:
+    user = make_user(username)
+    set_member(project=Project.default(), user=user, role=role)
+    return user
 
 
-@pytest.fixture
-def viewer(db: Any) -> Any:
-    """A logged-in user without staff rights."""
-    return get_user_model().objects.create_user("viewer", password="pw-viewer-123")
-
-
-@pytest.fixture
-def staff_client(staff: Any) -> Client:
-    """A client logged in as staff."""
+def _client(user: User) -> Client:
     client = Client()
-    client.force_login(staff)
+    client.force_login(user)
     return client
 
 
 @pytest.fixture
-def viewer_client(viewer: Any) -> Client:
-    """A client logged in as a non-staff viewer."""
-    client = Client()
-    client.force_login(viewer)
-    return client
+def viewer(db: Any) -> User:
+    """A viewer of the default project: reads and reports."""
+    return _member("default-viewer", "viewer")
+
+
+@pytest.fixture
+def editor(db: Any) -> User:
+    """An editor of the default project: also regenerates, edits, replies, stops, restores."""
+    return _member("default-editor", "editor")
+
+
+@pytest.fixture
+def moderator(db: Any) -> User:
+    """A moderator of the default project: also sees hidden threads and handles reports."""
+    return _member("default-moderator", "moderator")
+
+
+@pytest.fixture
+def viewer_client(viewer: User) -> Client:
+    """A client logged in as the default project's viewer."""
+    return _client(viewer)
+
+
+@pytest.fixture
+def editor_client(editor: User) -> Client:
+    """A client logged in as the default project's editor."""
+    return _client(editor)
+
+
+@pytest.fixture
+def moderator_client(moderator: User) -> Client:
+    """A client logged in as the default project's moderator."""
+    return _client(moderator)
 
 
 @pytest.fixture

@@ -7,14 +7,15 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.exceptions import PermissionDenied
 from django.template import engines
 from django.test import Client
 from django.urls import NoReverseMatch, reverse
 
 from tests.factories import ask, last_message, make_run, make_thread, say
 from tests.web.conftest import long_thread, message_at
-from transcripts.models import ImportJob, Message, Report, Run, RunStatus, Thread
+from transcripts.errors import PermissionDenied
+from transcripts.ledger.projects import set_member
+from transcripts.models import ImportJob, Message, Project, Report, Run, RunStatus, Thread
 from transcripts.permissions import Access, Role
 from transcripts.web import access
 
@@ -62,7 +63,7 @@ def test_an_htmx_fragment_after_the_session_ended_reloads_into_the_login_page(
 ) -> None:
     thread, prompt, _ = _fork()
     run = make_run(thread, ("text-delta", {"delta": "typing"}), fork_from=prompt.id, commit=False)
-    job = ImportJob.objects.create(filename="x.json", size=1)
+    job = ImportJob.objects.create(filename="x.json", size=1, project=Project.default())
     url = path.format(t=thread.id, m=prompt.id, r=run.id, j=job.id)
     page = f"/t/{thread.id}/"
     response = outsider.get(url, headers={**HTMX, "HX-Current-URL": f"http://testserver{page}"})
@@ -108,47 +109,47 @@ def test_an_htmx_action_after_the_session_ended_reloads_into_the_login_page(
 
 
 def test_the_conversation_and_the_compare_page_both_restore_through_the_runs_endpoint(
-    viewer_client: Client,
+    editor_client: Client,
 ) -> None:
     thread, prompt, superseded = _fork()
     action = f'action="/runs/{superseded.id}/restore/"'
     old_answer = last_message(superseded)
-    conversation_page = viewer_client.get(f"/t/{thread.id}/?leaf={old_answer.id}")
+    conversation_page = editor_client.get(f"/t/{thread.id}/?leaf={old_answer.id}")
     compare_url = f"/t/{thread.id}/fork/{prompt.id}/compare/"
-    compare_page = viewer_client.get(compare_url)
+    compare_page = editor_client.get(compare_url)
     assert action in conversation_page.content.decode()
     assert action in compare_page.content.decode()
     with pytest.raises(NoReverseMatch):
         reverse("restore_branch", args=[thread.id, superseded.id])
-    assert viewer_client.post(f"/t/{thread.id}/restore/{superseded.id}/").status_code == 404
+    assert editor_client.post(f"/t/{thread.id}/restore/{superseded.id}/").status_code == 404
     # Each page gets back to itself.
-    response = viewer_client.post(f"/runs/{superseded.id}/restore/", {"next": compare_url})
+    response = editor_client.post(f"/runs/{superseded.id}/restore/", {"next": compare_url})
     assert response.status_code == 303 and response["Location"] == compare_url
     superseded.refresh_from_db()
     assert superseded.status == RunStatus.COMMITTED
     rival = Run.objects.get(thread=thread, status=RunStatus.SUPERSEDED)
     back = f"/t/{thread.id}/"
-    response = viewer_client.post(f"/runs/{rival.id}/restore/", {"next": back}, headers=HTMX)
+    response = editor_client.post(f"/runs/{rival.id}/restore/", {"next": back}, headers=HTMX)
     assert response.status_code == 303 and response["Location"] == back
     rival.refresh_from_db()
     assert rival.status == RunStatus.COMMITTED
 
 
 def test_the_restore_endpoint_refuses_on_a_locked_or_hidden_thread_for_both_pages(
-    viewer_client: Client, staff_client: Client
+    editor_client: Client, moderator_client: Client
 ) -> None:
     thread, prompt, superseded = _fork()
     url = f"/runs/{superseded.id}/restore/"
     Thread.objects.filter(pk=thread.pk).update(locked=True)
     for back in (f"/t/{thread.id}/", f"/t/{thread.id}/fork/{prompt.id}/compare/"):
-        fragment = viewer_client.post(url, {"next": back}, headers=HTMX)
+        fragment = editor_client.post(url, {"next": back}, headers=HTMX)
         assert fragment.status_code == 409 and fragment["X-Refusal"] == "1"
         assert fragment["HX-Push-Url"] == "false"  # the form's page stays in the history
         assert b"This thread is locked" in fragment.content
     Thread.objects.filter(pk=thread.pk).update(locked=False, hidden=True)
-    response = staff_client.post(url, {"next": f"/t/{thread.id}/"})
+    response = moderator_client.post(url, {"next": f"/t/{thread.id}/"})
     assert response.status_code == 409 and b"hidden by moderation" in response.content
-    compare_page = staff_client.get(f"/t/{thread.id}/fork/{prompt.id}/compare/")
+    compare_page = moderator_client.get(f"/t/{thread.id}/fork/{prompt.id}/compare/")
     assert f'action="{url}"' not in compare_page.content.decode()
     assert Run.objects.get(pk=superseded.pk).status == RunStatus.SUPERSEDED
 
@@ -164,7 +165,7 @@ def test_the_template_tags_are_gone() -> None:
 
 
 def test_the_conversation_renders_with_the_same_queries_for_10_and_100_messages(
-    viewer_client: Client, django_assert_max_num_queries: Any
+    editor_client: Client, django_assert_max_num_queries: Any
 ) -> None:
     counts = []
     for size in (10, 100):
@@ -173,7 +174,7 @@ def test_the_conversation_renders_with_the_same_queries_for_10_and_100_messages(
         fork = message_at(thread, size - 2)
         make_run(thread, ("text-delta", {"delta": "live"}), fork_from=fork.id, commit=False)
         with django_assert_max_num_queries(30) as captured:
-            html = viewer_client.get(f"/t/{thread.id}/").content.decode()
+            html = editor_client.get(f"/t/{thread.id}/").content.decode()
         assert "/regenerate/" in html and "sse-connect" in html and "export?format=" in html
         counts.append(len(captured))
     assert counts[0] == counts[1], counts
@@ -182,8 +183,8 @@ def test_the_conversation_renders_with_the_same_queries_for_10_and_100_messages(
 # --- who may see, who may act ------------------------------------------------------------
 
 
-def test_a_thread_message_and_run_of_a_hidden_thread_exist_only_for_staff(
-    viewer_client: Client, staff_client: Client
+def test_a_thread_message_and_run_of_a_hidden_thread_exist_only_for_moderators(
+    viewer_client: Client, moderator_client: Client
 ) -> None:
     thread, prompt, superseded = _fork()
     Thread.objects.filter(pk=thread.pk).update(hidden=True)
@@ -194,16 +195,20 @@ def test_a_thread_message_and_run_of_a_hidden_thread_exist_only_for_staff(
         f"/runs/{superseded.id}/live/",
     ):
         assert viewer_client.get(path).status_code == 404, path
-        assert staff_client.get(path).status_code in (200, 302), path
+        assert moderator_client.get(path).status_code in (200, 302), path
 
 
 def test_a_reader_who_may_not_edit_gets_a_403_that_says_why_and_nothing_changes(
-    viewer_client: Client, monkeypatch: Any
+    viewer_client: Client,
 ) -> None:
     thread, prompt, superseded = _fork()
     answer = message_at(thread, 1)
-    monkeypatch.setattr(access, "user_access", lambda user: Access(role=Role.VIEWER))
-    assert viewer_client.get(f"/t/{thread.id}/").status_code == 200  # reading is fine
+    page = viewer_client.get(f"/t/{thread.id}/")
+    assert page.status_code == 200  # reading is fine
+    # The page offers no action the role may not take, and says why.
+    html = page.content.decode()
+    assert "/regenerate/" not in html and 'id="reply"' not in html
+    assert "Your role in this project is viewer" in html
     runs = Run.objects.count()
     for url, data in (
         (f"/t/{thread.id}/m/{answer.id}/regenerate/", {"generator": "demo"}),
@@ -213,6 +218,10 @@ def test_a_reader_who_may_not_edit_gets_a_403_that_says_why_and_nothing_changes(
     ):
         response = viewer_client.post(url, data)
         assert response.status_code == 403, url
+        assert b"you need the editor role in this project; yours is viewer" in response.content
+        fragment = viewer_client.post(url, data, headers=HTMX)
+        assert fragment.status_code == 403 and fragment["X-Refusal"] == "1"
+        assert b"<html" not in fragment.content and b"editor role" in fragment.content
     assert Run.objects.count() == runs
     assert Run.objects.get(pk=superseded.pk).status == RunStatus.SUPERSEDED
     report = viewer_client.post(f"/t/{thread.id}/m/{prompt.id}/report/", {"reason": "spam"})
@@ -220,27 +229,31 @@ def test_a_reader_who_may_not_edit_gets_a_403_that_says_why_and_nothing_changes(
     assert Report.objects.count() == 1  # a viewer may still report
 
 
-def test_require_raises_a_403_with_its_message() -> None:
-    access.require(True, "fine")
-    with pytest.raises(PermissionDenied, match="not yours"):
-        access.require(False, "not yours")
+def test_require_role_raises_a_403_naming_the_role_needed_and_the_one_held() -> None:
+    access.require_role(Access(role=Role.EDITOR), Role.EDITOR, "reply")
+    access.require_role(Access(role=Role.ADMIN), Role.EDITOR, "reply")
+    with pytest.raises(PermissionDenied, match=r"need the moderator role.*yours is editor"):
+        access.require_role(Access(role=Role.EDITOR), Role.MODERATOR, "hide threads")
+    with pytest.raises(PermissionDenied, match="yours is no role"):
+        access.require_role(Access(role=None), Role.VIEWER, "read")
 
 
-def test_the_moderation_queue_asks_the_policy(
-    viewer: User, viewer_client: Client, monkeypatch: Any
+def test_the_moderation_queue_asks_the_policy_not_staff_status(
+    viewer: User, viewer_client: Client
 ) -> None:
     User.objects.filter(pk=viewer.pk).update(is_staff=True)
     assert viewer_client.get("/moderation/").status_code == 403
-    moderator = Access(role=Role.MODERATOR, sees_hidden=True)
-    monkeypatch.setattr(access, "user_access", lambda user: moderator)
+    set_member(project=Project.default(), user=viewer, role="moderator")
     assert viewer_client.get("/moderation/").status_code == 200
 
 
 def test_an_import_job_is_found_only_by_the_user_who_started_it(
-    viewer: User, viewer_client: Client, staff_client: Client
+    viewer: User, viewer_client: Client, moderator_client: Client
 ) -> None:
-    job = ImportJob.objects.create(filename="mine.json", size=1, user=viewer)
+    job = ImportJob.objects.create(
+        filename="mine.json", size=1, user=viewer, project=Project.default()
+    )
     assert viewer_client.get(f"/import/{job.id}/").status_code == 200
-    assert staff_client.get(f"/import/{job.id}/").status_code == 404
+    assert moderator_client.get(f"/import/{job.id}/").status_code == 404
     assert "mine.json" in viewer_client.get("/import/").content.decode()
-    assert "mine.json" not in staff_client.get("/import/").content.decode()
+    assert "mine.json" not in moderator_client.get("/import/").content.decode()

@@ -84,11 +84,11 @@ def _shot(page: Any, name: str, full_page: bool = True) -> None:
 
 
 def test_a_reader_opens_a_thread_and_switches_between_alternatives(
-    browser: Any, live_server: Any, staff: Any
+    browser: Any, live_server: Any, viewer: Any
 ) -> None:
     load_demo()
     thread = Thread.objects.get(title__startswith="Haiku")
-    page = _page(browser, live_server, staff)
+    page = _page(browser, live_server, viewer)
     page.goto(live_server.url + "/")
     _shot(page, "01-thread-list")
     page.click(f"a[href='/t/{thread.id}/']")
@@ -121,14 +121,14 @@ def test_a_reader_opens_a_thread_and_switches_between_alternatives(
 
 
 def test_a_reader_opens_the_tree_map_and_clicks_a_node(
-    browser: Any, live_server: Any, staff: Any
+    browser: Any, live_server: Any, viewer: Any
 ) -> None:
     load_demo()
     thread = Thread.objects.get(title__startswith="Haiku")
     superseded = Run.objects.filter(thread=thread, status="superseded").order_by("id").first()
     assert superseded is not None
     target = Message.objects.get(run=superseded)
-    page = _page(browser, live_server, staff)
+    page = _page(browser, live_server, viewer)
     page.goto(f"{live_server.url}/t/{thread.id}/tree/")
     assert page.locator(".tree-row").count() >= 5
     _shot(page, "04-tree-map")
@@ -139,10 +139,10 @@ def test_a_reader_opens_the_tree_map_and_clicks_a_node(
 
 
 def test_a_reader_loads_earlier_messages_of_a_long_thread(
-    browser: Any, live_server: Any, staff: Any
+    browser: Any, live_server: Any, viewer: Any
 ) -> None:
     thread = long_thread(130)
-    page = _page(browser, live_server, staff)
+    page = _page(browser, live_server, viewer)
     page.goto(f"{live_server.url}/t/{thread.id}/")
     assert page.locator("article.msg").count() == 50
     page.locator(".pager-earlier a").click()
@@ -156,13 +156,13 @@ def test_a_reader_loads_earlier_messages_of_a_long_thread(
 
 
 def test_the_pages_work_at_360_pixels_in_dark_mode(
-    browser: Any, live_server: Any, staff: Any
+    browser: Any, live_server: Any, viewer: Any
 ) -> None:
     load_demo()
     page = _page(
         browser,
         live_server,
-        staff,
+        viewer,
         viewport={"width": 360, "height": 780},
         color_scheme="dark",
     )
@@ -182,10 +182,10 @@ def test_the_pages_work_at_360_pixels_in_dark_mode(
 
 
 def test_the_run_timeline_shows_events_and_the_multi_agent_thread_reads_well(
-    browser: Any, live_server: Any, staff: Any
+    browser: Any, live_server: Any, viewer: Any
 ) -> None:
     load_demo()
-    page = _page(browser, live_server, staff)
+    page = _page(browser, live_server, viewer)
     agents = Thread.objects.get(title__startswith="Planner")
     page.goto(f"{live_server.url}/t/{agents.id}/")
     page.locator("details.tool summary").first.click()
@@ -198,13 +198,13 @@ def test_the_run_timeline_shows_events_and_the_multi_agent_thread_reads_well(
 
 
 def test_the_run_timeline_of_a_streaming_run_updates_live_over_sse(
-    browser: Any, live_server_asgi: Any, staff: Any
+    browser: Any, live_server_asgi: Any, viewer: Any
 ) -> None:
     # SSE needs the ASGI server; the stream layer here is this test, appending events.
     thread = make_thread("Streaming now")
     run, _ = ledger.begin_run(thread=thread, model="live-model")
     ledger.append_events(run=run, events=events(("message-start", {"role": "assistant"})))
-    page = _page(browser, live_server_asgi, staff)
+    page = _page(browser, live_server_asgi, viewer)
     page.goto(f"{live_server_asgi.url}/runs/{run.id}/")
     assert "streaming" in page.locator(".run-status").inner_text().lower()
     assert page.locator("details.event").count() == 1

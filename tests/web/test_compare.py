@@ -16,7 +16,8 @@ from tests.factories import ask, last_message, make_run, make_thread, say, user_
 from transcripts import ledger
 from transcripts.errors import Conflict, PermissionDenied
 from transcripts.ledger import ratings
-from transcripts.models import AuditRecord, Message, Run, RunRating, RunStatus, Thread
+from transcripts.ledger.projects import set_member
+from transcripts.models import AuditRecord, Message, Project, Run, RunRating, RunStatus, Thread
 
 pytestmark = pytest.mark.django_db
 
@@ -316,8 +317,8 @@ def test_an_outsider_is_sent_to_the_login_page(outsider: Client) -> None:
     assert not RunRating.objects.exists()
 
 
-def test_a_hidden_thread_is_a_404_for_viewers_and_its_reading_is_audited_for_staff(
-    viewer_client: Client, staff_client: Client, htmx: Any
+def test_a_hidden_thread_is_a_404_for_viewers_and_its_reading_is_audited_for_moderators(
+    viewer_client: Client, moderator_client: Client, htmx: Any
 ) -> None:
     thread, prompt, runs = regenerated(2)
     Thread.objects.filter(pk=thread.pk).update(hidden=True)
@@ -327,8 +328,8 @@ def test_a_hidden_thread_is_a_404_for_viewers_and_its_reading_is_audited_for_sta
     assert viewer_client.post(f"/runs/{runs[0].id}/restore/").status_code == 404
     assert viewer_client.post(f"/runs/{runs[0].id}/rate/", {"preferred": "on"}).status_code == 404
     for url in urls:
-        assert staff_client.get(url).status_code == 200
-    staff_client.get(urls[0], headers=htmx)
+        assert moderator_client.get(url).status_code == 200
+    moderator_client.get(urls[0], headers=htmx)
     assert AuditRecord.objects.filter(action="view_hidden", target_id=thread.id).count() == 2
 
 
@@ -347,17 +348,17 @@ def _queries(client: Client, url: str) -> int:
 
 
 def test_the_compare_view_runs_the_same_number_of_queries_for_2_and_10_runs(
-    viewer_client: Client, viewer: Any
+    editor_client: Client, editor: Any
 ) -> None:
     counts = []
     for count in (2, 10):
         thread, prompt, runs = regenerated(count - 1)
         _failed(thread, prompt, "oops")
-        ratings.rate_run(user=viewer, run=runs[0], preferred=True, note="best")
+        ratings.rate_run(user=editor, run=runs[0], preferred=True, note="best")
         url = _compare_url(thread, prompt)
-        assert len(_columns(viewer_client, url)) == count
-        counts.append(_queries(viewer_client, url))
-        counts.append(_queries(viewer_client, url + "?view=rendered"))
+        assert len(_columns(editor_client, url)) == count
+        counts.append(_queries(editor_client, url))
+        counts.append(_queries(editor_client, url + "?view=rendered"))
     assert counts[0] == counts[2] and counts[1] == counts[3]
 
 
@@ -365,92 +366,96 @@ def test_the_compare_view_runs_the_same_number_of_queries_for_2_and_10_runs(
 
 
 def test_restoring_a_superseded_run_makes_it_active_and_returns_to_the_compare_view(
-    viewer_client: Client, htmx: Any
+    editor_client: Client, htmx: Any
 ) -> None:
     thread, prompt, runs = regenerated(3)
     url = _compare_url(thread, prompt)
-    assert f'action="/runs/{runs[0].id}/restore/"' in viewer_client.get(url).content.decode()
-    response = viewer_client.post(f"/runs/{runs[0].id}/restore/", {"next": url})
+    assert f'action="/runs/{runs[0].id}/restore/"' in editor_client.get(url).content.decode()
+    response = editor_client.post(f"/runs/{runs[0].id}/restore/", {"next": url})
     assert response.status_code == 303 and response["Location"] == url
     assert Run.objects.get(pk=runs[0].pk).status == RunStatus.COMMITTED
     assert Run.objects.get(pk=runs[2].pk).status == RunStatus.SUPERSEDED
     thread.refresh_from_db()
     assert thread.head_id == last_message(runs[0]).id
-    page = viewer_client.get(url)
+    page = editor_client.get(url)
     assert "Restored" in page.content.decode()
     assert page.context["columns"][0].run.id == runs[0].id
     # An htmx request gets only the compare section.
-    partial = viewer_client.get(url, headers=htmx).content.decode()
+    partial = editor_client.get(url, headers=htmx).content.decode()
     assert partial.lstrip().startswith('<section id="compare"')
 
 
 def test_restoring_refuses_runs_that_are_not_superseded_and_locked_threads(
-    viewer_client: Client,
+    editor_client: Client,
 ) -> None:
     thread, prompt, runs = regenerated(2)
     failed = _failed(thread, prompt, "x")
-    response = viewer_client.post(f"/runs/{failed.id}/restore/")
+    response = editor_client.post(f"/runs/{failed.id}/restore/")
     assert response.status_code == 409
     assert "only a superseded run can be restored" in response.content.decode()
     assert Run.objects.get(pk=failed.pk).status == RunStatus.FAILED
     Thread.objects.filter(pk=thread.pk).update(locked=True)
     url = _compare_url(thread, prompt)
-    response = viewer_client.post(f"/runs/{runs[0].id}/restore/", {"next": url}, follow=True)
+    response = editor_client.post(f"/runs/{runs[0].id}/restore/", {"next": url}, follow=True)
     assert response.status_code == 409
     assert "This thread is locked" in response.content.decode()
     assert Run.objects.get(pk=runs[0].pk).status == RunStatus.SUPERSEDED
-    content = viewer_client.get(_compare_url(thread, prompt)).content.decode()
+    content = editor_client.get(_compare_url(thread, prompt)).content.decode()
     assert f'action="/runs/{runs[0].id}/restore/"' not in content
 
 
-def test_an_unsafe_next_address_is_ignored(viewer_client: Client) -> None:
+def test_an_unsafe_next_address_is_ignored(editor_client: Client) -> None:
     thread, prompt, runs = regenerated(2)
-    response = viewer_client.post(f"/runs/{runs[0].id}/restore/", {"next": "https://evil.example/"})
+    response = editor_client.post(f"/runs/{runs[0].id}/restore/", {"next": "https://evil.example/"})
     assert response["Location"] == _compare_url(thread, prompt)
 
 
 def test_marking_a_run_preferred_stores_the_note_and_shows_it(
-    viewer_client: Client, viewer: Any
+    editor_client: Client, editor: Any
 ) -> None:
     thread, prompt, runs = regenerated(2)
     url = _compare_url(thread, prompt)
-    response = viewer_client.post(
+    response = editor_client.post(
         f"/runs/{runs[0].id}/rate/", {"preferred": "on", "note": "warmer tone", "next": url}
     )
     assert response.status_code == 303
-    rating = RunRating.objects.get(run=runs[0], user=viewer)
+    rating = RunRating.objects.get(run=runs[0], user=editor)
     assert rating.preferred and rating.note == "warmer tone" and rating.thread_id == thread.id
-    content = viewer_client.get(url).content.decode()
+    content = editor_client.get(url).content.decode()
     assert "★ 1 preferred" in content and "warmer tone" in content and "★ Your preferred" in content
-    assert "★ 1 preferred" in viewer_client.get("/").content.decode()
+    assert "★ 1 preferred" in editor_client.get("/").content.decode()
     # Unmarking keeps the note but not the mark.
-    viewer_client.post(f"/runs/{runs[0].id}/rate/", {"note": "warmer tone", "next": url})
+    editor_client.post(f"/runs/{runs[0].id}/rate/", {"note": "warmer tone", "next": url})
     rating.refresh_from_db()
     assert not rating.preferred and rating.note == "warmer tone"
-    assert "★ 1 preferred" not in viewer_client.get("/").content.decode()
+    assert "★ 1 preferred" not in editor_client.get("/").content.decode()
 
 
 def test_preferring_a_run_unmarks_the_users_other_preferred_runs_at_that_fork_point(
-    viewer: Any, staff: Any
+    editor: Any, moderator: Any
 ) -> None:
     thread = make_thread("Rivals")
     first = make_run(thread, user_message("Joke?"), ("text-delta", {"delta": "Knock knock"}))
     prompt = first.messages.get(position=0)
     second = say(thread, "A horse walks into a bar", fork_from=prompt.id)
     elsewhere = say(thread, "Another follow-up")  # below the second answer: not a rival
-    ratings.rate_run(user=viewer, run=second, preferred=True)
-    ratings.rate_run(user=viewer, run=elsewhere, preferred=True)
-    ratings.rate_run(user=staff, run=second, preferred=True)
-    ratings.rate_run(user=viewer, run=first, preferred=True, note="classic")
+    ratings.rate_run(user=editor, run=second, preferred=True)
+    ratings.rate_run(user=editor, run=elsewhere, preferred=True)
+    ratings.rate_run(user=moderator, run=second, preferred=True)
+    ratings.rate_run(user=editor, run=first, preferred=True, note="classic")
     preferred = {(r.user_id, r.run_id) for r in RunRating.objects.filter(preferred=True)}
-    assert preferred == {(viewer.pk, first.id), (viewer.pk, elsewhere.id), (staff.pk, second.id)}
+    assert preferred == {
+        (editor.pk, first.id),
+        (editor.pk, elsewhere.id),
+        (moderator.pk, second.id),
+    }
     # The other way round too: the rivals of a run of one message include the longer run.
-    ratings.rate_run(user=viewer, run=second, preferred=True)
-    assert not RunRating.objects.get(user=viewer, run=first).preferred
-    assert RunRating.objects.filter(user=viewer).count() == 3
+    ratings.rate_run(user=editor, run=second, preferred=True)
+    assert not RunRating.objects.get(user=editor, run=first).preferred
+    assert RunRating.objects.filter(user=editor).count() == 3
 
 
-def test_rating_refuses_anonymous_users_open_runs_and_long_notes(viewer: Any) -> None:
+def test_rating_refuses_anonymous_users_open_runs_and_long_notes(editor: Any) -> None:
     from django.contrib.auth.models import AnonymousUser
 
     from transcripts.errors import InvalidInput
@@ -460,10 +465,13 @@ def test_rating_refuses_anonymous_users_open_runs_and_long_notes(viewer: Any) ->
         ratings.rate_run(user=AnonymousUser(), run=runs[0], preferred=True)
     live = make_run(thread, ("text-delta", {"delta": "typing"}), fork_from=prompt.id, commit=False)
     with pytest.raises(Conflict):
-        ratings.rate_run(user=viewer, run=live, preferred=True)
+        ratings.rate_run(user=editor, run=live, preferred=True)
     with pytest.raises(InvalidInput):
-        ratings.rate_run(user=viewer, run=runs[0], preferred=True, note="x" * 2001)
+        ratings.rate_run(user=editor, run=runs[0], preferred=True, note="x" * 2001)
     assert not RunRating.objects.exists()
     other = get_user_model().objects.create_user("other")
+    with pytest.raises(PermissionDenied):  # a member of no project
+        ratings.rate_run(user=other, run=runs[0], preferred=False, note="meh")
+    set_member(project=Project.default(), user=other, role="editor")
     ratings.rate_run(user=other, run=runs[0], preferred=False, note="meh")
     assert RunRating.objects.get().preferred is False

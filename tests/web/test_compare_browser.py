@@ -12,11 +12,11 @@ from transcripts.models import Run, RunRating, RunStatus, Thread
 def test_a_reader_compares_the_alternatives_and_restores_a_superseded_one(
     browser: Any,  # noqa: F811
     live_server: Any,
-    staff: Any,
+    editor: Any,
 ) -> None:
     load_demo()
     thread = Thread.objects.get(title__startswith="Haiku")
-    page = _page(browser, live_server, staff)
+    page = _page(browser, live_server, editor)
     page.goto(f"{live_server.url}/t/{thread.id}/")
     # The original prompt, then the switcher of its three answers leads to the compare view.
     page.locator("article.msg.role-user a.sib-prev").click()
@@ -57,7 +57,7 @@ def test_a_reader_compares_the_alternatives_and_restores_a_superseded_one(
 def test_the_compare_view_becomes_tabs_on_a_narrow_screen(
     browser: Any,  # noqa: F811
     live_server: Any,
-    staff: Any,
+    editor: Any,
 ) -> None:
     load_demo()
     thread = Thread.objects.get(title__startswith="Haiku")
@@ -65,7 +65,7 @@ def test_the_compare_view_becomes_tabs_on_a_narrow_screen(
     assert prompt is not None
     fork = prompt.messages.get()
     page = _page(
-        browser, live_server, staff, viewport={"width": 360, "height": 780}, color_scheme="dark"
+        browser, live_server, editor, viewport={"width": 360, "height": 780}, color_scheme="dark"
     )
     page.goto(f"{live_server.url}/t/{thread.id}/fork/{fork.id}/compare/")
     columns = page.locator(".compare-grid > .col")

@@ -69,12 +69,12 @@ def _watch_stream(page: Any, timeout: float = 30.0) -> list[int]:
 
 
 def test_a_reader_regenerates_an_answer_watches_it_stream_and_restores_the_first(
-    browser: Any, live_server_asgi: Any, start_worker: Any, staff: Any
+    browser: Any, live_server_asgi: Any, start_worker: Any, editor: Any
 ) -> None:
     thread, first_answer = _weather()
     original = first_answer.run
     start_worker()
-    page = _page(browser, live_server_asgi, staff)
+    page = _page(browser, live_server_asgi, editor)
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     card = page.locator(f"#m-{first_answer.id}")
     card.locator("summary", has_text="Regenerate").click()
@@ -123,11 +123,11 @@ def test_a_reader_regenerates_an_answer_watches_it_stream_and_restores_the_first
 
 
 def test_a_reader_stops_a_run_keeps_its_output_and_retries_it(
-    browser: Any, live_server_asgi: Any, start_worker: Any, staff: Any
+    browser: Any, live_server_asgi: Any, start_worker: Any, editor: Any
 ) -> None:
     thread, first_answer = _weather()
     start_worker()
-    page = _page(browser, live_server_asgi, staff)
+    page = _page(browser, live_server_asgi, editor)
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     card = page.locator(f"#m-{first_answer.id}")
     card.locator("summary", has_text="Regenerate").click()
@@ -151,11 +151,11 @@ def test_a_reader_stops_a_run_keeps_its_output_and_retries_it(
 
 
 def test_a_reader_replies_and_sees_a_failure_with_its_partial_output(
-    browser: Any, live_server_asgi: Any, start_worker: Any, staff: Any
+    browser: Any, live_server_asgi: Any, start_worker: Any, editor: Any
 ) -> None:
     thread, _ = _weather()
     start_worker()
-    page = _page(browser, live_server_asgi, staff)
+    page = _page(browser, live_server_asgi, editor)
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     reply = page.locator("form#reply")
     reply.locator("textarea[name=text]").fill("And on Friday?")
@@ -178,11 +178,11 @@ def test_a_reader_replies_and_sees_a_failure_with_its_partial_output(
 
 
 def test_a_locked_thread_offers_no_generation(
-    browser: Any, live_server_asgi: Any, staff: Any
+    browser: Any, live_server_asgi: Any, editor: Any
 ) -> None:
     thread, _ = _weather()
     Thread.objects.filter(pk=thread.pk).update(locked=True)
-    page = _page(browser, live_server_asgi, staff, viewport={"width": 360, "height": 780})
+    page = _page(browser, live_server_asgi, editor, viewport={"width": 360, "height": 780})
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     note = page.get_by_text("This thread is locked")
     assert note.is_visible()
@@ -194,13 +194,13 @@ def test_a_locked_thread_offers_no_generation(
 
 
 def test_the_forms_fit_a_360_pixel_screen_in_dark_mode(
-    browser: Any, live_server_asgi: Any, staff: Any
+    browser: Any, live_server_asgi: Any, editor: Any
 ) -> None:
     thread, answer = _weather()
     page = _page(
         browser,
         live_server_asgi,
-        staff,
+        editor,
         viewport={"width": 360, "height": 780},
         color_scheme="dark",
     )

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import Group, User
-
 from tests.web.test_browser import _page, _shot, browser, pytestmark  # noqa: F401
 from transcripts.demo import load_demo
 from transcripts.models import AuditRecord, Report, ReportStatus, Thread
@@ -15,6 +13,7 @@ def test_a_viewer_reports_a_message_and_a_moderator_resolves_it(
     browser: Any,  # noqa: F811
     live_server: Any,
     viewer: Any,
+    moderator: Any,
 ) -> None:
     load_demo()
     thread = Thread.objects.get(title__startswith="Weather")
@@ -33,8 +32,6 @@ def test_a_viewer_reports_a_message_and_a_moderator_resolves_it(
     report = Report.objects.get()
     assert (report.reason, report.reporter_id) == ("incorrect", viewer.pk)
 
-    moderator = User.objects.create_user("mod", password="pw-mod-123", is_staff=True)
-    moderator.groups.add(Group.objects.get(name="Moderators"))
     page = _page(browser, live_server, moderator)
     page.goto(live_server.url + "/")
     page.get_by_role("link", name="Moderation").click()
@@ -58,7 +55,7 @@ def test_the_report_form_and_the_queue_work_at_360_pixels(
     browser: Any,  # noqa: F811
     live_server: Any,
     viewer: Any,
-    staff: Any,
+    moderator: Any,
 ) -> None:
     load_demo()
     thread = Thread.objects.get(title__startswith="Planner")
@@ -73,8 +70,7 @@ def test_the_report_form_and_the_queue_work_at_360_pixels(
     answer.locator("select[name=reason]").select_option("harmful")
     answer.get_by_role("button", name="Send report").click()
     answer.locator(".report-done").wait_for()
-    staff.groups.add(Group.objects.get(name="Moderators"))
-    page = _page(browser, live_server, staff, viewport={"width": 360, "height": 780})
+    page = _page(browser, live_server, moderator, viewport={"width": 360, "height": 780})
     page.goto(f"{live_server.url}/moderation/")
     assert page.locator(".report-row").count() == 1
     assert page.evaluate("document.documentElement.scrollWidth") <= 360

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -15,22 +15,6 @@ from transcripts.ledger import moderation
 from transcripts.models import AuditRecord, Message, Report, ReportStatus, Thread
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def moderator(db: Any) -> User:
-    """A staff member of the Moderators group."""
-    user = User.objects.create_user("mod", password="pw-mod-123", is_staff=True)
-    user.groups.add(Group.objects.get(name="Moderators"))
-    return user
-
-
-@pytest.fixture
-def moderator_client(moderator: User) -> Client:
-    """A client logged in as a moderator."""
-    client = Client()
-    client.force_login(moderator)
-    return client
 
 
 def _answer() -> tuple[Thread, Message]:
@@ -106,7 +90,7 @@ def test_a_report_without_a_valid_reason_is_shown_again_with_an_error(
 
 
 def test_reporting_needs_a_login_and_a_thread_the_reader_may_see(
-    outsider: Client, viewer_client: Client, staff_client: Client
+    outsider: Client, viewer_client: Client, moderator_client: Client
 ) -> None:
     thread, answer = _answer()
     response = outsider.post(_report_url(answer), {"reason": "spam"})
@@ -117,7 +101,7 @@ def test_reporting_needs_a_login_and_a_thread_the_reader_may_see(
     Thread.objects.filter(pk=thread.pk).update(hidden=True)
     assert viewer_client.post(_report_url(answer), {"reason": "spam"}).status_code == 404
     assert not Report.objects.exists()
-    assert staff_client.post(_report_url(answer), {"reason": "spam"}).status_code == 303
+    assert moderator_client.post(_report_url(answer), {"reason": "spam"}).status_code == 303
 
 
 # --- the queue -----------------------------------------------------------------------------
@@ -128,15 +112,21 @@ def _report(message: Message, reporter: Any, reason: str = "harmful") -> Report:
 
 
 def test_only_moderators_see_the_queue_and_its_link(
-    outsider: Client, viewer_client: Client, staff_client: Client, moderator_client: Client
+    outsider: Client,
+    viewer_client: Client,
+    editor: User,
+    editor_client: Client,
+    moderator_client: Client,
 ) -> None:
     response = outsider.get("/moderation/")
     assert response.status_code == 302 and "login" in response["Location"]
     assert viewer_client.get("/moderation/").status_code == 403
-    assert staff_client.get("/moderation/").status_code == 403  # staff, but not a moderator
+    User.objects.filter(pk=editor.pk).update(is_staff=True)
+    refused = editor_client.get("/moderation/")  # staff, but no moderator of any project
+    assert refused.status_code == 403 and b"moderator role" in refused.content
     assert moderator_client.get("/moderation/").status_code == 200
     assert 'href="/moderation/"' in moderator_client.get("/").content.decode()
-    assert 'href="/moderation/"' not in staff_client.get("/").content.decode()
+    assert 'href="/moderation/"' not in editor_client.get("/").content.decode()
     assert 'href="/moderation/"' not in viewer_client.get("/").content.decode()
 
 
@@ -193,7 +183,7 @@ def test_an_htmx_dismissal_swaps_the_row_and_a_second_one_says_why_it_failed(
     assert content.lstrip().startswith(
         f'<li class="report-row st-dismissed" id="report-{report.pk}"'
     )
-    assert "Dismissed by mod" in content
+    assert "Dismissed by default-moderator" in content
     # The filter counts follow, swapped out of band.
     assert 'id="queue-tabs"' in content and 'hx-swap-oob="true"' in content
     assert 'Dismissed <span class="count">1</span>' in content
@@ -237,18 +227,18 @@ def test_the_queue_runs_the_same_number_of_queries_for_2_and_12_reports(
 # --- hidden threads and the flagged filter -------------------------------------------------
 
 
-def test_staff_opening_a_hidden_thread_is_recorded_once_per_page(
-    staff_client: Client, staff: Any, htmx: Any
+def test_a_moderator_opening_a_hidden_thread_is_recorded_once_per_page(
+    moderator_client: Client, moderator: Any, htmx: Any
 ) -> None:
     thread, answer = _answer()
-    staff_client.get(f"/t/{thread.id}/")
+    moderator_client.get(f"/t/{thread.id}/")
     assert not AuditRecord.objects.filter(action="view_hidden").exists()
     Thread.objects.filter(pk=thread.pk).update(hidden=True)
-    assert staff_client.get(f"/t/{thread.id}/").status_code == 200
-    staff_client.get(f"/t/{thread.id}/?leaf={answer.id}", headers=htmx)  # a branch switch
-    staff_client.get(f"/t/{thread.id}/?dir=before&from={answer.id}", headers=htmx)
+    assert moderator_client.get(f"/t/{thread.id}/").status_code == 200
+    moderator_client.get(f"/t/{thread.id}/?leaf={answer.id}", headers=htmx)  # a branch switch
+    moderator_client.get(f"/t/{thread.id}/?dir=before&from={answer.id}", headers=htmx)
     record = AuditRecord.objects.get(action="view_hidden")
-    assert (record.actor, record.target_type, record.target_id) == (staff, "thread", thread.id)
+    assert (record.actor, record.target_type, record.target_id) == (moderator, "thread", thread.id)
 
 
 def test_the_flagged_filter_finds_messages_flagged_by_a_moderator(

@@ -66,8 +66,8 @@ def test_an_outsider_htmx_request_reloads_into_the_login_page(outsider: Client, 
 
 
 @pytest.mark.parametrize("path", ["/t/{thread}/", "/t/{thread}/tree/", "/runs/{run}/"])
-def test_a_hidden_thread_is_a_404_for_viewers_but_not_for_staff(
-    viewer_client: Client, staff_client: Client, path: str
+def test_a_hidden_thread_is_a_404_for_viewers_but_not_for_moderators(
+    viewer_client: Client, moderator_client: Client, path: str
 ) -> None:
     thread = conversation(1)
     Thread.objects.filter(pk=thread.pk).update(hidden=True)
@@ -76,11 +76,11 @@ def test_a_hidden_thread_is_a_404_for_viewers_but_not_for_staff(
     url = path.format(thread=thread.id, run=run.id)
     assert viewer_client.get(url).status_code == 404
     assert viewer_client.get(url, headers={"HX-Request": "true"}).status_code == 404
-    assert staff_client.get(url).status_code == 200
+    assert moderator_client.get(url).status_code == 200
 
 
 def test_hidden_threads_are_left_out_of_the_list_for_viewers(
-    viewer_client: Client, staff_client: Client
+    viewer_client: Client, moderator_client: Client
 ) -> None:
     make_thread("Visible one")
     hidden = make_thread("Secret one")
@@ -88,7 +88,7 @@ def test_hidden_threads_are_left_out_of_the_list_for_viewers(
     assert b"Secret one" not in viewer_client.get("/").content
     assert b"Secret one" not in viewer_client.get("/?status=hidden").content
     assert b"Visible one" in viewer_client.get("/").content
-    assert b"Secret one" in staff_client.get("/").content
+    assert b"Secret one" in moderator_client.get("/").content
 
 
 @pytest.mark.parametrize(

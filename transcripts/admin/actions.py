@@ -1,8 +1,8 @@
 """What the model admins share: view-only pages, audited actions, the confirmation page, links.
 
-Change pages only show a record. Every write is an action that calls the moderation service in
-`transcripts.ledger.moderation`, which checks the permission and writes the audit record in the
-same transaction.
+Change pages only show a record. Every write is an action that calls a service in
+`transcripts.ledger` (moderation, projects, tokens), which checks the permission and writes the
+audit record in the same transaction. Who sees which records and actions: `scope.py`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from django.utils.html import format_html
 
 from transcripts.errors import DomainError
 from transcripts.ids import is_ulid
-from transcripts.permissions import highest_access
 
 CONFIRM_TEMPLATE = "admin/transcripts/confirm_action.html"
 
@@ -44,18 +43,6 @@ def action_reason(request: HttpRequest) -> str:
 def confirmed_reason(request: HttpRequest) -> str:
     """The reason typed on the confirmation page."""
     return str(request.POST.get("confirmed_reason", "")).strip()
-
-
-class ModerationPermissions:
-    """The action permissions `moderate` and `redact`, decided by the one access policy."""
-
-    def has_moderate_permission(self, request: HttpRequest) -> bool:
-        """Hide, lock, flag and handle reports."""
-        return highest_access(request.user).can_moderate
-
-    def has_redact_permission(self, request: HttpRequest) -> bool:
-        """Redact messages and runs."""
-        return highest_access(request.user).can_administer
 
 
 class ViewOnlyMixin:

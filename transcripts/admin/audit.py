@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.utils.html import format_html
 
 from transcripts.admin.actions import NoDeleteMixin, ViewOnlyMixin, changelist_url, id_link
+from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.models import AuditRecord
 
 # Targets with an admin page of their own.
@@ -13,11 +14,20 @@ LINKED_TARGETS = ("thread", "run", "message", "report")
 
 
 @admin.register(AuditRecord)
-class AuditRecordAdmin(ViewOnlyMixin, NoDeleteMixin, admin.ModelAdmin[AuditRecord]):
-    """Who did what, when and why. Nobody edits or deletes it."""
+class AuditRecordAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[AuditRecord]):
+    """Who did what, when and why, in the projects the user moderates. Nobody edits it."""
 
-    list_display = ("created_at", "actor_name", "action", "target_link", "thread_link", "reason")
-    list_filter = ("action", "target_type", "created_at")
+    list_display = (
+        "created_at",
+        "actor_name",
+        "action",
+        "target_link",
+        "thread_link",
+        "project",
+        "reason",
+    )
+    list_filter = (ProjectFilter, "action", "target_type", "created_at")
+    list_select_related = ("project",)  # a nullable foreign key: not joined by default
     search_fields = ("actor_name", "target_id", "thread_id", "reason")
     readonly_fields = (
         "created_at",
@@ -27,6 +37,7 @@ class AuditRecordAdmin(ViewOnlyMixin, NoDeleteMixin, admin.ModelAdmin[AuditRecor
         "target_type",
         "target_id",
         "thread_id",
+        "project",
         "reason",
         "details",
     )

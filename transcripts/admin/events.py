@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from transcripts.admin.actions import NoDeleteMixin, ViewOnlyMixin, id_link, search_by_id
+from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.events import KINDS
 from transcripts.ids import is_ulid
 from transcripts.models import Event
@@ -33,12 +34,14 @@ class EventKindFilter(admin.SimpleListFilter):
 
 
 @admin.register(Event)
-class EventAdmin(ViewOnlyMixin, NoDeleteMixin, admin.ModelAdmin[Event]):
+class EventAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Event]):
     """The event log, read-only and paged; filter by run from the run's page."""
+
+    project_field = "thread__project_id"
 
     list_display = ("run_link", "seq", "kind", "at", "payload", "thread_link")
     show_facets = admin.ShowFacets.NEVER  # counting per filter choice scans the whole log
-    list_filter = (EventKindFilter, "at")
+    list_filter = (ProjectFilter, EventKindFilter, "at")
     list_per_page = 100
     show_full_result_count = False
     readonly_fields = ("thread", "run", "seq", "kind", "data", "at")

@@ -12,7 +12,6 @@ from django.http import HttpRequest, HttpResponse
 
 from transcripts import selectors
 from transcripts.admin.actions import (
-    ModerationPermissions,
     NoDeleteMixin,
     ReasonActionForm,
     ViewOnlyMixin,
@@ -26,9 +25,11 @@ from transcripts.admin.actions import (
     run_each,
     search_by_id,
 )
+from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.ids import is_ulid
 from transcripts.ledger import moderation
 from transcripts.models import Message
+from transcripts.permissions import Role
 
 PREVIEW_LENGTH = 120
 
@@ -75,12 +76,15 @@ class MessageChangeList(ChangeList):
 
 
 @admin.register(Message)
-class MessageAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.ModelAdmin[Message]):
+class MessageAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Message]):
     """Messages: full-text search over every branch; flag, unflag and redact."""
+
+    project_field = "thread__project_id"
 
     action_form = ReasonActionForm
     list_display = (
         "id",
+        "project",
         "thread_link",
         "run_link",
         "role",
@@ -91,8 +95,8 @@ class MessageAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.Mo
         "redacted_at",
         "created_at",
     )
-    list_filter = ("role", "active", FlaggedFilter, RedactedFilter, "created_at")
-    list_select_related = ("thread",)
+    list_filter = (ProjectFilter, "role", "active", FlaggedFilter, RedactedFilter, "created_at")
+    list_select_related = ("thread", "thread__project")
     search_fields = ()
     readonly_fields = (
         "id",
@@ -131,6 +135,10 @@ class MessageAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.Mo
             return search_by_id(queryset, term, "id", "thread__id", "run__id"), False
         query = SearchQuery(term, config="simple", search_type="websearch")
         return queryset.filter(search=query), False
+
+    @admin.display(description="project", ordering="thread__project")
+    def project(self, obj: Message) -> str:
+        return str(obj.thread.project)
 
     @admin.display(description="thread")
     def thread_link(self, obj: Message) -> str:
@@ -180,13 +188,13 @@ class MessageAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.Mo
 
     @admin.action(
         description="Redact the selected messages (irreversible, asks for confirmation)",
-        permissions=["redact"],
+        permissions=["administer"],
     )
     def redact(self, request: HttpRequest, queryset: QuerySet[Message]) -> HttpResponse | None:
         return confirm_then_run(
             self,
             request,
-            queryset,
+            self.where_allowed(request, queryset, role=Role.ADMIN, action="redaction"),
             title="Redact messages",
             warning="The content of these messages, and of the events they were projected "
             "from, is replaced by a redaction marker. This cannot be undone.",

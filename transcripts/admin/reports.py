@@ -8,7 +8,6 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from transcripts.admin.actions import (
-    ModerationPermissions,
     NoDeleteMixin,
     ReasonActionForm,
     ViewOnlyMixin,
@@ -18,14 +17,17 @@ from transcripts.admin.actions import (
     run_each,
     search_by_id,
 )
+from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.ids import is_ulid
 from transcripts.ledger import moderation
 from transcripts.models import Report, ReportStatus
 
 
 @admin.register(Report)
-class ReportAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.ModelAdmin[Report]):
+class ReportAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Report]):
     """The moderation queue: reports from viewers, resolved or dismissed with a note."""
+
+    project_field = "thread__project_id"
 
     action_form = ReasonActionForm
     list_display = (
@@ -36,9 +38,10 @@ class ReportAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.Mod
         "message_link",
         "thread_link",
         "note",
+        "project",
     )
-    list_filter = ("status", "reason", "created_at")
-    list_select_related = ("reporter", "thread")
+    list_filter = (ProjectFilter, "status", "reason", "created_at")
+    list_select_related = ("reporter", "thread", "thread__project")
     search_fields = ("note",)
     readonly_fields = (
         "message",
@@ -61,6 +64,10 @@ class ReportAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.Mod
         if is_ulid(search_term.strip()):
             return search_by_id(queryset, search_term, "message__id", "thread__id"), False
         return super().get_search_results(request, queryset, search_term)
+
+    @admin.display(description="project", ordering="thread__project")
+    def project(self, obj: Report) -> str:
+        return str(obj.thread.project)
 
     @admin.display(description="thread")
     def thread_link(self, obj: Report) -> str:

@@ -8,7 +8,6 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 
 from transcripts.admin.actions import (
-    ModerationPermissions,
     NoDeleteMixin,
     ViewOnlyMixin,
     changelist_url,
@@ -17,16 +16,21 @@ from transcripts.admin.actions import (
     object_link,
     search_by_id,
 )
+from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.ledger import moderation
 from transcripts.models import Run
+from transcripts.permissions import Role
 
 
 @admin.register(Run)
-class RunAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.ModelAdmin[Run]):
+class RunAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Run]):
     """Runs, read-only: status, fork point, generator and timings."""
+
+    project_field = "thread__project_id"
 
     list_display = (
         "id",
+        "project",
         "thread_link",
         "status",
         "generator",
@@ -35,14 +39,15 @@ class RunAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.ModelA
         "created_at",
         "timeline",
     )
-    list_filter = ("status", "generator", "model", "created_at")
-    list_select_related = ("thread",)
+    list_filter = (ProjectFilter, "status", "origin", "generator", "model", "created_at")
+    list_select_related = ("thread", "thread__project")
     search_fields = ("thread__title",)
     readonly_fields = (
         "id",
         "thread",
         "fork_from",
         "status",
+        "origin",
         "superseded_by",
         "last_seq",
         "error",
@@ -66,13 +71,13 @@ class RunAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.ModelA
 
     @admin.action(
         description="Redact failed/cancelled runs' content (irreversible, asks for confirmation)",
-        permissions=["redact"],
+        permissions=["administer"],
     )
     def redact_content(self, request: HttpRequest, queryset: QuerySet[Run]) -> HttpResponse | None:
         return confirm_then_run(
             self,
             request,
-            queryset,
+            self.where_allowed(request, queryset, role=Role.ADMIN, action="redaction"),
             title="Redact runs",
             warning="Every event of these failed or cancelled runs is scrubbed and shows a "
             "redaction marker. Committed runs are refused: redact their messages. "
@@ -95,6 +100,10 @@ class RunAdmin(ModerationPermissions, ViewOnlyMixin, NoDeleteMixin, admin.ModelA
     ) -> tuple[QuerySet[Run], bool]:
         results, distinct = super().get_search_results(request, queryset, search_term)
         return results | search_by_id(queryset, search_term, "id", "thread__id"), distinct
+
+    @admin.display(description="project", ordering="thread__project")
+    def project(self, obj: Run) -> str:
+        return str(obj.thread.project)
 
     @admin.display(description="thread")
     def thread_link(self, obj: Run) -> str:

@@ -9,10 +9,15 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from transcripts import selectors
+from transcripts.permissions import Role, project_ids
 
 
 class TranscriptsAdminSite(admin.AdminSite):
-    """The default admin site (`admin.site`), installed by TranscriptsAdminConfig."""
+    """The default admin site (`admin.site`), installed by TranscriptsAdminConfig.
+
+    Staff status lets a user in (Django's rule); what they find inside is decided per project
+    by `transcripts.permissions` (see `scope.py`).
+    """
 
     site_header = "Transcripts administration"
     site_title = "Transcripts admin"
@@ -21,6 +26,9 @@ class TranscriptsAdminSite(admin.AdminSite):
     def index(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> TemplateResponse:
-        """The index, with open reports, flagged messages and hidden threads on top."""
-        context = {**selectors.moderation_counts(), **(extra_context or {})}
-        return super().index(request, extra_context=context)
+        """The index, with what waits in the projects the user moderates on top."""
+        moderated = project_ids(request.user, at_least=Role.MODERATOR)
+        context: dict[str, Any] = {"moderates": moderated is None or bool(moderated)}
+        if context["moderates"]:
+            context.update(selectors.moderation_counts(project_ids=moderated))
+        return super().index(request, extra_context={**context, **(extra_context or {})})

@@ -15,7 +15,6 @@ from django.utils.html import format_html
 from transcripts import selectors
 from transcripts.admin.actions import (
     CONFIRM_TEMPLATE,
-    ModerationPermissions,
     ReasonActionForm,
     ViewOnlyMixin,
     action_reason,
@@ -26,10 +25,12 @@ from transcripts.admin.actions import (
     links,
     run_each,
 )
+from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.errors import DomainError
 from transcripts.ids import is_ulid
 from transcripts.ledger import moderation
 from transcripts.models import Message, Report, ReportStatus, Run, Thread
+from transcripts.permissions import Role
 
 
 class HasFlaggedFilter(admin.SimpleListFilter):
@@ -52,13 +53,14 @@ class HasFlaggedFilter(admin.SimpleListFilter):
 
 
 @admin.register(Thread)
-class ThreadAdmin(ModerationPermissions, ViewOnlyMixin, admin.ModelAdmin[Thread]):
+class ThreadAdmin(ViewOnlyMixin, ProjectScopedAdmin[Thread]):
     """Threads: hide, lock and delete (with a reason), linked to their runs and messages."""
 
     action_form = ReasonActionForm
     list_display = (
         "title",
         "id",
+        "project",
         "message_count",
         "run_count",
         "hidden",
@@ -66,10 +68,12 @@ class ThreadAdmin(ModerationPermissions, ViewOnlyMixin, admin.ModelAdmin[Thread]
         "updated_at",
         "open_link",
     )
-    list_filter = ("hidden", "locked", HasFlaggedFilter, "updated_at", "created_at")
+    list_filter = (ProjectFilter, "hidden", "locked", HasFlaggedFilter, "updated_at", "created_at")
+    list_select_related = ("project",)
     search_fields = ("title",)
     readonly_fields = (
         "id",
+        "project",
         "title",
         "metadata",
         "agents",
@@ -107,6 +111,10 @@ class ThreadAdmin(ModerationPermissions, ViewOnlyMixin, admin.ModelAdmin[Thread]
         # Titles, and the text of every message on every branch (full-text).
         return selectors.search_threads(queryset, term), False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Deleting needs the admin role in the thread's project."""
+        return self.holds(request, Role.ADMIN, obj)
+
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
         actions.pop("delete_selected", None)
@@ -116,11 +124,10 @@ class ThreadAdmin(ModerationPermissions, ViewOnlyMixin, admin.ModelAdmin[Thread]
         self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
         """Our own confirmation, with a reason, instead of a page listing every event."""
-        thread = self.get_object(request, object_id) if is_ulid(object_id) else None
-        if thread is None:
-            return super().delete_view(request, object_id, extra_context)
+        thread = self.get_object(request, object_id)
+        assert thread is not None  # get_object answers 404 for a thread the user can't see
         if not self.has_delete_permission(request, thread):
-            raise DjangoPermissionDenied
+            raise DjangoPermissionDenied("deleting a thread needs the admin role in its project")
         reason = confirmed_reason(request)
         if request.method == "POST" and request.POST.get("confirmed") == "yes" and reason:
             try:
@@ -210,7 +217,8 @@ class ThreadAdmin(ModerationPermissions, ViewOnlyMixin, admin.ModelAdmin[Thread]
         self._toggle(request, queryset, "unlock")
 
     @admin.action(
-        description="Delete the selected threads (asks for confirmation)", permissions=["delete"]
+        description="Delete the selected threads (asks for confirmation)",
+        permissions=["administer"],
     )
     def delete_with_reason(
         self, request: HttpRequest, queryset: QuerySet[Thread]
@@ -218,7 +226,7 @@ class ThreadAdmin(ModerationPermissions, ViewOnlyMixin, admin.ModelAdmin[Thread]
         return confirm_then_run(
             self,
             request,
-            queryset,
+            self.where_allowed(request, queryset, role=Role.ADMIN, action="deleting"),
             title="Delete threads",
             warning="The threads, their runs, events and messages are deleted for good. "
             "The audit record stays.",

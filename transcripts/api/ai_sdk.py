@@ -13,10 +13,17 @@ from transcripts import ledger
 from transcripts.api.access import get_run_for_caller
 from transcripts.api.ai_sdk_stream import answered_elsewhere, parse_stream, to_events
 from transcripts.api.auth import ingest_auth
-from transcripts.api.errors import ERRORS, check_batch_length, check_depth, read_body
+from transcripts.api.errors import (
+    ERRORS,
+    check_batch_length,
+    check_content_type,
+    check_depth,
+    read_body,
+)
 from transcripts.api.schemas import MAX_INT, AiSdkOut
 from transcripts.errors import InvalidInput, InvalidStream
 from transcripts.models import Event, Run
+from transcripts.permissions import INGEST
 
 router = Router(tags=["runs"], auth=ingest_auth)
 
@@ -76,8 +83,15 @@ def ai_sdk_stream(
     ),
 ) -> dict[str, Any]:
     """Append a Vercel AI SDK UI message stream as events after lastSeq (or afterSeq)."""
-    run = get_run_for_caller(request, runId)
+    run = get_run_for_caller(request, runId, needs=[INGEST])
+    # fetch() sends a string body as text/plain unless told otherwise.
+    check_content_type(request, also=("text/event-stream", "text/plain"))
     body = read_body(request)
+    if not body.strip():  # the body is required: no stream, nothing to append or commit
+        raise InvalidInput(
+            "the body is required: a text/event-stream body or a JSON array of chunks",
+            field="body",
+        )
     try:
         chunks = parse_stream(body, request.content_type or "")
         check_depth(chunks, body)

@@ -1,4 +1,5 @@
-"""Who is calling the API: bearer tokens with scopes, or a logged-in browser session (read)."""
+"""Who is calling the API: a bearer token of one project with scopes, or a logged-in browser
+session (read-only). What the caller may do with a thread is decided in `api/access.py`."""
 
 from __future__ import annotations
 
@@ -12,48 +13,40 @@ from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
 
 from transcripts.models import ApiToken
+from transcripts.permissions import READ
 
-INGEST = "ingest"
-READ = "read"
 # Recording every use would add a write to every append; a minute of precision is plenty.
 LAST_USED_PRECISION = timedelta(minutes=1)
+# A browser session reads, in the projects where its user is a member.
+SESSION_SCOPES = frozenset({READ})
 
 
 @dataclass(frozen=True)
 class Principal:
-    """An authenticated caller and what it may do."""
+    """An authenticated caller: a token (its project and scopes) or a browser session (its user)."""
 
     name: str
     scopes: frozenset[str]
-    is_staff: bool
     token_id: int | None = None
-    # The project of a token; a browser session reads in the projects of its user.
     project_id: int | None = None
     user: Any = None
 
-    def can(self, scope: str) -> bool:
-        """Whether the caller holds scope."""
-        return scope in self.scopes
+    @property
+    def is_session(self) -> bool:
+        """Whether the caller is a logged-in browser session rather than a token."""
+        return self.token_id is None
 
 
 def token_principal(raw_token: str) -> Principal | None:
     """The principal of a live (unrevoked) token, recording its use; None when unknown."""
     row = (
         ApiToken.objects.filter(token_hash=ApiToken.hash_token(raw_token), revoked_at__isnull=True)
-        .values_list(
-            "pk",
-            "name",
-            "scopes",
-            "last_used_at",
-            "user__is_staff",
-            "user__is_active",
-            "project_id",
-        )
+        .values_list("pk", "name", "scopes", "last_used_at", "user__is_active", "project_id")
         .first()
     )
     if row is None:
         return None
-    pk, name, scopes, last_used_at, user_is_staff, user_is_active, project_id = row
+    pk, name, scopes, last_used_at, user_is_active, project_id = row
     if user_is_active is False:
         return None  # the token of a deactivated user stops working with the account
     now = timezone.now()
@@ -62,7 +55,6 @@ def token_principal(raw_token: str) -> Principal | None:
     return Principal(
         name=name,
         scopes=frozenset(s for s in scopes if isinstance(s, str)),
-        is_staff=bool(user_is_staff and user_is_active),
         token_id=pk,
         project_id=project_id,
     )
@@ -72,9 +64,7 @@ def session_principal(user: Any) -> Principal | None:
     """A logged-in user may read the API from the browser (never write: no CSRF exposure)."""
     if user is None or not user.is_authenticated or not user.is_active:
         return None
-    return Principal(
-        name=user.get_username(), scopes=frozenset({READ}), is_staff=user.is_staff, user=user
-    )
+    return Principal(name=user.get_username(), scopes=SESSION_SCOPES, user=user)
 
 
 def bearer_token(request: HttpRequest) -> str | None:
@@ -86,8 +76,10 @@ def bearer_token(request: HttpRequest) -> str | None:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
-def authenticate(request: HttpRequest, scope: str) -> Principal:
-    """The caller holding scope, else AuthenticationError (401) or AuthorizationError (403)."""
+def authenticate(request: HttpRequest, *, writes: bool) -> Principal:
+    """The caller, else AuthenticationError (401); a browser session on an endpoint that
+    writes is refused (403). Scopes are checked against the object reached (api/access.py):
+    outside the token's project an object does not exist, whatever the scopes."""
     token = bearer_token(request)
     if token is not None:
         principal = token_principal(token) if token else None
@@ -95,29 +87,27 @@ def authenticate(request: HttpRequest, scope: str) -> Principal:
         principal = session_principal(getattr(request, "user", None))
     if principal is None:
         raise AuthenticationError(401, "a valid API token is required (Authorization: Bearer …)")
-    if not principal.can(scope):
-        if token is None:
-            raise AuthorizationError(
-                403, f"a browser session may only read; this needs a token with the {scope!r} scope"
-            )
-        raise AuthorizationError(403, f"this token lacks the {scope!r} scope")
+    if writes and principal.is_session:
+        raise AuthorizationError(
+            403, "a browser session may only read; this needs a token with the 'ingest' scope"
+        )
     return principal
 
 
 class ApiAuth(HttpBearer):
-    """Ninja auth: a bearer token with the given scope, or a browser session for reading."""
+    """Ninja auth: a bearer token, or a browser session on the endpoints that only read."""
 
-    def __init__(self, scope: str) -> None:
+    def __init__(self, *, writes: bool) -> None:
         super().__init__()
-        self.scope = scope
+        self.writes = writes
 
     def __call__(self, request: HttpRequest) -> Principal:
-        return authenticate(request, self.scope)
+        return authenticate(request, writes=self.writes)
 
     def authenticate(self, request: HttpRequest, token: str) -> Principal | None:
         """Unused: __call__ handles both tokens and sessions."""
         return token_principal(token)
 
 
-read_auth = ApiAuth(READ)
-ingest_auth = ApiAuth(INGEST)
+read_auth = ApiAuth(writes=False)
+ingest_auth = ApiAuth(writes=True)

@@ -1,22 +1,34 @@
 """One JSON error shape for every refusal ({"error": {"code", "message", "details"}}), its
-handlers, and the request limits (body size, JSON depth, batch length) behind some refusals."""
+handlers, and the request checks (content type, body size, JSON depth, text PostgreSQL can
+store, batch length) behind some refusals."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import Error as DatabaseLayerError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.utils.datastructures import MultiValueDict
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 from ninja.parser import Parser
 
 from transcripts.api.schemas import ErrorOut
-from transcripts.errors import BodyTooLarge, DomainError, InvalidInput, InvalidJson
-from transcripts.events import max_json_depth, nests_deeper_than
+from transcripts.errors import (
+    BodyTooLarge,
+    DomainError,
+    InvalidEvents,
+    InvalidInput,
+    InvalidJson,
+    UnsupportedMediaType,
+)
+from transcripts.events import max_json_depth, nests_deeper_than, to_storable_json
+from transcripts.outage import is_outage, unavailable_response
 
 logger = logging.getLogger("transcripts.api")
 
@@ -28,11 +40,15 @@ HTTP_CODES = {
     405: "method_not_allowed",
     409: "conflict",
     413: "too_large",
+    415: "unsupported_media_type",
     422: "invalid",
     429: "throttled",
 }
 # The error responses every endpoint declares (for the OpenAPI schema).
-ERRORS: dict[int, Any] = {status: ErrorOut for status in (400, 401, 403, 404, 409, 413, 422)}
+ERRORS: dict[int, Any] = {status: ErrorOut for status in (400, 401, 403, 404, 409, 413, 415, 422)}
+# JSON escapes of what PostgreSQL cannot store: NUL, and UTF-16 surrogates (paired ones are
+# fine, and rare enough that finding one only costs a closer look).
+_UNSTORABLE_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 
 
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -69,13 +85,57 @@ def read_body(request: HttpRequest) -> bytes:
     return body
 
 
+def too_deep() -> InvalidInput:
+    """The refusal (422) of JSON nested deeper than the limit."""
+    limit = max_json_depth()
+    return InvalidInput(
+        f"the body nests JSON deeper than {limit} levels", field="body", maxDepth=limit
+    )
+
+
 def check_depth(value: Any, body: bytes) -> None:
     """Refuse (422) JSON nested deeper than the limit; bodies too small to be that deep pass."""
     limit = max_json_depth()
     if body.count(b"{") + body.count(b"[") > limit and nests_deeper_than(value, limit):
-        raise InvalidInput(
-            f"the body nests JSON deeper than {limit} levels", field="body", maxDepth=limit
-        )
+        raise too_deep()
+
+
+def check_storable(value: Any, path: str) -> None:
+    """Refuse (422) a value PostgreSQL cannot store (NUL characters, lone surrogates, NaN),
+    naming where it is (path, then the keys and indexes below it)."""
+    try:
+        to_storable_json(value, path)
+    except InvalidEvents as exc:
+        problems = [problem.as_dict() for problem in exc.problems]
+        first = problems[0]
+        raise InvalidInput(f"{first['path']}: {first['message']}", problems=problems) from None
+
+
+def check_body_storable(value: Any, body: bytes) -> None:
+    """check_storable for a parsed JSON body, looked at closely only when its text holds an
+    escape of something unstorable (NUL and surrogates can only arrive escaped)."""
+    if not _UNSTORABLE_ESCAPE.search(body):
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_storable(key, "body")
+            check_storable(item, key)
+    else:
+        check_storable(value, "body")
+
+
+def check_content_type(request: HttpRequest, *, also: tuple[str, ...] = ()) -> None:
+    """Refuse (415) a body whose declared media type is neither JSON nor one of also; a body
+    without a Content-Type is read as JSON."""
+    media_type = (request.content_type or "").lower()
+    if media_type in ("", "application/json", *also) or media_type.endswith("+json"):
+        return
+    accepted = ", ".join(("application/json", *also))
+    raise UnsupportedMediaType(
+        f"a body of type {media_type!r} is not accepted here; send {accepted}",
+        contentType=media_type,
+        accepted=["application/json", *also],
+    )
 
 
 def check_batch_length(count: int) -> None:
@@ -91,16 +151,30 @@ def check_batch_length(count: int) -> None:
 
 
 class JsonBodyParser(Parser):
-    """Ninja's JSON parser with the size and depth limits and a precise refusal of bad JSON."""
+    """Ninja's JSON parser with the content type, size and depth limits, text PostgreSQL can
+    store, and a precise refusal of bad JSON; query parameters get the same text check."""
 
     def parse_body(self, request: HttpRequest) -> Any:
+        check_content_type(request)
         body = read_body(request)
         try:
             value = json.loads(body)
-        except (ValueError, RecursionError) as exc:
+        except RecursionError:  # deeper than Python's parser goes: deeper than the limit
+            raise too_deep() from None
+        except ValueError as exc:
             raise InvalidJson(f"the body is not valid JSON: {exc}") from None
         check_depth(value, body)
+        check_body_storable(value, body)
         return value
+
+    def parse_querydict(
+        self, data: MultiValueDict[str, Any], list_fields: list[str], request: HttpRequest
+    ) -> dict[str, Any]:
+        for key, values in data.lists():
+            check_storable(key, "query")
+            for value in values:
+                check_storable(value, key)
+        return super().parse_querydict(data, list_fields, request)
 
 
 def _location(loc: Any) -> str:
@@ -163,7 +237,13 @@ def install_handlers(api: NinjaAPI) -> None:
         logger.exception("unexpected error in %s %s", request.method, request.path)
         return respond(request, 500, error_body("internal", "an unexpected error occurred"))
 
+    def on_database_error(request: HttpRequest, exc: DatabaseLayerError) -> HttpResponse:
+        if is_outage(exc):  # 503 with Retry-After, not a 500
+            return unavailable_response(request, exc)
+        return on_unexpected(request, exc)
+
     api.add_exception_handler(Exception, on_unexpected)  # type: ignore[arg-type]
+    api.add_exception_handler(DatabaseLayerError, on_database_error)  # type: ignore[arg-type]
     api.add_exception_handler(DomainError, on_ledger_error)  # type: ignore[arg-type]
     api.add_exception_handler(ValidationError, on_validation_error)  # type: ignore[arg-type]
     api.add_exception_handler(HttpError, on_http_error)  # type: ignore[arg-type]

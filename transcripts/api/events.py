@@ -14,6 +14,7 @@ from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import ERRORS, check_batch_length
 from transcripts.api.schemas import MAX_INT, AppendOut, EventBatchIn, EventPage
 from transcripts.ledger import AppendResult
+from transcripts.permissions import INGEST, READ
 
 router = Router(tags=["runs"], auth=read_auth)
 
@@ -30,7 +31,7 @@ def append_events(request: HttpRequest, runId: str, payload: EventBatchIn) -> Ap
     """Append a batch after lastSeq, all or nothing; exact re-sends are no-ops."""
     check_batch_length(len(payload.events))
     # The run's id is all the ledger needs: one small query here, the rest under its lock.
-    run_id = run_id_for_caller(request, runId)
+    run_id = run_id_for_caller(request, runId, needs=[INGEST])
     events = [{"seq": e.seq, "kind": e.kind, "data": e.data, "at": e.at} for e in payload.events]
     return ledger.append_events(run=run_id, events=events)
 
@@ -47,7 +48,7 @@ def replay_events(
     limit: int = Query(500, ge=1, le=5000),
 ) -> dict[str, Any]:
     """Stored events after afterSeq, in order; follow nextAfterSeq while hasMore."""
-    run = get_run_for_caller(request, runId)
+    run = get_run_for_caller(request, runId, needs=[READ])
     events = selectors.replay(run=run, after_seq=afterSeq, limit=limit + 1)
     more = len(events) > limit
     events = events[:limit]

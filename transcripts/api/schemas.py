@@ -25,11 +25,10 @@ from pydantic import (
     model_validator,
 )
 
-from transcripts.errors import InvalidInput
 from transcripts.formats.validation import json_kind
 
 if TYPE_CHECKING:
-    from transcripts.models import Message
+    from transcripts.models import Message, Run, Thread
 
 Id = Annotated[
     str, Field(description="A 26-character ULID", examples=["01JB8ZT6QK5X4V3N2M1P0R9S8T"])
@@ -58,11 +57,18 @@ class InputSchema(Schema):
         return handler(values)
 
 
-def clean_text(value: str, field: str) -> str:
-    """value, refused when PostgreSQL text cannot hold it (NUL characters)."""
-    if "\x00" in value:
-        raise InvalidInput(f"{field} must not contain NUL characters", field=field)
-    return value
+def only_what_it_reads(row: Any, schema: type[Schema]) -> dict[str, Any]:
+    """The attributes of row that schema reads, and nothing else.
+
+    An endpoint answering `Full | Status` validates this against the full schema first, which
+    fails for want of its content fields, so the status schema makes the answer: content left
+    out here cannot reach the wire. The row itself validates as the full schema.
+    """
+    names = [
+        field.validation_alias if isinstance(field.validation_alias, str) else name
+        for name, field in schema.model_fields.items()
+    ]
+    return {name: getattr(row, name) for name in names}
 
 
 class ErrorBody(Schema):
@@ -99,6 +105,22 @@ class ThreadOut(Schema):
     locked: bool
     createdAt: datetime = Field(validation_alias="created_at")
     updatedAt: datetime = Field(validation_alias="updated_at")
+
+
+# Read from a Thread row, for a token with ingest but not read: ids and state, no content.
+class ThreadStatusOut(Schema):
+    id: Id
+    parentThreadId: Id | None = Field(validation_alias="parent_thread_id")
+    headMessageId: Id | None = Field(validation_alias="head_id")
+    hidden: bool
+    locked: bool
+    createdAt: datetime = Field(validation_alias="created_at")
+    updatedAt: datetime = Field(validation_alias="updated_at")
+
+
+def thread_out(thread: Thread, *, content: bool) -> Thread | dict[str, Any]:
+    """thread as the caller may see it: whole, or its ids and state only."""
+    return thread if content else only_what_it_reads(thread, ThreadStatusOut)
 
 
 class ThreadPage(Schema):
@@ -167,6 +189,25 @@ class RunOut(Schema):
     startedAt: datetime | None = Field(validation_alias="started_at")
     firstEventAt: datetime | None = Field(validation_alias="first_event_at")
     finishedAt: datetime | None = Field(validation_alias="finished_at")
+
+
+# Read from a Run row, for a token with ingest but not read: ids, status and times only.
+class RunStatusOut(Schema):
+    id: Id
+    threadId: Id = Field(validation_alias="thread_id")
+    forkFromMessageId: Id | None = Field(validation_alias="fork_from_id")
+    status: RunStatusName
+    supersededBy: Id | None = Field(validation_alias="superseded_by_id")
+    lastSeq: int = Field(validation_alias="last_seq")
+    createdAt: datetime = Field(validation_alias="created_at")
+    startedAt: datetime | None = Field(validation_alias="started_at")
+    firstEventAt: datetime | None = Field(validation_alias="first_event_at")
+    finishedAt: datetime | None = Field(validation_alias="finished_at")
+
+
+def run_out(run: Run, *, content: bool) -> Run | dict[str, Any]:
+    """run as the caller may see it: whole, or its ids, status and times only."""
+    return run if content else only_what_it_reads(run, RunStatusOut)
 
 
 # Read from {"run": Run, "projection": Projection}.

@@ -4,56 +4,53 @@ The stream replays the backlog after Last-Event-ID (or ?afterSeq=), then wakes o
 notifications, which the ledger sends in the same transaction as each append or status
 change. It never polls: between notifications it only sends a keep-alive comment. It ends
 with an `event: status` carrying the run's final status once the run is closed.
+
+When the database goes away mid-stream, the stream ends cleanly with a retry hint and an
+`event: unavailable` (the API's error shape); while it is down, a new stream is refused 503
+with Retry-After. Clients reconnect with Last-Event-ID and continue where they stopped.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import psycopg
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from ninja.errors import HttpError
 from psycopg import sql
 
 from transcripts.api.access import run_id_for_caller
-from transcripts.api.auth import READ, authenticate
-from transcripts.api.errors import error_response
+from transcripts.api.auth import authenticate
+from transcripts.api.errors import error_body, error_response
 from transcripts.api.schemas import MAX_INT
 from transcripts.errors import DomainError, InvalidInput
 from transcripts.fields import to_uuid
 from transcripts.ledger import run_channel
 from transcripts.models import OPEN_STATUSES
+from transcripts.outage import (
+    RETRY_AFTER_SECONDS,
+    conninfo,
+    describe,
+    is_outage,
+    unavailable_response,
+)
+from transcripts.permissions import READ
+
+logger = logging.getLogger(__name__)
 
 BATCH = 1000
 KEEPALIVE_SECONDS = 15.0
 APPLICATION_NAME = "transcripts-sse"  # shows the stream connections in pg_stat_activity
-# Keys of Django's OPTIONS that are not libpq connection parameters.
-_DJANGO_ONLY_OPTIONS = {"isolation_level", "server_side_binding", "pool", "assume_role"}
 _EVENTS_AFTER = (
     "SELECT seq, kind, data::text, at FROM transcripts_event"
     " WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s"
 )
 _RUN_STATE = "SELECT status, last_seq, error::text FROM transcripts_run WHERE id = %s"
-
-
-def conninfo() -> str:
-    """libpq connection string of the default database."""
-    db = settings.DATABASES["default"]
-    params: dict[str, Any] = {
-        "dbname": db.get("NAME") or None,
-        "user": db.get("USER") or None,
-        "password": db.get("PASSWORD") or None,
-        "host": db.get("HOST") or None,
-        "port": db.get("PORT") or None,
-    }
-    options = db.get("OPTIONS") or {}
-    params.update({k: v for k, v in options.items() if k not in _DJANGO_ONLY_OPTIONS})
-    return psycopg.conninfo.make_conninfo(**{k: v for k, v in params.items() if v is not None})
 
 
 def _event_name(kind: str) -> str:
@@ -74,15 +71,30 @@ def status_frame(status: str, last_seq: int, error_json: str | None) -> str:
     return f"event: status\ndata: {body}\n\n"
 
 
-async def follow_run(run_id: str, after_seq: int) -> AsyncIterator[str]:
-    """SSE frames of run_id's events after after_seq, live until the run closes."""
+def unavailable_frame() -> str:
+    """The last frame of a stream the database went away from: reconnect (with Last-Event-ID)
+    after the retry hint."""
+    message = "the database went away; reconnect with Last-Event-ID to continue"
+    body = json.dumps(error_body("unavailable", message, {"retryAfter": RETRY_AFTER_SECONDS}))
+    return f"retry: {RETRY_AFTER_SECONDS * 1000}\nevent: unavailable\ndata: {body}\n\n"
+
+
+async def follow_run(run_id: str, after_seq: int) -> AsyncGenerator[str, None]:
+    """SSE frames of run_id's events after after_seq, live until the run closes or the
+    database goes away. The first frame (a retry hint) comes once the stream listens: a
+    database that cannot be reached raises before it."""
     run_uuid = to_uuid(run_id)
+    # A connection of its own: a pooled one would be held for the whole life of the stream.
     conn = await psycopg.AsyncConnection.connect(
         conninfo(), autocommit=True, application_name=APPLICATION_NAME
     )
     try:
         # Listen first, then read the backlog: nothing appended in between can be missed.
         await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(run_channel(run_id))))
+    except BaseException:
+        await conn.close()
+        raise
+    try:
         yield "retry: 1000\n\n"
         while True:
             while True:
@@ -109,8 +121,22 @@ async def follow_run(run_id: str, after_seq: int) -> AsyncIterator[str]:
                     woken = True
                 if not woken:
                     yield ": keep-alive\n\n"
+    except psycopg.Error as exc:
+        if not is_outage(exc):
+            raise
+        logger.warning("a stream of run %s ended: %s", run_id, describe(exc))
+        yield unavailable_frame()
     finally:
         await conn.close()
+
+
+async def _starting_with(first: str, rest: AsyncGenerator[str, None]) -> AsyncIterator[str]:
+    try:
+        yield first
+        async for frame in rest:
+            yield frame
+    finally:
+        await rest.aclose()  # a client that left: the stream's connection closes now
 
 
 def _after_seq(request: HttpRequest) -> int:
@@ -124,8 +150,8 @@ def _after_seq(request: HttpRequest) -> int:
 def _open_stream(request: HttpRequest, run_id: str) -> tuple[str, int]:
     """Authenticate and find the run as every API endpoint does; returns (run id, after seq)."""
     # Attached where ninja's auth attaches it, for api.access to find.
-    request.auth = authenticate(request, READ)  # type: ignore[attr-defined]
-    return run_id_for_caller(request, run_id), _after_seq(request)
+    request.auth = authenticate(request, writes=False)  # type: ignore[attr-defined]
+    return run_id_for_caller(request, run_id, needs=[READ]), _after_seq(request)
 
 
 async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
@@ -141,8 +167,15 @@ async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
         return error_response(exc.status_code, code, str(exc.message))
     except DomainError as exc:
         return error_response(exc.status, exc.code, exc.message, exc.details)
+    frames = follow_run(found_id, after_seq)
+    try:
+        first = await anext(frames)
+    except psycopg.Error as exc:
+        if not is_outage(exc):
+            raise
+        return unavailable_response(request, exc)
     stream = StreamingHttpResponse(
-        follow_run(found_id, after_seq), content_type="text/event-stream; charset=utf-8"
+        _starting_with(first, frames), content_type="text/event-stream; charset=utf-8"
     )
     stream["Cache-Control"] = "no-cache"
     stream["X-Accel-Buffering"] = "no"

@@ -10,7 +10,15 @@ from ninja import Router, Status
 from ninja.params.functions import Query
 
 from transcripts import ledger, selectors
-from transcripts.api.access import caller, get_thread_for_caller, may_see, visible_threads
+from transcripts.api.access import (
+    caller,
+    caller_project,
+    get_thread_for_caller,
+    readable_threads,
+    reads_content,
+    require_scope,
+    rights,
+)
 from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import ERRORS
 from transcripts.api.schemas import (
@@ -19,12 +27,14 @@ from transcripts.api.schemas import (
     ThreadIn,
     ThreadOut,
     ThreadPage,
-    clean_text,
+    ThreadStatusOut,
+    thread_out,
 )
 from transcripts.errors import Conflict, InvalidInput, NotFound
 from transcripts.ids import is_ulid
-from transcripts.models import Message, Project, Thread
+from transcripts.models import Message, Thread
 from transcripts.pagination import decode_cursor, encode_cursor
+from transcripts.permissions import INGEST, READ
 from transcripts.times import parse_iso
 
 router = Router(tags=["threads"], auth=read_auth)
@@ -34,19 +44,26 @@ def _foreign_cursor() -> InvalidInput:
     return InvalidInput("cursor is not a cursor this API returned", field="cursor")
 
 
-@router.post("/threads", response={200: ThreadOut, 201: ThreadOut, **ERRORS}, auth=ingest_auth)
-def create_thread(request: HttpRequest, payload: ThreadIn) -> Status[Thread]:
-    """Create a thread (201); with a client-chosen id, repeating the call returns it (200)."""
+@router.post(
+    "/threads",
+    response={200: ThreadOut | ThreadStatusOut, 201: ThreadOut | ThreadStatusOut, **ERRORS},
+    auth=ingest_auth,
+)
+def create_thread(request: HttpRequest, payload: ThreadIn) -> Status[Thread | dict[str, Any]]:
+    """Create a thread in the token's project (201); with a client-chosen id, repeating the
+    call returns it (200). Without the read scope: ids and state only, no content."""
+    require_scope(request, INGEST)
     thread, created = ledger.create_thread(
-        project=Project.objects.get(pk=caller(request).project_id or 0),
+        project=caller_project(request),
         title=payload.title,
         metadata=payload.metadata,
         agents=payload.agents,
         thread_id=payload.id,
     )
-    if not created and not may_see(caller(request), hidden=thread.hidden):
-        raise Conflict("a thread with this id already exists", threadId=thread.id)
-    return Status(201 if created else 200, thread)
+    if not created and not rights(caller(request), thread).in_project:
+        # A hidden thread out of the token's reach answers as another project's id does.
+        raise Conflict("this thread id cannot be used: choose another", threadId=thread.id)
+    return Status(201 if created else 200, thread_out(thread, content=reads_content(request)))
 
 
 def _thread_list_position(cursor: str) -> tuple[datetime, str]:
@@ -68,9 +85,10 @@ def list_threads(
     limit: int = Query(50, ge=1, le=200),
     cursor: str | None = Query(None, max_length=200, description="nextCursor of the last page"),
 ) -> dict[str, Any]:
-    """Threads, most recently updated first; q searches every branch of every thread."""
+    """Threads of the token's project, most recently updated first; q searches every branch."""
+    readable = readable_threads(request)
     after = _thread_list_position(cursor) if cursor else None
-    threads = selectors.search_threads(visible_threads(request), clean_text(q, "q"))
+    threads = selectors.search_threads(readable, q)
     page = selectors.thread_page(threads, after=after, limit=limit + 1)
     more = len(page) > limit
     page = page[:limit]
@@ -81,7 +99,7 @@ def list_threads(
 @router.get("/threads/{threadId}", response={200: ThreadOut, **ERRORS})
 def get_thread(request: HttpRequest, threadId: str) -> Thread:
     """One thread."""
-    return get_thread_for_caller(request, threadId)
+    return get_thread_for_caller(request, threadId, needs=[READ])
 
 
 def _path_position(cursor: str) -> int:
@@ -104,7 +122,7 @@ def thread_messages(
     cursor: str | None = Query(None, max_length=200, description="nextCursor of the last page"),
 ) -> dict[str, Any]:
     """Canonical messages of the active path (or of the path to leaf), root first."""
-    thread = get_thread_for_caller(request, threadId)
+    thread = get_thread_for_caller(request, threadId, needs=[READ])
     leaf_message = None
     if leaf is not None:
         if is_ulid(leaf):

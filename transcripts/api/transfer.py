@@ -12,14 +12,19 @@ from ninja import Router, Status
 from ninja.params.functions import Query
 
 from transcripts import transfer
-from transcripts.api.access import caller, get_thread_for_caller
+from transcripts.api.access import (
+    caller_project,
+    get_import_job_for_caller,
+    get_thread_for_caller,
+    require_scope,
+)
 from transcripts.api.auth import ingest_auth, read_auth
-from transcripts.api.errors import ERRORS, check_depth
+from transcripts.api.errors import ERRORS, check_depth, check_storable
 from transcripts.api.schemas import ImportJobOut, ImportOut
-from transcripts.errors import BodyTooLarge, InvalidInput, NotFound
+from transcripts.errors import BodyTooLarge, InvalidInput
 from transcripts.events import max_json_depth
-from transcripts.ids import is_ulid
-from transcripts.models import ImportJob, Project
+from transcripts.models import ImportJob
+from transcripts.permissions import INGEST, READ
 
 router = Router(tags=["import and export"], auth=read_auth)
 CHUNK = 1 << 16
@@ -34,11 +39,13 @@ def export(
     events: bool = Query(False, description="canonical: include every run's events"),
 ) -> StreamingHttpResponse:
     """Download a thread in a format (canonical: every branch; others: one path)."""
-    thread = get_thread_for_caller(request, threadId)
+    thread = get_thread_for_caller(request, threadId, needs=[READ])
     exported = transfer.export_thread(thread, format, leaf=leaf, with_events=events)
+    content_type = exported.content_type
+    if "charset=" not in content_type:  # some formats name it already: say it once
+        content_type += "; charset=utf-8"
     response = StreamingHttpResponse(
-        (chunk.encode() for chunk in transfer.chunks(exported.content)),
-        content_type=f"{exported.content_type}; charset=utf-8",
+        (chunk.encode() for chunk in transfer.chunks(exported.content)), content_type=content_type
     )
     response["Content-Disposition"] = f'attachment; filename="{exported.filename}"'
     return response
@@ -66,7 +73,12 @@ def create_import(
     request: HttpRequest,
     format: str | None = Query(None, description="detected when omitted"),
 ) -> Status[ImportJob | transfer.ImportResult]:
-    """Import a file: small files at once (201), large ones by a worker (202, poll the job)."""
+    """Import a file into the token's project: small files at once (201), large ones by a
+    worker (202, poll the job)."""
+    require_scope(request, INGEST)
+    project = caller_project(request)
+    name = request.headers.get("X-Filename", "upload.json")
+    check_storable(name, "X-Filename")
     limit = max_import_bytes()
     declared = request.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > limit:
@@ -80,14 +92,13 @@ def create_import(
                 raise BodyTooLarge(f"the file is larger than {limit} bytes", maxBytes=limit)
             spool.write(chunk)
         spool.seek(0)
-        name = request.headers.get("X-Filename", "upload.json")
         if size > int(settings.TRANSCRIPTS_SYNC_IMPORT_BYTES):
             job = transfer.queue_import(
                 content=cast(Any, spool),
                 filename=name,
                 size=size,
                 fmt=format or None,
-                project=Project.objects.get(pk=caller(request).project_id),
+                project=project,
                 user=getattr(request, "user", None),
             )
             return Status(202, job)
@@ -96,7 +107,7 @@ def create_import(
             result = transfer.import_stream(
                 cast(Any, spool),
                 format or None,
-                project=Project.objects.get(pk=caller(request).project_id),
+                project=project,
             )
         except RecursionError:  # a reader of some format recursed too deep: still a 422
             raise InvalidInput("the file nests JSON too deeply to be imported") from None
@@ -124,8 +135,5 @@ def _check_json_depth(spool: Any) -> None:
 
 @router.get("/imports/{jobId}", response={200: ImportJobOut, **ERRORS})
 def import_job(request: HttpRequest, jobId: str) -> ImportJob:
-    """The progress of a background import."""
-    job = ImportJob.objects.filter(pk=jobId).first() if is_ulid(jobId) else None
-    if job is None:
-        raise NotFound(f"import {jobId} does not exist", jobId=jobId)
-    return job
+    """The progress of a background import of the token's project."""
+    return get_import_job_for_caller(request, jobId)

@@ -1,19 +1,18 @@
 """The worker's side of generation: claim a queued run, stream its generator's events into the
 ledger with a heartbeat on the lease, commit; and the periodic sweep that fails the runs of
-workers that died and stores the snapshots of long open runs."""
+workers that died, gives back their task rows and stores the snapshots of long open runs."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import socket
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import Error as DatabaseLayerError
 from django.db import connection
 
 from transcripts import ledger, selectors
@@ -22,24 +21,20 @@ from transcripts.generation.generators import (
     GenerationRequest,
     get_generator,
 )
+from transcripts.generation.liveness import (
+    lease_seconds,
+    release_tasks_of_dead_workers,
+    worker_name,
+)
 from transcripts.generation.start import queue_again
 from transcripts.ledger.retention import Purge, purge_expired
 from transcripts.models import Run, RunStatus
+from transcripts.outage import describe, forget_connection, is_outage, patiently
 
 logger = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 0.05
 FLUSH_EVENTS = 64
-
-
-def lease_seconds() -> float:
-    """How long a worker's lease lasts without a heartbeat."""
-    return float(getattr(settings, "TRANSCRIPTS_LEASE_SECONDS", 30))
-
-
-def worker_name() -> str:
-    """This process's worker identity."""
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class _Heartbeat:
@@ -71,8 +66,12 @@ class _Heartbeat:
                 except DomainError as exc:  # cancelled, failed, or leased by another worker
                     self.lost = exc
                     return
-                except Exception:  # a database hiccup: the next beat tries again
-                    logger.exception("could not renew the lease of run %s", self.run_id)
+                except Exception as exc:  # a database hiccup: the next beat tries again
+                    if is_outage(exc):
+                        logger.warning("could not renew the lease of run %s", self.run_id)
+                        forget_connection()
+                    else:
+                        logger.exception("could not renew the lease of run %s", self.run_id)
         finally:
             connection.close()
 
@@ -108,13 +107,44 @@ class _Batcher:
 
 
 def generate(run_id: str, *, worker: str | None = None) -> str:
-    """Claim the run, stream its generator's events into the ledger and commit; returns status."""
+    """Claim the run, stream its generator's events into the ledger and commit; returns status.
+
+    A database outage before the claim is waited out; one after it fails the run once the
+    database is back, since a generator cannot resume an answer where it was cut off.
+    """
     worker = worker or worker_name()
+    run = patiently(lambda: _claim(run_id, worker), what=f"claiming run {run_id}")
+    if run is None:
+        return "skipped"
     try:
-        run = ledger.claim_run(run=run_id, worker=worker, lease_seconds=lease_seconds())
+        return _stream(run, worker)
+    except DatabaseLayerError as exc:
+        if not is_outage(exc):
+            raise
+        logger.warning("run %s was cut off by a database outage (%s)", run.id, describe(exc))
+        message = "the database went away while this run was being generated"
+        return patiently(
+            lambda: _fail(run.id, message, "database_unavailable"), what=f"failing run {run.id}"
+        )
+
+
+def _claim(run_id: str, worker: str) -> Run | None:
+    """The run, leased to worker; None when it is not this worker's to generate."""
+    if Run.objects.filter(pk=run_id, status=RunStatus.STREAMING).exists():
+        # Started by an attempt that was cut off (a killed worker's task given back): the
+        # generator would start its answer over after what is stored, so the run's lease
+        # decides instead (failed, or queued again as a new run).
+        logger.info("run %s not generated: an earlier attempt started it", run_id)
+        return None
+    try:
+        return ledger.claim_run(run=run_id, worker=worker, lease_seconds=lease_seconds())
     except (RunClosed, Conflict) as exc:
         logger.info("run %s not generated: %s", run_id, exc)
-        return "skipped"
+        return None
+
+
+def _stream(run: Run, worker: str) -> str:
+    """Stream the claimed run's generator into the ledger and commit; returns status."""
     request = GenerationRequest(
         run_id=run.id,
         messages=selectors.conversation_for(run),
@@ -142,6 +172,8 @@ def generate(run_id: str, *, worker: str | None = None) -> str:
         except (GeneratorError, DomainError) as exc:
             return _fail(run.id, str(exc), type(exc).__name__)
         except Exception as exc:
+            if is_outage(exc):
+                raise
             logger.exception("generator %s crashed on run %s", run.generator, run.id)
             return _fail(run.id, f"{type(exc).__name__}: {exc}", "generator_crashed")
 
@@ -153,7 +185,12 @@ def _fail(run_id: str, message: str, code: str) -> str:
 
 
 def reap_expired_runs() -> list[str]:
-    """Fail runs whose worker died; with TRANSCRIPTS_REQUEUE_EXPIRED, queue a fresh attempt."""
+    """Fail runs whose worker died; with TRANSCRIPTS_REQUEUE_EXPIRED, queue a fresh attempt.
+    Waits out a database outage."""
+    return patiently(_reap_expired_runs, what="failing the runs of dead workers")
+
+
+def _reap_expired_runs() -> list[str]:
     expired = ledger.expire_leases()
     if getattr(settings, "TRANSCRIPTS_REQUEUE_EXPIRED", False):
         for run in Run.objects.filter(pk__in=expired).select_related("thread"):
@@ -166,18 +203,21 @@ def reap_expired_runs() -> list[str]:
 
 @dataclass(frozen=True)
 class Sweep:
-    """What one sweep did: the runs it failed (or re-queued) and those it snapshotted, and
-    the retention purges it ran."""
+    """What one sweep did: the runs it failed (or re-queued) and those it snapshotted, the task
+    rows of dead workers it gave back, and the retention purges it ran."""
 
     expired: list[str]
     snapshotted: list[str]
     purges: list[Purge] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
 
 
-def sweep(*, purge: bool = False) -> Sweep:
+def sweep(*, purge: bool = False, release: bool = False) -> Sweep:
     """The worker process's periodic chores, which no request does (a GET writes nothing);
-    with purge, also apply the projects' retention periods."""
+    with purge, also apply the projects' retention periods; with release, also give back the
+    task rows of workers not seen for longer than the lease."""
     return Sweep(
+        released=release_tasks_of_dead_workers() if release else [],
         expired=reap_expired_runs(),
         snapshotted=ledger.store_due_snapshots(),
         purges=purge_expired() if purge else [],

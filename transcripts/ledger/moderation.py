@@ -2,15 +2,32 @@
 
 Reports (`reports.py`) and the audit of hidden reads (`audit.py`) are reachable from here too,
 so callers keep one name for every moderation service.
+
+Redaction replaces a message's or a closed run's content by the marker wherever it is stored,
+keeping structure only, as the scrub rules of `transcripts.events` define it (one allow-list
+for event data, message metadata, usage and errors): the events the content came from, the
+message row (parts, metadata, and so its search vector), the run's usage totals and error, and
+a thread title taken from the message. The run's projection snapshot is dropped; commit and
+the workers' sweep rebuild it from the scrubbed events.
 """
 
 from __future__ import annotations
 
+import copy
+
 from django.db import transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from transcripts.errors import Conflict
-from transcripts.events import REDACTED_PARTS, scrubbed_data
+from transcripts.events import (
+    REDACTED_PARTS,
+    scrubbed_data,
+    scrubbed_error,
+    scrubbed_metadata,
+    scrubbed_usage,
+)
+from transcripts.formats.document import derive_title
 from transcripts.ledger.audit import (
     API_READ_WINDOW,
     record_audit,
@@ -19,6 +36,7 @@ from transcripts.ledger.audit import (
 )
 from transcripts.ledger.checks import clean_reason, require
 from transcripts.ledger.deletion import delete_threads
+from transcripts.ledger.lifecycle import lock_run_and_thread
 from transcripts.ledger.reports import close_report, report_message
 from transcripts.models import Event, Message, Run, RunStatus, Thread
 from transcripts.permissions import User, member_access
@@ -89,6 +107,43 @@ def unflag_message(*, user: User, message: Message, reason: str = "") -> Message
     return message
 
 
+def _scrub(events: QuerySet[Event] | list[Event]) -> int:
+    """Scrub the events in place; how many there were."""
+    scrubbed = list(events)
+    for event in scrubbed:
+        event.data = scrubbed_data(event.kind, event.data)
+    Event.objects.bulk_update(scrubbed, ["data"], batch_size=500)
+    return len(scrubbed)
+
+
+def _events_of(message: Message) -> QuerySet[Event]:
+    """The events a message's content came from: its seq range and, for an assistant message,
+    the step ends after it that the projector still credits to it (usage, finish reason) up
+    to the run's next assistant message."""
+    source = Q(seq__gte=message.first_seq, seq__lte=message.last_seq)
+    if message.role == "assistant":
+        next_start = (
+            Message.objects.filter(
+                run_id=message.run_id, role="assistant", position__gt=message.position
+            )
+            .order_by("position")
+            .values_list("first_seq", flat=True)
+            .first()
+        )
+        trailing = Q(kind="step-finished", seq__gt=message.last_seq)
+        if next_start is not None:
+            trailing &= Q(seq__lt=next_start)
+        source |= trailing
+    return Event.objects.filter(run_id=message.run_id).filter(source).order_by("seq")
+
+
+def _title_taken_from(thread: Thread, message: Message) -> bool:
+    """Whether the thread's title is the message's first line, as imports name a thread."""
+    return bool(thread.title) and thread.title == derive_title(
+        [{"role": "user", "parts": message.parts}]
+    )
+
+
 def redact_message(*, user: User, message: Message, reason: str) -> Message:
     """Replace a message's content, and the events it came from, by a redaction marker.
 
@@ -97,35 +152,31 @@ def redact_message(*, user: User, message: Message, reason: str) -> Message:
     require(member_access(user, thread_id=message.thread_id).can_administer, "redact messages")
     reason = clean_reason(reason, required=True)
     with transaction.atomic():
+        # Thread, run, then message: the order commit and begin_run lock in.
+        run, thread = lock_run_and_thread(message.run_id)
         message = Message.objects.select_for_update().get(pk=message.pk)
         if message.redacted_at is not None:
             raise Conflict("the message is already redacted", messageId=message.id)
-        events = Event.objects.select_for_update().filter(
-            run_id=message.run_id, seq__gte=message.first_seq, seq__lte=message.last_seq
-        )
-        scrubbed = list(events)
-        for event in scrubbed:
-            event.data = scrubbed_data(event.kind, event.data)
-        Event.objects.bulk_update(scrubbed, ["data"], batch_size=500)
-        metadata = {
-            key: value
-            for key, value in message.metadata.items()
-            if key not in ("annotations", "errors", "extra")
-        }
-        metadata["redacted"] = True
-        message.parts = REDACTED_PARTS
-        message.metadata = metadata
+        scrubbed = _scrub(_events_of(message).select_for_update())
+        retitle = _title_taken_from(thread, message)
+        message.parts = copy.deepcopy(REDACTED_PARTS)
+        message.metadata = {**scrubbed_metadata(message.metadata), "redacted": True}
         message.redacted_at = timezone.now()
         message.save(update_fields=["parts", "metadata", "redacted_at"])
-        # The stored projection state holds the old text too.
-        Run.objects.filter(pk=message.run_id).update(snapshot=None, snapshot_seq=0)
+        # The run's usage totals add this message's usage to the others' past telling them
+        # apart, so they keep token counts only; the snapshot holds the old content.
+        Run.objects.filter(pk=run.pk).update(
+            usage=scrubbed_usage(run.usage), snapshot=None, snapshot_seq=0
+        )
+        if retitle:
+            Thread.objects.filter(pk=thread.pk).update(title=REDACTION_TEXT)
         record_audit(
             user,
             "redact",
             message,
             thread_id=message.thread_id,
             reason=reason,
-            scrubbedEvents=len(scrubbed),
+            scrubbedEvents=scrubbed,
             runId=message.run_id,
         )
     return message
@@ -148,21 +199,21 @@ def redact_run(*, user: User, run: Run, reason: str) -> Run:
                 else f"a {run.status} run is still open: stop it first",
                 status=run.status,
             )
-        events = [
-            event
-            for event in Event.objects.select_for_update().filter(run_id=run.pk)
-            if not (isinstance(event.data, dict) and event.data.get("redacted") is True)
-        ]
-        for event in events:
-            event.data = scrubbed_data(event.kind, event.data)
-        Event.objects.bulk_update(events, ["data"], batch_size=500)
-        if isinstance(run.error, dict):
-            run.error = {**run.error, "message": REDACTION_TEXT}
+        scrubbed = _scrub(
+            [
+                event
+                for event in Event.objects.select_for_update().filter(run_id=run.pk)
+                if not (isinstance(event.data, dict) and event.data.get("redacted") is True)
+            ]
+        )
+        if run.error is not None:
+            run.error = scrubbed_error(run.error)
+        run.usage = scrubbed_usage(run.usage)
         run.snapshot = None
         run.snapshot_seq = 0
-        run.save(update_fields=["error", "snapshot", "snapshot_seq"])
+        run.save(update_fields=["error", "usage", "snapshot", "snapshot_seq"])
         record_audit(
-            user, "redact", run, thread_id=run.thread_id, reason=reason, scrubbedEvents=len(events)
+            user, "redact", run, thread_id=run.thread_id, reason=reason, scrubbedEvents=scrubbed
         )
     return run
 

@@ -107,6 +107,27 @@ def remove_member(*, project: Project, user: Any, actor: User) -> None:
     forget_roles(user)
 
 
+def rename_project(*, project: Project, name: str, actor: User | None = None) -> Project:
+    """Give project a new name; its slug stays (links and scripts use it)."""
+    name = (name or "").strip()
+    if not name or len(name) > 200:
+        raise InvalidInput("a project's name has between 1 and 200 characters", field="name")
+    if actor is not None:
+        require(project_access(actor, project).can_administer, "rename the project")
+    with transaction.atomic():
+        previous = (
+            Project.objects.select_for_update().values_list("name", flat=True).get(pk=project.pk)
+        )
+        project.name = name
+        if previous != name:
+            Project.objects.filter(pk=project.pk).update(name=name)
+            if actor is not None:
+                record_audit(
+                    actor, "rename_project", project, project=project, name=name, previous=previous
+                )
+    return project
+
+
 def set_retention(*, project: Project, days: int | None, actor: User | None = None) -> Project:
     """Delete the project's threads with no activity for days (None: keep forever)."""
     days = _check_retention(days)

@@ -6,11 +6,14 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django_htmx.http import HttpResponseLocation
+from django_htmx.http import HttpResponseLocation, push_url
 from django_htmx.middleware import HtmxDetails
 
 from transcripts.models import Run, Thread
+from transcripts.permissions import Access
 from transcripts.web.presenters.runs import live_run
+
+REFUSAL = "transcripts/refusal.html"
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -29,6 +32,19 @@ def safe_next(request: HttpRequest, default: str) -> str:
     return default
 
 
+def refusal(request: HttpRequest, message: str, status: int) -> HttpResponse:
+    """Nothing was done, and why: a page, or for htmx a fragment its form shows."""
+    back = request.headers.get("Referer", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = ""
+    context = {"refusal": message, "status": status, "back_url": back}
+    if not getattr(request, "htmx", False):
+        return render(request, REFUSAL, context, status=status)
+    response = render(request, f"{REFUSAL}#refusal", context, status=status)
+    response["X-Refusal"] = "1"  # app.js swaps these into the form despite the status
+    return push_url(response, False)  # a refusal is no page to go back to
+
+
 def to_conversation(
     request: HtmxHttpRequest, thread_id: str, leaf: str | None = None
 ) -> HttpResponse:
@@ -41,8 +57,11 @@ def to_conversation(
     return HttpResponseRedirect(url)
 
 
-def render_live_block(request: HtmxHttpRequest, run: Run, thread: Thread) -> HttpResponse:
-    """The live block's body of a run (its projection so far, its status and actions)."""
-    live = live_run(run, thread)
+def render_live_block(
+    request: HtmxHttpRequest, run: Run, thread: Thread, access: Access
+) -> HttpResponse:
+    """The live block's body of a run (its projection so far, its status and the actions the
+    user's access allows)."""
+    live = live_run(run, thread, access=access)
     context = {"live": live, "thread": thread, "url": live.conversation_url}
     return render(request, "transcripts/generation.html#live-body", context)

@@ -11,6 +11,7 @@ from transcripts.web.views import (
     health,
     imports,
     moderation,
+    projects,
     runs,
     threads,
     tree,
@@ -18,8 +19,30 @@ from transcripts.web.views import (
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", threads.thread_list, name="thread_list"),
+    path("projects/switch/", projects.switch, name="project_switch"),
+    path("p/<slug:slug>/", projects.project_page, name="project"),
+    path("p/<slug:slug>/audit/", projects.audit_log, name="project_audit"),
+    path("p/<slug:slug>/members/", projects.add_member, name="project_add_member"),
+    path(
+        "p/<slug:slug>/members/<int:user_id>/role/",
+        projects.change_role,
+        name="project_change_role",
+    ),
+    path(
+        "p/<slug:slug>/members/<int:user_id>/remove/",
+        projects.remove_member,
+        name="project_remove_member",
+    ),
+    path("p/<slug:slug>/tokens/", projects.create_token, name="project_create_token"),
+    path(
+        "p/<slug:slug>/tokens/<int:token_id>/revoke/",
+        projects.revoke_token,
+        name="project_revoke_token",
+    ),
+    path("p/<slug:slug>/retention/", projects.set_retention, name="project_retention"),
     path("t/<str:thread_id>/", conversation.conversation, name="conversation"),
     path("t/<str:thread_id>/tree/", tree.tree, name="tree"),
     path("runs/<str:run_id>/", runs.run_detail, name="run_detail"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from django.urls import reverse
@@ -39,8 +39,8 @@ def report_rows(reports: Sequence[Report]) -> list[ReportRow]:
     return rows
 
 
-def queue_tabs() -> list[tuple[str, str, int]]:
-    """(status, label, number of reports) of each filter."""
-    counts = selectors.report_counts()
+def queue_tabs(project_ids: Collection[int] | None) -> list[tuple[str, str, int]]:
+    """(status, label, number of reports in project_ids, None: all) of each filter."""
+    counts = selectors.report_counts(project_ids=project_ids)
     counts["all"] = sum(counts.values())
     return [(key, label, counts.get(key, 0)) for key, label in STATUSES]

@@ -3,17 +3,22 @@ run, and the generation options a thread offers."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString
+from django.utils.timesince import timesince
 
 from transcripts import selectors
 from transcripts.generation.generators import CHOICES, EXTERNAL, GENERATORS
+from transcripts.generation.liveness import lease_seconds
 from transcripts.models import OPEN_STATUSES, Event, Run, RunStatus, Thread
+from transcripts.permissions import Access, may_stop
+from transcripts.selectors.workers import since_a_worker_was_seen
 from transcripts.web import rendering
 from transcripts.web.presenters.messages import MessageItem, message_items, projected_messages
 
@@ -133,9 +138,21 @@ class Options:
         return " · ".join(b for b in bits if b)
 
 
-def options_for(thread: Thread) -> Options:
-    """The thread's option defaults (its last choice, one query), or why it refuses."""
-    refusal = generation_refusal(thread)
+def role_refusal(access: Access) -> str:
+    """Why the reader's role takes no generation actions ('' when it does)."""
+    if access.can_edit:
+        return ""
+    have = access.role.label if access.role is not None else "no role"
+    return (
+        f"Your role in this project is {have}: you may read and report. Regenerating, "
+        "editing, replying, restoring and rating need the editor role."
+    )
+
+
+def options_for(thread: Thread, access: Access) -> Options:
+    """The thread's option defaults (its last choice, one query), or why the thread (or the
+    reader's role) refuses."""
+    refusal = role_refusal(access) or generation_refusal(thread)
     choice = selectors.last_choice(thread) if not refusal else {}
     parameters = choice.get("parameters") or {}
     defaults = {
@@ -185,6 +202,12 @@ class LiveRun:
     generator_label: str = ""
     # The newer attempt of this failed run (a Retry, or TRANSCRIPTS_REQUEUE_EXPIRED).
     requeued_as: Run | None = None
+    # For a run waiting for a worker: seconds since any worker was seen, when that is longer
+    # than a lease (math.inf: none ever was); None while workers are about.
+    worker_silence: float | None = None
+    # What the reader may do with it: stop it (permissions.may_stop), retry it (an editor).
+    may_stop: bool = False
+    may_retry: bool = False
     retryable: bool = field(init=False)
     waiting: str = field(init=False)
     # An open run whose worker's lease lapsed: its worker stopped responding.
@@ -196,19 +219,43 @@ class LiveRun:
         lease = self.run.lease_expires_at
         self.stalled = self.run.is_open and lease is not None and lease < timezone.now()
         if self.run.status == RunStatus.QUEUED:
-            self.waiting = (
-                "Waiting for the external stream layer to claim this run…"
-                if self.run.generator == EXTERNAL
-                else "Waiting for a worker…"
-            )
+            if self.run.generator == EXTERNAL:
+                self.waiting = "Waiting for the external stream layer to claim this run…"
+            elif self.worker_silence is not None:
+                self.waiting = _no_worker(self.worker_silence)
+            else:
+                self.waiting = "Waiting for a worker…"
         else:
             self.waiting = "Generating…"
         if self.run.is_open and self.run.metadata.get("retryOf"):
             self.waiting += " (a new attempt of a run that failed)"
 
 
-def live_run(run: Run, thread: Thread) -> LiveRun:
-    """The run's projection so far, rendered like committed messages."""
+def _no_worker(silence: float) -> str:
+    start = "start one with “python manage.py worker”."
+    if math.isinf(silence):
+        return f"No worker is running: {start}"
+    if silence < 60:
+        return f"No worker has been seen for {silence:.0f} s: {start}"
+    ago = timesince(timezone.now() - timedelta(seconds=silence))
+    return f"No worker has been seen for {ago}: {start}"
+
+
+def worker_silence(run: Run) -> float | None:
+    """For a run waiting for one of the built-in generators: seconds since any worker was seen
+    when that is longer than a lease (math.inf: never), else None. Read-only."""
+    if run.status != RunStatus.QUEUED or run.generator == EXTERNAL:
+        return None
+    since = since_a_worker_was_seen()
+    if since is None:
+        return math.inf
+    seconds = since.total_seconds()
+    return seconds if seconds > lease_seconds() else None
+
+
+def live_run(run: Run, thread: Thread, *, access: Access) -> LiveRun:
+    """The run's projection so far, rendered like committed messages, with the actions the
+    reader's access allows."""
     projection = selectors.project_run(run)
     messages = projected_messages(thread, run, projection.messages)
     errors = [str(e.get("message") or e) for e in projection.errors if isinstance(e, dict)]
@@ -225,10 +272,13 @@ def live_run(run: Run, thread: Thread) -> LiveRun:
         live_url=reverse("run_live", args=[run.id]),
         generator_label=label,
         requeued_as=requeued_as,
+        worker_silence=worker_silence(run),
+        may_stop=may_stop(run, user_access=access),
+        may_retry=access.can_edit,
     )
 
 
-def open_live_run(thread: Thread, items: list[MessageItem]) -> LiveRun | None:
+def open_live_run(thread: Thread, items: list[MessageItem], *, access: Access) -> LiveRun | None:
     """The thread's open run placed in the window: after its fork point, or at the top/bottom."""
     run_id = getattr(thread, "open_run_id", None)
     if not run_id:
@@ -236,7 +286,7 @@ def open_live_run(thread: Thread, items: list[MessageItem]) -> LiveRun | None:
     run = Run.objects.filter(pk=run_id, status__in=OPEN_STATUSES).defer("snapshot").first()
     if run is None:  # closed since the thread was read
         return None
-    live = live_run(run, thread)
+    live = live_run(run, thread, access=access)
     if run.fork_from_id is None:
         live.placement = "top"
     elif any(item.message.id == run.fork_from_id for item in items):

@@ -71,6 +71,16 @@ class Segment:
         other = [(r, n) for r, n in sorted(self.role_counts.items()) if r not in order]
         return known + other
 
+    @property
+    def role_spans(self) -> list[tuple[str, int, int]]:
+        """(role, start, count) of each role in the segment's role bar, laid end to end."""
+        spans = []
+        start = 0
+        for role, count in self.roles:
+            spans.append((role, start, count))
+            start += count
+        return spans
+
 
 @dataclass
 class TreeMap:

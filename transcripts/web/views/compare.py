@@ -15,12 +15,13 @@ from transcripts import selectors
 from transcripts.errors import DomainError
 from transcripts.ledger import moderation, ratings
 from transcripts.models import Message, Thread
+from transcripts.permissions import Access, Role
 from transcripts.web.access import (
     get_run_for_user,
     get_thread_for_user,
     login_required,
     message_of,
-    require,
+    require_role,
 )
 from transcripts.web.http import HtmxHttpRequest, safe_next
 from transcripts.web.presenters.compare import (
@@ -31,12 +32,14 @@ from transcripts.web.presenters.compare import (
     ordered,
     pair_url,
 )
-from transcripts.web.presenters.runs import generation_refusal
+from transcripts.web.presenters.runs import generation_refusal, role_refusal
 
 TEMPLATE = "transcripts/compare.html"
 
 
-def _render(request: HtmxHttpRequest, thread: Thread, context: dict[str, Any]) -> HttpResponse:
+def _render(
+    request: HtmxHttpRequest, thread: Thread, access: Access, context: dict[str, Any]
+) -> HttpResponse:
     if thread.hidden and not request.htmx:
         moderation.record_hidden_view(user=request.user, thread=thread)
     params = request.GET.copy()
@@ -50,8 +53,10 @@ def _render(request: HtmxHttpRequest, thread: Thread, context: dict[str, Any]) -
         rendered_url=rendered_url,
         diff_url=f"{request.path}?{params.urlencode()}",
         show_diff=request.GET.get("view") != "rendered",
-        # Restore is offered where the thread takes it (not locked, not hidden).
-        restore_refusal=generation_refusal(thread),
+        # Restore is offered to editors where the thread takes it (not locked, not hidden),
+        # rating to editors.
+        restore_refusal=role_refusal(access) or generation_refusal(thread),
+        may_rate=access.can_edit,
     )
     template = TEMPLATE
     if request.htmx:
@@ -63,7 +68,7 @@ def _render(request: HtmxHttpRequest, thread: Thread, context: dict[str, Any]) -
 @require_GET
 def compare_fork(request: HtmxHttpRequest, thread_id: str, message_id: str) -> HttpResponse:
     """Every branch below one fork point: the active one first, then the alternatives."""
-    thread, _ = get_thread_for_user(request, thread_id)
+    thread, access = get_thread_for_user(request, thread_id)
     fork = None if message_id == ROOT else message_of(thread, message_id)
     runs = ordered(selectors.branch_runs(thread, fork), fork.id if fork else None)
     shown, more = runs[:MAX_COLUMNS], runs[MAX_COLUMNS:]
@@ -76,14 +81,14 @@ def compare_fork(request: HtmxHttpRequest, thread_id: str, message_id: str) -> H
         ),
         "more": [(run, pair_url(shown[0], run)) for run in more],
     }
-    return _render(request, thread, context)
+    return _render(request, thread, access, context)
 
 
 @login_required
 @require_GET
 def compare_runs(request: HtmxHttpRequest) -> HttpResponse:
     """Two runs side by side (?a=&b=), the second compared to the first."""
-    a, _ = get_run_for_user(request, request.GET.get("a", ""))
+    a, access = get_run_for_user(request, request.GET.get("a", ""))
     b, _ = get_run_for_user(request, request.GET.get("b", ""))
     # Where one run continues from a message of the other, show only what follows it.
     below_depth = -1
@@ -100,7 +105,7 @@ def compare_runs(request: HtmxHttpRequest) -> HttpResponse:
         "columns": columns(a.thread, [a, b], below_depth=below_depth, reader_id=request.user.pk),
         "more": [],
     }
-    return _render(request, a.thread, context)
+    return _render(request, a.thread, access, context)
 
 
 class RatingForm(forms.Form):
@@ -115,7 +120,7 @@ class RatingForm(forms.Form):
 def rate(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     """Mark a run as the reader's preferred alternative (or unmark it), with a note."""
     run, access = get_run_for_user(request, run_id)
-    require(access.can_edit, "You may read this thread but not rate its runs.")
+    require_role(access, Role.EDITOR, "rate a run")
     form = RatingForm(request.POST)
     error = ""
     if not form.is_valid():

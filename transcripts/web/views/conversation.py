@@ -13,6 +13,7 @@ from transcripts import selectors
 from transcripts.formats import FORMATS
 from transcripts.ledger import moderation
 from transcripts.models import Message, Thread
+from transcripts.permissions import Access
 from transcripts.web.access import get_thread_for_user, login_required, message_of
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.messages import MessageItem, message_items
@@ -33,7 +34,9 @@ def _items(thread: Thread, messages: list[Message]) -> list[MessageItem]:
     return message_items(thread, messages, siblings=selectors.siblings_of(thread, messages))
 
 
-def _more(request: HtmxHttpRequest, thread: Thread, direction: str, origin_id: str) -> HttpResponse:
+def _more(
+    request: HtmxHttpRequest, thread: Thread, access: Access, direction: str, origin_id: str
+) -> HttpResponse:
     """The messages just above or below origin on its branch (the pagers' htmx requests)."""
     origin = message_of(thread, origin_id)
     context: dict[str, Any] = {"thread": thread, "url": reverse("conversation", args=[thread.id])}
@@ -45,7 +48,7 @@ def _more(request: HtmxHttpRequest, thread: Thread, direction: str, origin_id: s
         context["has_later"] = len(messages) > WINDOW
         messages = messages[:WINDOW]
     context["items"] = _items(thread, messages)
-    context["generation_options"] = options_for(thread)
+    context["generation_options"] = options_for(thread, access)
     partial = "earlier" if direction == "before" else "later"
     return render(request, f"{TEMPLATE}#{partial}", context)
 
@@ -54,14 +57,14 @@ def _more(request: HtmxHttpRequest, thread: Thread, direction: str, origin_id: s
 @require_GET
 def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     """A window of one branch of the thread (the active one unless ?leaf= says otherwise)."""
-    thread, _ = get_thread_for_user(request, thread_id)
+    thread, access = get_thread_for_user(request, thread_id)
     direction = request.GET.get("dir", "")
     origin_id = request.GET.get("from", "")
     if direction in ("before", "after") and origin_id:
-        return _more(request, thread, direction, origin_id)
+        return _more(request, thread, access, direction, origin_id)
     if thread.hidden and not request.htmx:
-        # Staff reading a hidden thread is itself recorded (viewers get a 404 above): an audit
-        # record, not a change to what is read.
+        # A moderator reading a hidden thread is itself recorded (everyone else gets a 404
+        # above): an audit record, not a change to what is read.
         moderation.record_hidden_view(user=request.user, thread=thread)
     leaf_id = request.GET.get("leaf", "")
     anchor = message_of(thread, leaf_id) if leaf_id else None
@@ -87,8 +90,8 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "anchor": anchor,
         "off_active": anchor is not None and not anchor.active,
         "tree_url": reverse("tree", args=[thread.id]),
-        "generation_options": options_for(thread),
-        "open_run": open_live_run(thread, items),
+        "generation_options": options_for(thread, access),
+        "open_run": open_live_run(thread, items, access=access),
         "export_formats": export_formats(),
     }
     template = TEMPLATE

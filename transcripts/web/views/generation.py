@@ -1,45 +1,37 @@
 """Generation actions: regenerate, edit, reply, stop, retry and restore.
 
 Every action is a plain form POST that goes back to the page that asked; htmx requests get
-their answer swapped in place. Refusals (a locked or hidden thread, bad input, a run in the
-wrong state) are a page, or an htmx fragment, with their status. The writes all go through
-transcripts.generation and transcripts.ledger.
+their answer swapped in place. Each needs the editor role in the thread's project (stopping an
+agent's API run: its admin); refusals (a role too low, a locked or hidden thread, bad input, a
+run in the wrong state) are a page, or an htmx fragment, with their status (`login_required`
+renders them). The writes all go through transcripts.generation and transcripts.ledger.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, Concatenate, ParamSpec
+from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseRedirect
-from django.shortcuts import render
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
-from django_htmx.http import push_url
 
 from transcripts import ledger
-from transcripts.errors import Conflict, DomainError, InvalidInput, ThreadLocked
+from transcripts.errors import Conflict, InvalidInput, ThreadLocked
 from transcripts.generation import start as generation
 from transcripts.models import Run, Thread
-from transcripts.permissions import Access
+from transcripts.permissions import Role
 from transcripts.web.access import (
     get_message_for_user,
     get_run_for_user,
     get_thread_for_user,
     login_required,
-    require,
+    require_role,
+    require_stop,
 )
 from transcripts.web.http import HtmxHttpRequest, render_live_block, safe_next, to_conversation
 from transcripts.web.presenters.compare import compare_url
 from transcripts.web.presenters.runs import PARAMETERS, generation_refusal, generator_choices
-
-P = ParamSpec("P")
-
-TEMPLATE = "transcripts/generation.html"
-NOT_AN_EDITOR = "You may read this thread but not change it."
 
 
 class OptionsForm(forms.Form):
@@ -96,40 +88,6 @@ def _require_open(thread: Thread) -> None:
         raise (ThreadLocked if thread.locked else Conflict)(reason, threadId=thread.id)
 
 
-def _require_editor(access: Access) -> None:
-    require(access.can_edit, NOT_AN_EDITOR)
-
-
-# --- responses ---------------------------------------------------------------------------
-
-
-def _refusal(request: HtmxHttpRequest, message: str, status: int) -> HttpResponse:
-    back = request.headers.get("Referer", "")
-    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
-        back = ""
-    context = {"refusal": message, "status": status, "back_url": back}
-    if not request.htmx:
-        return render(request, TEMPLATE, context, status=status)
-    response = render(request, f"{TEMPLATE}#refusal", context, status=status)
-    response["X-Refusal"] = "1"  # app.js swaps these into the form despite the status
-    return push_url(response, False)  # a refusal is no page to go back to
-
-
-def _refusals(
-    view: Callable[Concatenate[HtmxHttpRequest, P], HttpResponse],
-) -> Callable[Concatenate[HtmxHttpRequest, P], HttpResponse]:
-    """Turn ledger refusals into a page (or an htmx fragment) with their status."""
-
-    @functools.wraps(view)
-    def wrapper(request: HtmxHttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
-        try:
-            return view(request, *args, **kwargs)
-        except DomainError as exc:
-            return _refusal(request, exc.message, exc.status)
-
-    return wrapper
-
-
 def _started(request: HtmxHttpRequest, run: Run) -> HttpResponse:
     """Show the conversation at the new run's fork point, where its live block appears."""
     response = to_conversation(request, run.thread_id, run.fork_from_id)
@@ -143,11 +101,10 @@ def _started(request: HtmxHttpRequest, run: Run) -> HttpResponse:
 
 @login_required
 @require_POST
-@_refusals
 def regenerate(request: HtmxHttpRequest, thread_id: str, message_id: str) -> HttpResponse:
     """Regenerate an assistant message: a new run forked from its parent."""
     message, access = get_message_for_user(request, thread_id, message_id)
-    _require_editor(access)
+    require_role(access, Role.EDITOR, "regenerate an answer")
     _require_open(message.thread)
     form = OptionsForm(request.POST)
     _valid(form)
@@ -157,11 +114,10 @@ def regenerate(request: HtmxHttpRequest, thread_id: str, message_id: str) -> Htt
 
 @login_required
 @require_POST
-@_refusals
 def edit(request: HtmxHttpRequest, thread_id: str, message_id: str) -> HttpResponse:
     """Edit a user message: a run forked from its parent, the edited message first."""
     message, access = get_message_for_user(request, thread_id, message_id)
-    _require_editor(access)
+    require_role(access, Role.EDITOR, "edit a message")
     _require_open(message.thread)
     form, text = OptionsForm(request.POST), TextForm(request.POST)
     _valid(text, form)
@@ -171,11 +127,10 @@ def edit(request: HtmxHttpRequest, thread_id: str, message_id: str) -> HttpRespo
 
 @login_required
 @require_POST
-@_refusals
 def reply(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     """Reply at the head: the user's message is committed, then answered."""
     thread, access = get_thread_for_user(request, thread_id)
-    _require_editor(access)
+    require_role(access, Role.EDITOR, "reply")
     _require_open(thread)
     form, text = OptionsForm(request.POST), TextForm(request.POST)
     _valid(text, form)
@@ -185,7 +140,6 @@ def reply(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
-@_refusals
 def cancel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     """Stop an open run; what it streamed stays visible.
 
@@ -193,28 +147,26 @@ def cancel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     locks a thread mid-run wants the generation to end.
     """
     run, access = get_run_for_user(request, run_id)
-    _require_editor(access)
+    require_stop(run, access)
     thread = run.thread
     run = ledger.cancel_run(run=run)
     if request.htmx:
-        return render_live_block(request, run, thread)
+        return render_live_block(request, run, thread, access)
     return to_conversation(request, thread.id)
 
 
 @login_required
 @require_POST
-@_refusals
 def retry(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     """Run a failed or stopped run's generation again from the same fork point."""
     run, access = get_run_for_user(request, run_id)
-    _require_editor(access)
+    require_role(access, Role.EDITOR, "retry a run")
     _require_open(run.thread)
     return _started(request, generation.retry(run=run))
 
 
 @login_required
 @require_POST
-@_refusals
 def restore(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     """Make a run's branch the thread's active one again, then go back to `next`.
 
@@ -223,7 +175,7 @@ def restore(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     the redirect and each form picks its own section from the page.
     """
     run, access = get_run_for_user(request, run_id)
-    _require_editor(access)
+    require_role(access, Role.EDITOR, "restore a branch")
     _require_open(run.thread)
     ledger.restore_run(run=run)
     messages.success(request, "Restored: this branch is the active one again.")

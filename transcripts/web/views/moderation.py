@@ -1,4 +1,5 @@
-"""Reporting a message, and the moderation queue where staff resolve or dismiss reports."""
+"""Reporting a message (any member who reads the thread), and the moderation queue where the
+moderators of each project resolve or dismiss its reports."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from transcripts.web.access import (
     get_message_for_user,
     get_report_for_moderator,
     login_required,
-    require_moderator,
+    moderated_project_ids,
 )
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.moderation import STATUSES, queue_tabs, report_rows
@@ -80,8 +81,8 @@ def report(request: HtmxHttpRequest, thread_id: str, message_id: str) -> HttpRes
 @login_required
 @require_GET
 def queue(request: HtmxHttpRequest) -> HttpResponse:
-    """Reports waiting for a moderator (open first), with resolve and dismiss."""
-    require_moderator(request)
+    """Reports of the projects the user moderates (open first), with resolve and dismiss."""
+    moderated = moderated_project_ids(request)
     status = request.GET.get("status", "open")
     if status not in dict(STATUSES):
         status = "open"
@@ -89,13 +90,14 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
         offset = max(int(request.GET.get("offset", "0")), 0)
     except ValueError:
         offset = 0
-    reports = selectors.report_queue("" if status == "all" else status)
+    reports = selectors.report_queue("" if status == "all" else status, project_ids=moderated)
     page = list(reports[offset : offset + REPORTS_PER_PAGE + 1])
     more = len(page) > REPORTS_PER_PAGE
     context = {
         "rows": report_rows(page[:REPORTS_PER_PAGE]),
         "status": status,
-        "tabs": queue_tabs(),
+        "tabs": queue_tabs(moderated),
+        "several_projects": moderated is None or len(moderated) > 1,
         "next_offset": offset + REPORTS_PER_PAGE if more else None,
         "here": request.get_full_path(),
     }
@@ -108,7 +110,7 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def close(request: HtmxHttpRequest, report_id: int) -> HttpResponse:
-    """Resolve or dismiss a report."""
+    """Resolve or dismiss a report (a moderator of its project)."""
     report = get_report_for_moderator(request, report_id)
     form = CloseForm(request.POST)
     error = ""
@@ -127,12 +129,14 @@ def close(request: HtmxHttpRequest, report_id: int) -> HttpResponse:
     if request.htmx:
         # The new row, and the tab counts swapped out of band.
         tab = request.POST.get("tab", "open")
+        moderated = moderated_project_ids(request)
         context = {
             "row": report_rows([selectors.report_queue().get(pk=report.pk)])[0],
             "error": error,
             "here": request.POST.get("next", ""),
             "status": tab if tab in dict(STATUSES) else "open",
-            "tabs": queue_tabs(),
+            "tabs": queue_tabs(moderated),
+            "several_projects": moderated is None or len(moderated) > 1,
             "oob": True,
         }
         return render(request, "transcripts/moderation_queue.html#closed", context)

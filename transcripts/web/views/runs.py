@@ -75,7 +75,7 @@ def run_live(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     Reading changes nothing: a run whose worker stopped responding is shown as such until a
     worker's sweeper fails it (or queues it again).
     """
-    run, _ = get_run_for_user(request, run_id)
+    run, access = get_run_for_user(request, run_id)
     if run.status in (RunStatus.COMMITTED, RunStatus.SUPERSEDED):
         return to_conversation(request, run.thread_id)
-    return render_live_block(request, run, run.thread)
+    return render_live_block(request, run, run.thread, access)

@@ -1,4 +1,4 @@
-"""The thread list: search, filters, sort and "load more"."""
+"""The thread list of the current project: search, filters, sort and "load more"."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ from transcripts.ids import is_ulid
 from transcripts.models import Thread
 from transcripts.pagination import decode_cursor, encode_cursor
 from transcripts.times import parse_iso
-from transcripts.web.access import login_required, threads_for_user
+from transcripts.web.access import current_project, login_required, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.threads import thread_rows
 
 TEMPLATE = "transcripts/threads.html"
+NO_PROJECT = "transcripts/no_project.html"
 THREADS_PER_PAGE = 25
 
 SORTS: dict[str, tuple[str, bool]] = {
@@ -97,7 +98,13 @@ def _invalid_filters(
     ]
     if bad_cursor:
         errors.append("Page: the “load more” position is not valid; start again from the top.")
-    context = {"form": form, "rows": [], "errors": errors, "filtered": True}
+    context = {
+        "form": form,
+        "project": current_project(request),
+        "rows": [],
+        "errors": errors,
+        "filtered": True,
+    }
     template = f"{TEMPLATE}#results" if request.htmx else TEMPLATE
     return render(request, template, context, status=400)
 
@@ -105,7 +112,11 @@ def _invalid_filters(
 @login_required
 @require_GET
 def thread_list(request: HtmxHttpRequest) -> HttpResponse:
-    """Every thread the reader may see: search, filters, sort and cursor pagination."""
+    """The current project's threads the reader may see: search, filters, sort and cursor
+    pagination. Someone in no project is told so (not a 404: nothing is hidden from them)."""
+    project = current_project(request)
+    if project is None:
+        return render(request, NO_PROJECT)
     form = ThreadFilters(request.GET)
     if not form.is_valid():
         return _invalid_filters(request, form, bad_cursor=False)
@@ -116,7 +127,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     position = _position(cursor, key) if cursor else None
     if cursor and position is None:
         return _invalid_filters(request, form, bad_cursor=True)
-    visible, access = threads_for_user(request)
+    visible, access = threads_for_user(request, project)
     status = filters.get("status") or ""
     threads = selectors.filter_threads(
         selectors.search_threads(visible, query),
@@ -144,6 +155,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         next_query = params.urlencode()
     context = {
         "form": form,
+        "project": project,
         "rows": thread_rows(page, query),
         "next_query": next_query,
         "query": query,
