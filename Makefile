@@ -40,6 +40,7 @@ bench: install
 	$(BIN)/python bench/bench_views.py
 	$(BIN)/python bench/bench_generation.py
 	$(BIN)/python bench/bench_import.py
+	$(BIN)/python bench/bench_outage.py
 
 ## Stop the embedded development database (serve starts it again)
 db-stop: install

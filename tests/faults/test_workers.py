@@ -13,7 +13,7 @@ import httpx
 import psycopg
 from ulid import ULID
 
-from tests.faults.conftest import (
+from tests.faults.stack import (
     Output,
     Server,
     Stack,
