@@ -38,6 +38,8 @@ bench: install
 	$(BIN)/python bench/bench_ledger.py
 	$(BIN)/python bench/bench_api.py
 	$(BIN)/python bench/bench_views.py
+	$(BIN)/python bench/bench_trace.py
+	$(BIN)/python bench/bench_branches.py
 	$(BIN)/python bench/bench_generation.py
 	$(BIN)/python bench/bench_import.py
 	$(BIN)/python bench/bench_outage.py

@@ -15,6 +15,9 @@ def setup_django() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("DJANGO_DEBUG", "0")
     os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
+    # Production settings over plain HTTP: the benchmarks' clients do not speak TLS, and with
+    # the HTTPS default every page would answer a 301 redirect instead of itself.
+    os.environ.setdefault("TRANSCRIPTS_HTTPS", "0")
     if not os.environ.get("DATABASE_URL"):
         from config.database import throwaway_database_url
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
 
 from config.database import database_url, parse_database_url
 
@@ -208,6 +211,60 @@ TRANSCRIPTS_PURGE_EVERY_SECONDS = float(os.environ.get("TRANSCRIPTS_PURGE_EVERY_
 TRANSCRIPTS_EXTERNAL_WEBHOOK_URL = os.environ.get("TRANSCRIPTS_EXTERNAL_WEBHOOK_URL", "")
 TRANSCRIPTS_OPENAI_BASE_URL = os.environ.get("TRANSCRIPTS_OPENAI_BASE_URL", "")
 TRANSCRIPTS_OPENAI_MODEL = os.environ.get("TRANSCRIPTS_OPENAI_MODEL", "")
+
+# Model prices for the run trace's cost column: US dollars per 1M input and output tokens.
+# TRANSCRIPTS_PRICES_FILE (a JSON file) and then TRANSCRIPTS_PRICES (JSON text) add models to
+# these defaults or replace them: {"my-model": {"input": 0.5, "output": 1.5}}. A model that
+# is not listed shows no cost ("—"); names match exactly, then case-insensitively, then by the
+# longest listed prefix (dated versions: "gpt-4o-2024-08-06" is priced as "gpt-4o").
+TRANSCRIPTS_PRICES: dict[str, dict[str, float]] = {
+    "gpt-4o": {"input": 2.50, "output": 10.00},
+    "gpt-4o-mini": {"input": 0.15, "output": 0.60},
+    "gpt-4.1": {"input": 2.00, "output": 8.00},
+    "gpt-4.1-mini": {"input": 0.40, "output": 1.60},
+    "gpt-4.1-nano": {"input": 0.10, "output": 0.40},
+    "o3-mini": {"input": 1.10, "output": 4.40},
+    "claude-3-5-haiku": {"input": 0.80, "output": 4.00},
+    "claude-3-5-sonnet": {"input": 3.00, "output": 15.00},
+    "claude-sonnet-4": {"input": 3.00, "output": 15.00},
+    "claude-opus-4": {"input": 15.00, "output": 75.00},
+    "gemini-2.0-flash": {"input": 0.10, "output": 0.40},
+    "gemini-1.5-pro": {"input": 1.25, "output": 5.00},
+    # The offline demo generator's models (demo-1, demo-brief, …) cost nothing.
+    "demo": {"input": 0.0, "output": 0.0},
+}
+
+
+def prices_from_json(text: str, where: str) -> dict[str, dict[str, float]]:
+    """A price table from JSON text, or ImproperlyConfigured saying what is wrong where."""
+    try:
+        prices = json.loads(text)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{where} is not valid JSON: {exc}") from None
+    if not isinstance(prices, dict) or not all(
+        isinstance(price, dict)
+        and all(
+            isinstance(price.get(k), int | float) and price[k] >= 0 for k in ("input", "output")
+        )
+        for price in prices.values()
+    ):
+        raise ImproperlyConfigured(
+            f'{where} must map model names to {{"input": dollars, "output": dollars}}'
+            " (per 1M tokens, 0 or more)"
+        )
+    return {
+        str(model): {k: float(price[k]) for k in ("input", "output")}
+        for model, price in prices.items()
+    }
+
+
+if os.environ.get("TRANSCRIPTS_PRICES_FILE"):
+    _prices_path = Path(os.environ["TRANSCRIPTS_PRICES_FILE"])
+    TRANSCRIPTS_PRICES.update(prices_from_json(_prices_path.read_text(), str(_prices_path)))
+if os.environ.get("TRANSCRIPTS_PRICES"):
+    TRANSCRIPTS_PRICES.update(
+        prices_from_json(os.environ["TRANSCRIPTS_PRICES"], "TRANSCRIPTS_PRICES")
+    )
 
 # Uploaded files (large imports wait here for a worker; use shared storage across machines).
 MEDIA_ROOT = Path(os.environ.get("TRANSCRIPTS_MEDIA_ROOT", BASE_DIR / ".data" / "media"))

@@ -319,6 +319,7 @@ FINISH_REASONS = frozenset(
         *("tool_calls", "content_filter", "function_call", "tool_call", "interrupted"),
         *("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal"),
         "model_context_window_exceeded",
+        "stopped",  # ours: a browser Stop kept the partial answer (ledger.stop_run)
         *("FINISH_REASON_UNSPECIFIED", "STOP", "MAX_TOKENS", "SAFETY", "RECITATION"),
         *("LANGUAGE", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"),
         *("MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"),

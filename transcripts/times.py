@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 
@@ -79,3 +79,29 @@ def unstorable_reason(moment: datetime) -> str | None:
     if not storable_moment(moment):
         return OUT_OF_RANGE
     return None
+
+
+def _ago(count: int, unit: str) -> str:
+    return f"{count} {unit}{'' if count == 1 else 's'} ago"
+
+
+def relative_time(moment: datetime, now: datetime | None = None) -> str:
+    """How long before now moment was, in words: "just now" under a minute, then the largest
+    whole unit ("5 minutes ago", "1 hour ago", "3 days ago", "2 months ago", "1 year ago")."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    elapsed = (now or datetime.now(UTC)) - moment
+    # A moment a little ahead of this clock (another machine's) is "just now" too.
+    if elapsed < timedelta(minutes=1):
+        return "just now"
+    seconds = int(elapsed.total_seconds())
+    minutes, hours, days = seconds // 60, seconds // 3600, elapsed.days
+    if hours < 1:
+        return _ago(minutes, "minute")
+    if days < 1:
+        return _ago(hours, "hour")
+    if days < 30:
+        return _ago(days, "day")
+    if days < 365:
+        return _ago(days // 30, "month")
+    return _ago(days // 365, "year")

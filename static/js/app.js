@@ -90,23 +90,20 @@
   }, true);
 
   document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape") {
+      // From anywhere in an open popover, its summary included (a menu opened from the keyboard).
+      var pop = event.target.closest ? event.target.closest("details.gen-pop[open]") : null;
+      if (pop) { pop.open = false; pop.querySelector("summary").focus(); event.preventDefault(); }
+      return;
+    }
     var form = event.target.closest ? event.target.closest("form.gen-form, form.reply-box") : null;
     if (!form) return;
-    if (event.key === "Escape") {
-      var pop = form.closest("details.gen-pop");
-      if (pop) { pop.open = false; pop.querySelector("summary").focus(); event.preventDefault(); }
-    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && event.target.tagName === "TEXTAREA") {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && event.target.tagName === "TEXTAREA") {
       form.requestSubmit();
       event.preventDefault();
     }
   });
 
-  // Another generator has other models: an untouched model field falls back to its default.
-  document.addEventListener("change", function (event) {
-    if (event.target.name !== "generator" || !event.target.form) return;
-    var model = event.target.form.elements.namedItem("model");
-    if (model && model.value === model.defaultValue) model.value = "";
-  });
 
   // Refusals (locked thread, bad input) come with a 4xx status: show them in their form.
   document.addEventListener("htmx:beforeSwap", function (event) {
@@ -196,5 +193,50 @@
       button.textContent = "Copied";
       setTimeout(function () { button.textContent = label; }, 1200);
     });
+  });
+
+  /* --- stop keeps what streamed --- */
+  // After Stop, focus goes to what was kept: the stopped message once the conversation is
+  // swapped in (the POST answers with HX-Location), or the live block's note when the run was
+  // only cancelled. Settles before that (a live re-render) leave the wish pending.
+  var focusAfterStop = false;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    if (elt && elt.closest && elt.closest("form.stop-form")) focusAfterStop = true;
+  });
+  // The run's last status re-renders the live block after the note got focus: keep it there.
+  var noteHadFocus = false;
+  document.addEventListener("htmx:beforeSwap", function () {
+    noteHadFocus = !!(document.activeElement && document.activeElement.matches && document.activeElement.matches(".run-live-note"));
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    var note = document.querySelector(".run-live-note");
+    if (noteHadFocus && note && document.activeElement !== note) note.focus();
+    noteHadFocus = false;
+    if (!focusAfterStop) return;
+    var stopped = document.querySelectorAll("#conversation article.msg.is-stopped");
+    var target = stopped.length ? stopped[stopped.length - 1] : document.querySelector(".run-live-note");
+    if (!target) return;
+    focusAfterStop = false;
+    select(target.matches("article.msg") ? target : null);
+    if (!target.matches("article.msg")) target.focus();
+  });
+  /* --- new thread, recent threads --- */
+  // Ctrl+Enter in the new-thread form sends it, as in the reply box.
+  document.addEventListener("keydown", function (event) {
+    var form = event.target.closest ? event.target.closest("form.new-thread-form") : null;
+    if (form && event.key === "Enter" && (event.ctrlKey || event.metaKey) && event.target.tagName === "TEXTAREA") {
+      form.requestSubmit();
+      event.preventDefault();
+    }
+  });
+
+  // The recent threads stay folded once folded (per browser).
+  var RECENT_FOLDED = "transcripts.recentThreadsFolded";
+  function remember(key, value) { try { window.localStorage.setItem(key, value); } catch (e) { /* storage off */ } }
+  function recall(key) { try { return window.localStorage.getItem(key); } catch (e) { return null; } }
+  document.querySelectorAll("details.recent-box").forEach(function (box) {
+    if (recall(RECENT_FOLDED) === "1") box.open = false;
+    box.addEventListener("toggle", function () { remember(RECENT_FOLDED, box.open ? "0" : "1"); });
   });
 })();

@@ -162,11 +162,15 @@ def test_only_closed_uncommitted_runs_are_redacted_as_a_whole(admin_user, modera
     assert not AuditRecord.objects.exists()
 
 
-def test_redaction_is_irreversible_and_cannot_be_repeated(admin_user):
+def test_redaction_is_irreversible_and_repeating_it_changes_and_records_nothing(admin_user):
     _, message = _secret_thread()
-    moderation.redact_message(user=admin_user, message=message, reason="pii")
-    with pytest.raises(Conflict):
-        moderation.redact_message(user=admin_user, message=message, reason="again")
+    assert moderation.redact_message(user=admin_user, message=message, reason="pii") is True
+    stale = Message.objects.get(pk=message.pk)
+    redacted = Message.objects.filter(pk=message.pk).values("parts", "metadata", "redacted_at")
+    before = redacted.get()
+    assert moderation.redact_message(user=admin_user, message=stale, reason="again") is False
+    assert redacted.get() == before and stale.parts == REDACTED_PARTS
+    assert list(AuditRecord.objects.values_list("action", "reason")) == [("redact", "pii")]
 
 
 def test_redaction_keeps_the_other_messages_and_the_tree(admin_user):
@@ -220,3 +224,122 @@ def test_staff_reading_a_hidden_thread_is_recorded(moderator):
     moderation.hide_thread(user=moderator, thread=thread)
     moderation.record_hidden_view(user=moderator, thread=thread)
     assert AuditRecord.objects.filter(action="view_hidden", thread_id=thread.id).count() == 1
+
+
+# --- no-op actions, and acting on a report -------------------------------------------------
+
+
+def test_asking_for_the_state_a_thread_or_message_is_in_changes_and_records_nothing(moderator):
+    thread, message = _secret_thread()
+    assert moderation.hide_thread(user=moderator, thread=thread, reason="spam") is True
+    assert moderation.lock_thread(user=moderator, thread=thread, reason="hold") is True
+    assert moderation.flag_message(user=moderator, message=message, reason="pii") is True
+    flagged_at = Message.objects.get(pk=message.pk).flagged_at
+    records = AuditRecord.objects.count()
+    stale_thread = Thread.objects.get(pk=thread.pk)
+    stale_message = Message.objects.get(pk=message.pk)
+    assert moderation.hide_thread(user=moderator, thread=stale_thread, reason="again") is False
+    assert moderation.lock_thread(user=moderator, thread=stale_thread, reason="again") is False
+    assert moderation.flag_message(user=moderator, message=stale_message, reason="x") is False
+    assert AuditRecord.objects.count() == records
+    message.refresh_from_db()
+    assert (message.flagged_at, message.flag_reason) == (flagged_at, "pii")
+    other, other_message = _secret_thread()
+    assert moderation.unhide_thread(user=moderator, thread=other) is False
+    assert moderation.unlock_thread(user=moderator, thread=other) is False
+    assert moderation.unflag_message(user=moderator, message=other_message) is False
+    assert AuditRecord.objects.count() == records
+
+
+def _reported(reporter, message: Message) -> Report:
+    return moderation.report_message(user=reporter, message=message, reason="privacy", note="pw")
+
+
+def test_acting_on_a_report_resolves_it_in_the_same_transaction(viewer, moderator):
+    thread, message = _secret_thread()
+    report = _reported(viewer, message)
+    outcome = moderation.act_on_report(
+        user=moderator, report=report, action="hide", reason="Report: leaks a password"
+    )
+    assert outcome.changed and outcome.report.status == "resolved"
+    thread.refresh_from_db()
+    report.refresh_from_db()
+    assert thread.hidden and report.resolved_by == moderator
+    assert report.resolution_note == "Report: leaks a password"
+    assert list(AuditRecord.objects.order_by("id").values_list("action", "reason")) == [
+        ("report", "privacy"),
+        ("hide", "Report: leaks a password"),
+        ("resolve_report", "Report: leaks a password"),
+    ]
+
+
+def test_an_action_without_resolve_leaves_the_report_open(viewer, moderator):
+    _, message = _secret_thread()
+    report = _reported(viewer, message)
+    outcome = moderation.act_on_report(
+        user=moderator, report=report, action="flag", reason="pii", resolve=False
+    )
+    assert outcome.changed and Report.objects.get().status == "open"
+    assert Message.objects.get(pk=message.pk).flagged_at is not None
+
+
+def test_a_no_op_action_on_a_report_writes_nothing_and_keeps_it_open(viewer, moderator):
+    thread, message = _secret_thread()
+    moderation.lock_thread(user=moderator, thread=thread, reason="hold")
+    report = _reported(viewer, message)
+    records = AuditRecord.objects.count()
+    outcome = moderation.act_on_report(user=moderator, report=report, action="lock", reason="x")
+    assert not outcome.changed and outcome.report.status == "open"
+    assert AuditRecord.objects.count() == records
+    assert Report.objects.get().status == "open"
+
+
+def test_a_failed_resolve_rolls_the_action_back(viewer, moderator):
+    thread, message = _secret_thread()
+    report = _reported(viewer, message)
+    moderation.close_report(user=moderator, report=report, status="dismissed")
+    records = AuditRecord.objects.count()
+    with pytest.raises(Conflict):
+        moderation.act_on_report(user=moderator, report=report, action="hide", reason="x")
+    thread.refresh_from_db()
+    assert not thread.hidden and AuditRecord.objects.count() == records
+    # Without resolving, a closed report's thread can still be acted on.
+    outcome = moderation.act_on_report(
+        user=moderator, report=report, action="hide", reason="x", resolve=False
+    )
+    assert outcome.changed and Thread.objects.get(pk=thread.pk).hidden
+
+
+def test_a_redaction_from_a_report_needs_an_admin_and_resolves_it_with_the_redaction(
+    viewer, moderator, admin_user
+):
+    _, message = _secret_thread()
+    report = _reported(viewer, message)
+    with pytest.raises(PermissionDenied):
+        moderation.act_on_report(user=moderator, report=report, action="redact", reason="pii")
+    assert Report.objects.get().status == "open" and SECRET in str(
+        Message.objects.get(pk=message.pk).parts
+    )
+    with pytest.raises(InvalidInput):
+        moderation.act_on_report(user=admin_user, report=report, action="redact", reason=" ")
+    outcome = moderation.act_on_report(
+        user=admin_user, report=report, action="redact", reason="credential"
+    )
+    assert outcome.changed and outcome.report.status == "resolved"
+    assert SECRET not in str(Message.objects.get(pk=message.pk).parts)
+    assert [a for a in AuditRecord.objects.order_by("id").values_list("action", flat=True)] == [
+        "report",
+        "redact",
+        "resolve_report",
+    ]
+
+
+def test_acting_on_a_report_needs_a_moderator_and_a_known_action(viewer, moderator):
+    thread, message = _secret_thread()
+    report = _reported(viewer, message)
+    with pytest.raises(PermissionDenied):
+        moderation.act_on_report(user=viewer, report=report, action="hide", reason="x")
+    with pytest.raises(InvalidInput):
+        moderation.act_on_report(user=moderator, report=report, action="delete", reason="x")
+    assert not Thread.objects.get(pk=thread.pk).hidden
+    assert Report.objects.get().status == "open"

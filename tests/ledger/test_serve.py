@@ -205,3 +205,69 @@ def test_the_default_password_file_is_the_documented_one(monkeypatch: pytest.Mon
     assert admin_password_file() == ROOT / ".data" / "admin-password.txt"
     monkeypatch.setenv("TRANSCRIPTS_PGDATA", "")
     assert admin_password_file() == ROOT / ".data" / "admin-password.txt"
+
+
+def _serve_command(port: int) -> list[str]:
+    return [sys.executable, "manage.py", "serve", "--port", str(port), "--no-worker", "--no-demo"]
+
+
+def test_serve_on_a_port_in_use_says_so_and_exits_with_1_without_announcing() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        result = subprocess.run(
+            _serve_command(port), cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"port {port} is in use: set PORT=" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "serving on" not in result.stdout + result.stderr
+
+
+def test_the_port_in_use_message_comes_from_the_bind_itself() -> None:
+    from transcripts.management.commands.serve import PortUnavailable, bind_listener
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        with pytest.raises(PortUnavailable, match=f"port {port} is in use: set PORT="):
+            bind_listener("127.0.0.1", port)
+    free = bind_listener("127.0.0.1", 0)
+    free.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_serve_listens_before_it_announces_the_address() -> None:
+    from django.contrib.auth import get_user_model
+
+    from tests.support import database_url_of_tests
+
+    # An admin exists, so serve neither creates one nor writes a password file.
+    get_user_model().objects.create_superuser("admin", "a@example.com", "not-printed")
+    port = _free_port()
+    env = {**os.environ, "DATABASE_URL": database_url_of_tests()}
+    process = subprocess.Popen(
+        _serve_command(port),
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        seen = []
+        for line in process.stdout:
+            seen.append(line)
+            if "serving on" in line:
+                break
+        assert f"Transcripts is serving on http://127.0.0.1:{port}/" in "".join(seen), seen
+        # Announced: the port already accepts connections (no window for "address in use").
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+        assert process.poll() is None
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -15,7 +15,6 @@ from tests.web.test_browser import ARTIFACTS, CHROMIUM, browser  # noqa: F401 (a
 from transcripts import ledger
 from transcripts.demo import load_demo
 from transcripts.models import Run, Thread
-from transcripts.web.presenters.tree_layout import ROW_HEIGHT
 
 pytestmark = [
     pytest.mark.browser,
@@ -122,9 +121,11 @@ def test_every_screen_works_under_the_content_security_policy(browser: Any) -> N
         page.goto(f"{url}/t/{haiku.id}/tree/")
         rows = page.locator(".tree-row")
         assert rows.count() >= 5
-        # Rows line up with the SVG's nodes without a style attribute giving their height.
-        heights = rows.evaluate_all("rows => rows.map(row => row.getBoundingClientRect().height)")
-        assert all(abs(height - ROW_HEIGHT) < 0.5 for height in heights), heights
+        # The stylesheet marks the active branch's rail without a style attribute.
+        rail = page.locator(".tree-row.is-active > a").first.evaluate(
+            "link => getComputedStyle(link).borderLeftWidth"
+        )
+        assert rail == "3px", rail
         widths = page.locator(".tree-row svg.rolebar").first.evaluate(
             "bar => [...bar.querySelectorAll('rect')].map(r => r.getBoundingClientRect().width)"
         )
@@ -132,6 +133,8 @@ def test_every_screen_works_under_the_content_security_policy(browser: Any) -> N
         _shot(page, "05-tree")
 
         page.goto(f"{url}/runs/{weather_run.id}/")
+        page.locator(".waterfall .trace-bar").first.wait_for()
+        page.locator(".raw-log > summary").click()
         page.locator("details.event").nth(1).locator("summary").click()
         _shot(page, "06-run")
 
@@ -140,7 +143,7 @@ def test_every_screen_works_under_the_content_security_policy(browser: Any) -> N
         page.wait_for_selector("[sse-connect]", state="attached")
         page.wait_for_timeout(500)  # the EventSource connects
         ledger.append_events(run=open_run, events=events(("text-delta", {"delta": "hi"}), start=2))
-        page.locator("details.event").nth(1).wait_for()
+        page.locator("#live .tseg-of-text").wait_for()
 
         page.goto(url + "/api/v1/docs")
         page.locator(".swagger-ui .opblock").first.wait_for()

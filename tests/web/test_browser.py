@@ -193,6 +193,8 @@ def test_the_run_timeline_shows_events_and_the_multi_agent_thread_reads_well(
     run = Run.objects.filter(thread__title__startswith="Weather").order_by("-id").first()
     assert run is not None
     page.goto(f"{live_server.url}/runs/{run.id}/")
+    assert page.locator(".waterfall tr.kind-tool").count() == 1
+    page.locator(".raw-log > summary").click()
     page.locator("details.event").nth(3).locator("summary").click()
     _shot(page, "11-run-timeline")
 
@@ -207,15 +209,19 @@ def test_the_run_timeline_of_a_streaming_run_updates_live_over_sse(
     page = _page(browser, live_server_asgi, viewer)
     page.goto(f"{live_server_asgi.url}/runs/{run.id}/")
     assert "streaming" in page.locator(".run-status").inner_text().lower()
-    assert page.locator("details.event").count() == 1
+    assert page.locator(".tseg-of-text").count() == 0
     page.wait_for_function("document.querySelector('[sse-connect]') !== null")
     page.wait_for_timeout(500)  # the EventSource connects
     for n in range(4):
         ledger.append_events(
             run=run, events=events(("text-delta", {"delta": f"word{n} "}), start=n + 2)
         )
-    page.wait_for_function("document.querySelectorAll('details.event').length === 5")
-    assert "text-delta" in page.locator("details.event").nth(4).inner_text()
+    # The trace follows, the deltas merged into one segment.
+    page.wait_for_function(
+        "(document.querySelector('.tseg-of-text .tseg-text') || {}).textContent"
+        " === 'word0 word1 word2 word3 '"
+    )
+    assert page.locator(".tseg-of-text").count() == 1
     _shot(page, "12-run-timeline-live", full_page=False)
     ledger.commit_run(run=run)
     page.wait_for_function(

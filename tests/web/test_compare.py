@@ -72,13 +72,16 @@ def test_the_active_branch_comes_first_then_superseded_newest_first_then_failed_
         failed.id,
         cancelled.id,
     ]
+    # Branch state, not run status: the superseded runs are alternatives.
     assert [c.kind for c in columns] == [
         "active",
-        "superseded",
-        "superseded",
+        "alternative",
+        "alternative",
         "failed",
         "cancelled",
     ]
+    assert [c.label for c in columns][3:] == ["failed", "stopped"]
+    assert [c.restorable for c in columns] == [False, True, True, False, False]
     # Failed runs have no rows: their column is the projection of their events.
     assert columns[3].cards[0].text == "half an ans"
     assert not columns[3].materialized and columns[0].materialized
@@ -98,7 +101,8 @@ def test_off_the_active_path_the_committed_run_at_the_fork_point_leads(
     ask(thread, "Name a colour, please", fork_from=None)  # the prompt leaves the active path
     columns = _columns(viewer_client, _compare_url(thread, prompt))
     assert [c.run.id for c in columns] == [runs[2].id, runs[1].id, runs[0].id]
-    assert [c.kind for c in columns] == ["committed", "superseded", "superseded"]
+    # Off the active path every branch is an alternative, the leading one included.
+    assert [c.kind for c in columns] == ["alternative", "alternative", "alternative"]
 
 
 def test_a_run_holding_the_prompt_and_its_answer_shows_only_its_answer(
@@ -112,7 +116,11 @@ def test_a_run_holding_the_prompt_and_its_answer_shows_only_its_answer(
     again = say(thread, "Why did the chicken cross the road", fork_from=prompt.id)
     columns = _columns(viewer_client, _compare_url(thread, prompt))
     assert [c.run.id for c in columns] == [again.id, first.id]
-    assert [c.kind for c in columns] == ["active", "committed"]
+    # The old answer's run also wrote the prompt, so it is still "committed" (nothing at its
+    # own fork point replaced it), yet its answer is an alternative here, and restorable.
+    assert [c.kind for c in columns] == ["active", "alternative"]
+    assert [c.run.status for c in columns] == [RunStatus.COMMITTED, RunStatus.COMMITTED]
+    assert [c.restorable for c in columns] == [False, True]
     assert [card.text for card in columns[1].cards] == ["Knock knock"]
     assert columns[1].open_url.endswith(f"#m-{first.messages.get(position=1).id}")
 
@@ -139,6 +147,15 @@ def test_more_than_ten_runs_are_listed_below_the_ten_columns(viewer_client: Clie
     assert len(response.context["columns"]) == 10
     assert len(response.context["more"]) == 2
     assert "2 more runs at this point" in response.content.decode()
+
+
+def test_beyond_forty_more_runs_the_rest_are_counted_not_linked(viewer_client: Client) -> None:
+    thread, prompt, _ = regenerated(55)
+    response = viewer_client.get(_compare_url(thread, prompt))
+    assert len(response.context["more"]) == 40
+    html = response.content.decode()
+    assert "45 more runs at this point" in html and " and 5 more." in html
+    assert html.count('title="Compare with column 1"') == 40
 
 
 # --- differences ---------------------------------------------------------------------------

@@ -26,16 +26,20 @@ def test_a_reader_compares_the_alternatives_and_restores_a_superseded_one(
     assert "/compare/" in page.url
     columns = page.locator(".compare-grid > .col")
     assert columns.count() == 3
-    # The original prompt is off the active path: its committed answer leads.
-    assert columns.nth(0).locator(".status").inner_text().lower() == "committed"
-    assert page.locator(".compare-grid del.diff-del").count() > 0
-    assert page.locator(".compare-grid ins.diff-add").count() > 0
+    # The original prompt is off the active path: its committed answer leads, an alternative.
+    assert columns.nth(0).locator(".status").inner_text().lower() == "alternative"
+    # Three unrelated haikus: too different to diff, so they read side by side, unmarked.
+    assert page.locator(".compare-grid .too-different").count() == 2
+    assert (
+        "Too different to diff" in page.locator(".compare-grid .too-different").first.inner_text()
+    )
+    assert page.locator(".compare-grid del.diff-del").count() == 0
     _shot(page, "20-compare")
     oldest = Run.objects.filter(thread=thread, fork_from__isnull=False, model="demo-1")
     target = oldest.order_by("id").first()
     assert target is not None and target.status == RunStatus.SUPERSEDED
     column = page.locator(".col", has=page.locator(f"a[href='/runs/{target.id}/']"))
-    column.get_by_role("button", name="Restore").click()
+    column.get_by_role("button", name="Make this answer active").click()
     page.wait_for_selector(".flash")
     assert "Restored" in page.locator("#compare .flash").inner_text()
     first = page.locator(".compare-grid > .col").nth(0)

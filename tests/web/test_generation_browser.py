@@ -16,6 +16,7 @@ from tests.web import test_browser
 from tests.web.test_browser import CHROMIUM, _page, _shot
 from transcripts import ledger
 from transcripts.demo import load_demo
+from transcripts.generation.generators.demo import demo_answer
 from transcripts.models import Message, Run, RunStatus, Thread
 
 pytestmark = [
@@ -77,7 +78,7 @@ def test_a_reader_regenerates_an_answer_watches_it_stream_and_restores_the_first
     page = _page(browser, live_server_asgi, editor)
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     card = page.locator(f"#m-{first_answer.id}")
-    card.locator("summary", has_text="Regenerate").click()
+    card.locator("details.gen-more > summary").click()
     form = card.locator("form.gen-form")
     _open_options(form, 40)
     _shot(page, "20-regenerate-form", full_page=False)
@@ -122,7 +123,7 @@ def test_a_reader_regenerates_an_answer_watches_it_stream_and_restores_the_first
     _shot(page, "24-restored", full_page=False)
 
 
-def test_a_reader_stops_a_run_keeps_its_output_and_retries_it(
+def test_a_reader_stops_a_run_keeps_its_output_as_a_branch_and_continues_it(
     browser: Any, live_server_asgi: Any, start_worker: Any, editor: Any
 ) -> None:
     thread, first_answer = _weather()
@@ -130,24 +131,107 @@ def test_a_reader_stops_a_run_keeps_its_output_and_retries_it(
     page = _page(browser, live_server_asgi, editor)
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     card = page.locator(f"#m-{first_answer.id}")
-    card.locator("summary", has_text="Regenerate").click()
+    card.locator("details.gen-more > summary").click()
     form = card.locator("form.gen-form")
     _open_options(form, 150)
     form.locator("button[type=submit]").click()
     page.wait_for_function(f"({LIVE_TEXT}) > 0", timeout=20_000)
     page.locator(".run-live button.btn-stop").click()
-    page.wait_for_selector(".run-live-body[data-status=cancelled]")
-    stopped = Run.objects.get(thread=thread, status=RunStatus.CANCELLED)
-    assert page.evaluate(LIVE_TEXT) > 0  # what was streamed stays on the page
-    assert page.locator(".run-live").get_by_text("Stopped.").is_visible()
-    _shot(page, "25-stopped", full_page=False)
 
-    page.locator(".run-live button", has_text="Retry").click()
+    # The partial answer is committed as the active branch, marked stopped, and focused.
+    page.wait_for_selector("#conversation article.msg.is-stopped")
+    page.wait_for_function("document.activeElement.matches('article.msg.is-stopped')")
+    stopped = Run.objects.get(thread=thread, metadata__stopped=True)
+    assert stopped.status == RunStatus.COMMITTED
+    kept = list(stopped.messages.order_by("position"))
+    # Its last assistant message carries the mark (a tool result may follow it).
+    marked = [m for m in kept if m.role == "assistant"][-1]
+    assert marked.metadata["finishReason"] == "stopped" and all(m.active for m in kept)
+    assert run_status(first_answer.run_id) == RunStatus.SUPERSEDED
+    focused = page.evaluate("document.activeElement.id")
+    assert focused == f"m-{marked.id}"
+    assert page.locator(f"#m-{marked.id} .tag-stopped").is_visible()
+    _shot(page, "25-stopped-kept-focused", full_page=False)
+
+    # After a reload it is still there, as the second of two alternatives.
+    page.reload()
+    stopped_card = page.locator(f"#m-{marked.id}")
+    assert stopped_card.locator(".tag-stopped").is_visible()
+    assert page.locator(f"#m-{kept[0].id} .sib-count").inner_text() == "2/2"
+    assert stopped_card.locator("button.btn-continue").is_visible()
+    assert stopped_card.locator("button.btn-regenerate").is_visible()
+    _shot(page, "25b-stopped-after-reload", full_page=False)
+
+    # Continue: a new branch that carries the same answer on to its end.
+    stopped_card.locator("button.btn-continue").click()
     page.wait_for_selector(".run-live.is-open")
     _watch_stream(page, timeout=60)
-    retried = Run.objects.get(thread=thread, metadata__retryOf=stopped.id)
-    assert run_status(retried.id) == RunStatus.COMMITTED
-    assert page.locator(f"#m-{first_answer.id}").count() == 0  # replaced on the active branch
+    continued = Run.objects.get(thread=thread, metadata__continues=marked.id)
+    assert run_status(continued.id) == RunStatus.COMMITTED
+    answer = continued.messages.get()
+    prompt = Message.objects.get(pk=first_answer.parent_id).parts[0]["text"]
+    expected = demo_answer(prompt, model=stopped.model, seed=stopped.id)
+    assert "".join(p["text"] for p in answer.parts if p["type"] == "text").strip() == expected
+    page.locator(f"#m-{answer.id}").wait_for()
+    assert page.locator(f"#m-{answer.id} .sib-count").inner_text() == "3/3"
+    _shot(page, "25c-continued", full_page=False)
+
+
+def test_a_stopped_reply_offers_generate_answer_and_regenerate_takes_one_click(
+    browser: Any, live_server_asgi: Any, start_worker: Any, editor: Any
+) -> None:
+    thread, _ = _weather()
+    page = _page(browser, live_server_asgi, editor)
+    page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
+    # No worker yet: the reply's run waits, and Stop finds nothing to keep.
+    reply = page.locator("form#reply")
+    reply.locator("textarea[name=text]").fill("Will it rain in Paris?")
+    _open_options(reply, 5)
+    reply.locator("button[type=submit]").click()
+    page.wait_for_selector(".run-live.is-open")
+    page.locator(".run-live button.btn-stop").click()
+    page.wait_for_selector(".run-live-body[data-status=cancelled]")
+    page.wait_for_function("document.activeElement.matches('.run-live-note')")
+    assert "Nothing was generated yet" in page.locator(".run-live-note").inner_text()
+    asked = Message.objects.get(thread=thread, role="user", parts__0__text="Will it rain in Paris?")
+    page.reload()
+    question = page.locator(f"#m-{asked.id}")
+    assert question.locator("button.btn-answer").is_visible()
+    _shot(page, "25d-generate-answer-offered", full_page=False)
+
+    start_worker()
+    question.locator("button.btn-answer").click()
+    page.wait_for_selector(".run-live.is-open")
+    _watch_stream(page, timeout=60)
+    answered = Run.objects.get(thread=thread, fork_from_id=asked.id, status=RunStatus.COMMITTED)
+    assert answered.parameters["delayMs"] == 5  # the last choice, repeated
+    # The demo may call a tool first: its last assistant message holds the answer.
+    last = answered.messages.filter(role="assistant").order_by("-position")[0]
+    text = last.parts[-1]["text"]
+    assert "Paris" in text and "rain" in text  # the demo answers the prompt
+
+    # One click on Regenerate starts a run at once, with the same choice.
+    page.reload()
+    # The menu for another model opens and closes from the keyboard.
+    menu = page.locator(f"#m-{last.id} details.gen-more")
+    menu.locator("> summary").focus()
+    page.keyboard.press("Enter")
+    assert menu.locator("select[name=choice]").is_visible()
+    assert menu.locator("select[name=choice] option:checked").inner_text() == answered.model
+    page.keyboard.press("Escape")
+    assert not menu.locator("select[name=choice]").is_visible()
+    page.locator(f"#m-{last.id} button.btn-regenerate").click()
+    page.wait_for_selector(".run-live.is-open")
+    # Forked from the answer's parent: the question, or the demo's tool result before it.
+    again = Run.objects.filter(thread=thread).order_by("-created_at")[0]
+    assert again.pk != answered.pk and again.fork_from_id == last.parent_id
+    assert (again.generator, again.model, again.parameters) == (
+        "demo",
+        answered.model,
+        {"delayMs": 5.0},
+    )
+    _shot(page, "25e-one-click-regenerate", full_page=False)
+    _watch_stream(page, timeout=60)
 
 
 def test_a_reader_replies_and_sees_a_failure_with_its_partial_output(
@@ -188,7 +272,7 @@ def test_a_locked_thread_offers_no_generation(
     assert note.is_visible()
     note.scroll_into_view_if_needed()
     assert page.locator("form#reply").count() == 0
-    assert page.locator("summary", has_text="Regenerate").count() == 0
+    assert page.locator("details.gen-more, button.btn-regenerate").count() == 0
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
     _shot(page, "27-locked-mobile", full_page=False)
 
@@ -206,7 +290,7 @@ def test_the_forms_fit_a_360_pixel_screen_in_dark_mode(
     )
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     card = page.locator(f"#m-{answer.id}")
-    card.locator("summary", has_text="Regenerate").click()
+    card.locator("details.gen-more > summary").click()
     card.locator("details.gen-options summary").click()
     form = card.locator("form.gen-form")
     assert form.is_visible()

@@ -326,8 +326,8 @@ def test_the_conversation_offers_regenerate_edit_and_reply_with_the_last_choice(
     assert f'action="/t/{thread.id}/m/{question.id}/edit/"' in html
     assert f'action="/t/{thread.id}/m/{question.id}/regenerate/"' not in html
     assert f'action="/t/{thread.id}/reply/"' not in html  # a run is open at the head
-    assert '<option value="external" selected>' in html
-    assert 'name="model" value="my-agent"' in html
+    assert '<option value="external:my-agent" selected>' in html  # the model select
+    assert 'name="model" value="my-agent"' in html  # the one-click Regenerate repeats it
     assert 'name="temperature" min="0" max="2" step="0.1" value="0.7"' in html
     assert 'value="300"' in html
     assert "Be terse.</textarea>" in html
@@ -400,17 +400,51 @@ def test_the_conversation_runs_a_constant_number_of_queries_with_the_actions(
 # --- stop, retry, restore ----------------------------------------------------------------
 
 
-def test_stop_cancels_the_run_and_keeps_its_output_with_retry(editor_client: Client) -> None:
-    thread, question, _ = _thread()
+def test_stop_keeps_what_streamed_as_the_active_branch_marked_stopped(
+    editor_client: Client,
+) -> None:
+    thread, question, old_answer = _thread()
     run = _open_run(thread, "half", "an", fork_from=question.id)
+    response = editor_client.post(f"/runs/{run.id}/cancel/", headers=HTMX)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMMITTED and run.metadata["stopped"] is True
+    kept = last_message(run)
+    assert json.loads(response["HX-Location"])["path"] == f"/t/{thread.id}/?leaf={kept.id}"
+    html = editor_client.get(f"/t/{thread.id}/").content.decode()
+    article = html[html.index(f'id="m-{kept.id}"') :]
+    assert "is-stopped" in html[html.index(f'id="m-{kept.id}"') - 200 :][:400]
+    assert '<span class="tag tag-stopped"' in article and "half an" in article
+    assert f'action="/t/{thread.id}/m/{kept.id}/continue/"' in html
+    assert f'action="/t/{thread.id}/m/{kept.id}/regenerate/"' in html
+    old_answer.refresh_from_db()
+    assert not old_answer.active
+
+
+def test_stop_before_anything_streamed_cancels_and_offers_retry(editor_client: Client) -> None:
+    thread, question, _ = _thread()
+    run = _open_run(thread, fork_from=question.id)
     response = editor_client.post(f"/runs/{run.id}/cancel/", headers=HTMX)
     run.refresh_from_db()
     assert run.status == RunStatus.CANCELLED
     html = response.content.decode()
     assert response.status_code == 200
-    assert "half an" in html and "stopped" in html
+    assert "Stopped. Nothing was generated yet" in html
     assert f'action="/runs/{run.id}/retry/"' in html
     assert 'data-status="cancelled"' in html
+
+
+def test_stopping_an_agents_run_in_the_browser_cancels_it_as_the_api_does(db: Any) -> None:
+    from tests.web.conftest import _client, _member
+
+    owner_client = _client(_member("default-admin", "admin"))
+    thread, question, _ = _thread()
+    deltas = [("text-delta", {"delta": "agent words"})]
+    run = make_run(thread, *deltas, fork_from=question.id, commit=False, origin=RunOrigin.API)
+    response = owner_client.post(f"/runs/{run.id}/cancel/", headers=HTMX)
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
+    assert "agent words" in response.content.decode()
+    assert not Message.objects.filter(run=run).exists()
 
 
 def test_a_run_can_still_be_stopped_after_its_thread_was_locked_or_hidden(
@@ -436,7 +470,11 @@ def test_stop_without_javascript_goes_back_to_the_conversation(editor_client: Cl
     run = _open_run(thread, "x")
     response = editor_client.post(f"/runs/{run.id}/cancel/")
     assert response.status_code == 302
-    assert response["Location"] == f"/t/{thread.id}/"
+    kept = last_message(Run.objects.get(pk=run.id))
+    assert response["Location"] == f"/t/{thread.id}/?leaf={kept.id}#m-{kept.id}"
+    nothing = _open_run(_thread()[0])
+    response = editor_client.post(f"/runs/{nothing.id}/cancel/")
+    assert response["Location"] == f"/t/{nothing.thread_id}/"
 
 
 def test_stopping_a_closed_run_is_a_409_with_a_message(editor_client: Client) -> None:
@@ -445,7 +483,7 @@ def test_stopping_a_closed_run_is_a_409_with_a_message(editor_client: Client) ->
     before = _snapshot()
     response = editor_client.post(f"/runs/{run.id}/cancel/", headers=HTMX)
     assert response.status_code == 409
-    assert b"a committed run cannot become cancelled" in response.content
+    assert b"a committed run cannot be stopped" in response.content
     assert _snapshot() == before
 
 

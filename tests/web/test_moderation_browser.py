@@ -1,12 +1,19 @@
-"""Browser tests of reporting and the moderation queue: Playwright with Debian's Chromium."""
+"""Browser tests of reporting, the moderation queue acting on reports, and the audit log:
+Playwright with Debian's Chromium."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
+
+from tests.factories import ask, last_message, make_thread, say
 from tests.web.test_browser import _page, _shot, browser, pytestmark  # noqa: F401
 from transcripts.demo import load_demo
-from transcripts.models import AuditRecord, Report, ReportStatus, Thread
+from transcripts.ledger import moderation
+from transcripts.models import AuditRecord, Message, Report, ReportStatus, Thread
+
+CARD = "4111-1111-1111-1111"
 
 
 def test_a_viewer_reports_a_message_and_a_moderator_resolves_it(
@@ -75,3 +82,130 @@ def test_the_report_form_and_the_queue_work_at_360_pixels(
     assert page.locator(".report-row").count() == 1
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
     _shot(page, "34-moderation-queue-narrow")
+
+
+def _reported_secret(team: Any) -> Report:
+    """An open report by alpha's viewer on an answer that leaks a card number."""
+    thread = make_thread("Billing question", project=team.alpha)
+    ask(thread, "What card do I have on file?")
+    answer = last_message(say(thread, f"Your card is {CARD}, expiring 12/29. " + "More. " * 80))
+    return moderation.report_message(
+        user=team.viewer, message=answer, reason="privacy", note="shows a full card number"
+    )
+
+
+def _no_horizontal_overflow(page: Any, selector: str) -> None:
+    """Neither the page nor any cell of selector's tables is wider than its box."""
+    assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
+    clipped = page.evaluate(
+        """(selector) => [...document.querySelectorAll(selector + ' td, ' + selector + ' th')]
+            .filter((cell) => cell.scrollWidth > cell.clientWidth + 1)
+            .map((cell) => cell.textContent.trim().slice(0, 60))""",
+        selector,
+    )
+    assert clipped == []
+    table = page.locator(selector).first
+    assert table.evaluate("(t) => t.getBoundingClientRect().right") <= page.viewport_size["width"]
+
+
+def test_the_queue_redacts_after_showing_the_text_and_resolves_in_one_step(
+    browser: Any,  # noqa: F811
+    live_server: Any,
+    team: Any,
+) -> None:
+    report = _reported_secret(team)
+    page = _page(browser, live_server, team.owner, viewport={"width": 1366, "height": 768})
+    page.goto(f"{live_server.url}/moderation/")
+    row = page.locator(f"#report-{report.pk}")
+    assert row.get_by_role("checkbox", name="Resolve the report in the same step").is_checked()
+    row.get_by_role("link", name="Redact message…").click()
+    erased = row.locator(".redact-text")
+    erased.wait_for()
+    assert CARD in erased.inner_text()
+    assert "cannot be undone" in row.inner_text()
+    assert row.locator("input[name=reason]").input_value().startswith(f"Report {report.pk}:")
+    _shot(page, "35-moderation-redact-confirm", full_page=False)
+    row.get_by_role("button", name="Redact for good").click()
+    page.locator(f"#report-{report.pk}.st-resolved").wait_for()
+    assert "Redacted 1 message. Resolved report" in row.inner_text()
+    assert CARD not in page.content()
+    message = Message.objects.get(pk=report.message_id)
+    assert message.redacted_at is not None and CARD not in str(message.parts)
+    report.refresh_from_db()
+    assert report.status == ReportStatus.RESOLVED and report.resolved_by == team.owner
+    actions = AuditRecord.objects.filter(thread_id=report.thread_id).values_list(
+        "action", flat=True
+    )
+    assert sorted(actions) == ["redact", "report", "resolve_report"]
+    assert page.locator("#queue-tabs .is-on .count").inner_text() == "0"
+    _shot(page, "36-moderation-redacted-and-resolved", full_page=False)
+
+
+def test_a_moderator_hides_and_locks_from_the_queue(
+    browser: Any,  # noqa: F811
+    live_server: Any,
+    team: Any,
+) -> None:
+    report = _reported_secret(team)
+    page = _page(browser, live_server, team.moderator, viewport={"width": 1366, "height": 768})
+    page.goto(f"{live_server.url}/moderation/")
+    row = page.locator(f"#report-{report.pk}")
+    assert row.get_by_role("link", name="Redact message…").count() == 0  # admins only
+    row.get_by_role("checkbox", name="Resolve the report in the same step").uncheck()
+    row.get_by_role("button", name="Lock thread").click()
+    row.get_by_role("button", name="Unlock thread").wait_for()
+    assert "Locked 1 thread." in row.inner_text()
+    assert Report.objects.get(pk=report.pk).status == ReportStatus.OPEN
+    row.get_by_role("button", name="Hide thread").click()
+    page.locator(f"#report-{report.pk}.st-resolved").wait_for()
+    assert "Hid 1 thread. Resolved report" in row.inner_text()
+    thread = Thread.objects.get(pk=report.thread_id)
+    assert thread.hidden and thread.locked
+    _shot(page, "37-moderation-hid-and-locked", full_page=False)
+
+
+def test_the_audit_log_wraps_at_1366_pixels_in_the_page_and_the_admin(
+    browser: Any,  # noqa: F811
+    live_server: Any,
+    team: Any,
+) -> None:
+    report = _reported_secret(team)
+    long_reason = "The answer repeats the customer's full card number and expiry date; " * 6
+    moderation.act_on_report(user=team.owner, report=report, action="hide", reason=long_reason)
+    moderation.flag_message(user=team.owner, message=report.message, reason="x" * 300)
+    page = _page(browser, live_server, team.owner, viewport={"width": 1366, "height": 768})
+    page.goto(f"{live_server.url}/p/alpha/audit/")
+    table = page.locator(".audit-table")
+    assert "Billing question" in table.inner_text()
+    _no_horizontal_overflow(page, ".audit-table")
+    _shot(page, "38-audit-log-1366", full_page=False)
+    User.objects.filter(pk=team.owner.pk).update(is_staff=True)
+    page.goto(f"{live_server.url}/admin/transcripts/auditrecord/")
+    assert "Billing question" in page.locator("#result_list").inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1366
+    results = page.locator("#changelist .results")
+    assert results.evaluate("(box) => box.scrollWidth <= box.clientWidth")  # nothing cut off
+    _shot(page, "39-admin-audit-log-1366", full_page=False)
+
+
+def test_the_admin_s_redaction_confirmation_shows_the_text_first(
+    browser: Any,  # noqa: F811
+    live_server: Any,
+    team: Any,
+) -> None:
+    report = _reported_secret(team)
+    User.objects.filter(pk=team.owner.pk).update(is_staff=True)
+    page = _page(browser, live_server, team.owner, viewport={"width": 1366, "height": 768})
+    page.goto(f"{live_server.url}/admin/transcripts/message/?q={report.message_id}")
+    page.locator(f"input[name=_selected_action][value='{report.message_id}']").check()
+    page.locator("select[name=action]").select_option("redact")
+    page.locator("button[name=index]").first.click()
+    erased = page.locator(".erased-preview")
+    erased.wait_for()
+    assert CARD in erased.inner_text() and "cannot be undone" in page.content()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1366
+    _shot(page, "40-admin-redact-confirm", full_page=False)
+    page.locator("#confirmed_reason").fill("a full card number")
+    page.get_by_role("button", name="Yes, I'm sure").click()
+    page.get_by_text("Redacted 1 message.").wait_for()
+    assert CARD not in str(Message.objects.get(pk=report.message_id).parts)

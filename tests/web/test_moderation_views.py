@@ -10,6 +10,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from tests.base import Team
 from tests.factories import ask, conversation, last_message, make_thread, say
 from transcripts.ledger import moderation
 from transcripts.models import AuditRecord, Message, Report, ReportStatus, Thread
@@ -169,7 +170,7 @@ def test_a_moderator_resolves_a_report(
     assert report.resolution_note == "redacted the address"
     assert AuditRecord.objects.filter(action="resolve_report", target_id=str(report.pk)).exists()
     page = moderator_client.get("/moderation/").content.decode()
-    assert f"Report {report.pk} resolved." in page and "No open reports" in page
+    assert f"Resolved report {report.pk}." in page and "No open reports" in page
 
 
 def test_an_htmx_dismissal_swaps_the_row_and_a_second_one_says_why_it_failed(
@@ -250,3 +251,177 @@ def test_the_flagged_filter_finds_messages_flagged_by_a_moderator(
     moderation.flag_message(user=moderator, message=answer, reason="leaks an address")
     content = viewer_client.get("/?flagged=on").content.decode()
     assert "Advice" in content and "Nothing to see" not in content
+
+
+# --- acting from the queue -----------------------------------------------------------------
+
+HTMX = {"HX-Request": "true"}
+SECRET = "card 4111-1111-1111-1111 <b>bold</b>"
+
+
+def _alpha_report(team: Team, text: str = SECRET) -> Report:
+    """An open report by alpha's viewer on an assistant answer in alpha."""
+    thread = make_thread("Payments", project=team.alpha)
+    ask(thread, "What is on file?")
+    answer = last_message(say(thread, text))
+    return moderation.report_message(
+        user=team.viewer, message=answer, reason="privacy", note="a card number"
+    )
+
+
+def _act(report: Report) -> str:
+    return f"/moderation/reports/{report.pk}/act/"
+
+
+def _redact(report: Report) -> str:
+    return f"/moderation/reports/{report.pk}/redact/"
+
+
+def test_each_report_row_offers_the_actions_its_reader_may_take(team: Team) -> None:
+    report = _alpha_report(team)
+    row = team.client(team.moderator).get("/moderation/").content.decode()
+    for label in ("Hide thread", "Lock thread", "Flag message", "Resolve the report in the same"):
+        assert label in row
+    assert f'value="Report {report.pk}: Personal or secret data: a card number"' in row
+    assert f'action="{_act(report)}"' in row and "Redact message" not in row
+    admin_row = team.client(team.owner).get("/moderation/").content.decode()
+    assert f'href="{_redact(report)}?tab=open' in admin_row
+
+
+def test_a_moderator_hides_the_thread_and_resolves_the_report_without_javascript(
+    team: Team,
+) -> None:
+    report = _alpha_report(team)
+    client = team.client(team.moderator)
+    response = client.post(
+        _act(report),
+        {"action": "hide", "reason": "leaks a card", "resolve": "on", "next": "/moderation/"},
+    )
+    assert response.status_code == 303 and response["Location"] == "/moderation/"
+    report.refresh_from_db()
+    assert Thread.objects.get(pk=report.thread_id).hidden
+    assert (report.status, report.resolution_note) == ("resolved", "leaks a card")
+    assert list(
+        AuditRecord.objects.filter(thread_id=report.thread_id)
+        .order_by("id")
+        .values_list("action", "reason")
+    )[1:] == [("hide", "leaks a card"), ("resolve_report", "leaks a card")]
+    page = client.get("/moderation/").content.decode()
+    assert f"Hid 1 thread. Resolved report {report.pk}." in page
+
+
+def test_an_htmx_action_updates_the_row_in_place_and_can_leave_the_report_open(
+    team: Team,
+) -> None:
+    report = _alpha_report(team)
+    response = team.client(team.moderator).post(
+        _act(report), {"action": "lock", "reason": "legal hold", "tab": "open"}, headers=HTMX
+    )
+    content = response.content.decode()
+    assert content.lstrip().startswith(f'<li class="report-row st-open" id="report-{report.pk}"')
+    assert "Locked 1 thread." in content and "Unlock thread" in content
+    assert 'id="queue-tabs"' in content and 'hx-swap-oob="true"' in content
+    assert Thread.objects.get(pk=report.thread_id).locked
+    assert Report.objects.get(pk=report.pk).status == "open"
+
+
+def test_a_no_op_action_says_so_and_writes_nothing(team: Team) -> None:
+    report = _alpha_report(team)
+    client = team.client(team.moderator)
+    client.post(_act(report), {"action": "flag", "reason": "pii"}, headers=HTMX)
+    records = AuditRecord.objects.count()
+    # A second moderator's stale page still offers Flag.
+    again = client.post(
+        _act(report), {"action": "flag", "reason": "pii", "resolve": "on"}, headers=HTMX
+    ).content.decode()
+    assert "The message is already flagged: nothing changed. The report is still open." in again
+    assert AuditRecord.objects.count() == records
+    assert Report.objects.get(pk=report.pk).status == "open"
+    plain = client.post(_act(report), {"action": "unhide", "reason": "x", "next": "/moderation/"})
+    assert plain.status_code == 303
+    assert (
+        "The thread is already visible: nothing changed."
+        in client.get("/moderation/").content.decode()
+    )
+    assert AuditRecord.objects.count() == records
+
+
+def test_acting_needs_a_moderator_of_the_report_s_project(team: Team) -> None:
+    report = _alpha_report(team)
+    for user in (team.viewer, team.editor):
+        refused = team.client(user).post(_act(report), {"action": "hide", "reason": "x"})
+        assert refused.status_code == 403 and b"moderator role" in refused.content
+    for user in (team.outsider, team.stranger):
+        assert team.client(user).post(_act(report), {"action": "hide"}).status_code == 404
+    assert team.client(team.moderator).get(_act(report)).status_code == 405
+    bad = team.client(team.moderator).post(_act(report), {"action": "redact", "reason": "x"})
+    assert bad.status_code == 303
+    assert not Thread.objects.get(pk=report.thread_id).hidden
+    assert Report.objects.get(pk=report.pk).status == "open"
+    assert not AuditRecord.objects.exclude(action="report").exists()
+
+
+def test_redacting_from_the_queue_shows_the_text_first_and_needs_the_admin_role(
+    team: Team,
+) -> None:
+    report = _alpha_report(team, SECRET + " " + "x" * 3000)
+    refused = team.client(team.moderator).get(_redact(report))
+    assert refused.status_code == 403 and b"admin role" in refused.content
+    assert team.client(team.outsider).get(_redact(report)).status_code == 404
+    page = team.client(team.owner).get(_redact(report) + "?next=/moderation/").content.decode()
+    assert "<!doctype html>" in page and "cannot be undone" in page
+    assert "card 4111-1111-1111-1111 &lt;b&gt;bold&lt;/b&gt;" in page and "<b>bold</b>" not in page
+    [part] = Message.objects.get(pk=report.message_id).parts
+    assert f"{len(part['text'])} characters in 1 part; the first 1500 are shown." in page
+    assert f'value="Report {report.pk}: Personal or secret data: a card number"' in page
+    assert 'name="resolve" value="on" checked' in page
+    assert "4111" in str(Message.objects.get(pk=report.message_id).parts)  # a GET writes nothing
+
+
+def test_a_confirmed_redaction_from_the_queue_erases_the_text_and_resolves_the_report(
+    team: Team,
+) -> None:
+    report = _alpha_report(team)
+    client = team.client(team.owner)
+    missing = client.post(_redact(report), {"reason": " ", "confirmed": "yes"}, headers=HTMX)
+    assert "A reason is required" in missing.content.decode()
+    assert "4111" in str(Message.objects.get(pk=report.message_id).parts)
+    assert client.post(_redact(report), {"reason": "pii"}, headers=HTMX).status_code == 200
+    assert "4111" in str(Message.objects.get(pk=report.message_id).parts)  # not confirmed
+    done = client.post(
+        _redact(report), {"reason": "pii", "resolve": "on", "confirmed": "yes"}, headers=HTMX
+    ).content.decode()
+    assert "Redacted 1 message. Resolved report" in done and "st-resolved" in done
+    assert "4111" not in str(Message.objects.get(pk=report.message_id).parts)
+    assert Report.objects.get(pk=report.pk).status == "resolved"
+    assert set(AuditRecord.objects.values_list("action", flat=True)) == {
+        "report",
+        "redact",
+        "resolve_report",
+    }
+
+
+def test_a_moderator_may_not_redact_by_posting_either(team: Team) -> None:
+    report = _alpha_report(team)
+    refused = team.client(team.moderator).post(
+        _redact(report), {"reason": "pii", "confirmed": "yes", "resolve": "on"}
+    )
+    assert refused.status_code == 403 and b"admin role" in refused.content
+    assert "4111" in str(Message.objects.get(pk=report.message_id).parts)
+    assert Report.objects.get(pk=report.pk).status == "open"
+
+
+# --- the audit log -------------------------------------------------------------------------
+
+
+def test_the_audit_log_names_threads_by_title_with_links(team: Team) -> None:
+    report = _alpha_report(team)
+    client = team.client(team.moderator)
+    client.post(_act(report), {"action": "hide", "reason": "spam " * 80, "resolve": "on"})
+    gone = make_thread("Old conversation", project=team.alpha)
+    moderation.delete_thread(user=team.owner, thread=gone, reason="asked")
+    page = client.get("/p/alpha/audit/").content.decode()
+    assert f'<a class="audit-thread" href="/t/{report.thread_id}/">Payments</a>' in page
+    answer = report.message_id
+    assert f'href="/t/{report.thread_id}/?leaf={answer}#m-{answer}"' in page
+    assert "Old conversation (deleted)" in page

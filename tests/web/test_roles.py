@@ -261,7 +261,8 @@ def test_stopping_an_agents_run_is_refused_to_an_editor_while_a_browser_run_stop
     assert alpha.api_run.is_open
     assert editor.post(f"/runs/{alpha.web_run.id}/cancel/", headers=HTMX).status_code == 200
     alpha.web_run.refresh_from_db()
-    assert alpha.web_run.status == "cancelled"
+    # Stop keeps what the browser's run streamed, as a branch marked stopped.
+    assert alpha.web_run.status == "committed" and alpha.web_run.metadata == {"stopped": True}
     # The page offers Stop only where it works: on the browser's run, not on the agent's.
     live = editor.get(f"/runs/{alpha.api_run.id}/live/", headers=HTMX).content.decode()
     assert "/cancel/" not in live

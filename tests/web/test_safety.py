@@ -67,7 +67,8 @@ def _assert_inert(html: str, *, own_scripts: bool = False) -> None:
             continue
         if tag == "meta" and own_scripts and "onerror" not in values:
             continue
-        if tag == "svg" and own_scripts and values.get("class") in ("tree-svg", "chart", "rolebar"):
+        own_svg = ("tree-svg", "trace-bar", "rolebar")
+        if tag == "svg" and own_scripts and values.get("class") in own_svg:
             continue
         assert tag not in FORBIDDEN_TAGS, (tag, attrs)
         for name, value in attrs:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
+from django.template import Context, Template
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
@@ -13,6 +15,7 @@ from tests.factories import ask, conversation, last_message, make_run, make_thre
 from tests.web.conftest import long_thread, message_at
 from transcripts import ledger
 from transcripts.models import Message, Thread
+from transcripts.times import relative_time
 
 pytestmark = pytest.mark.django_db
 
@@ -125,6 +128,75 @@ def test_the_thread_list_shows_counts_branches_and_models(viewer_client: Client)
     assert "3 branches" in html
     assert "gpt-test" in html
     assert "<html" in html
+
+
+def test_each_row_previews_the_first_question_of_the_active_branch(
+    viewer_client: Client,
+) -> None:
+    thread = make_thread("Preview me")
+    make_run(
+        thread,
+        ("message", {"role": "system", "parts": [{"type": "text", "text": "Be terse."}]}),
+    )
+    first = last_message(ask(thread, "What is   a fork point?\nAnd why?"))
+    say(thread, "The message a run continues from.")
+    ask(thread, "A later question")
+    ask(thread, "Edited first question", fork_from=first.parent_id)  # now the active one
+    make_thread("Nothing asked yet")
+    html = viewer_client.get("/").content.decode()
+    assert '<p class="thread-preview">Edited first question</p>' in html
+    assert "What is a fork point?" not in html
+    assert "Be terse." not in html
+    assert "A later question" not in html
+    assert html.count('class="thread-preview"') == 1  # the empty thread shows none
+    # A search shows the hit instead.
+    found = viewer_client.get("/?q=fork").content.decode()
+    assert "<mark>fork</mark>" in found
+    assert 'class="thread-preview"' not in found
+
+
+def test_a_long_first_question_is_cut_to_one_line(viewer_client: Client) -> None:
+    ask(make_thread("Long"), "word " * 100)
+    html = viewer_client.get("/").content.decode()
+    preview = html.split('<p class="thread-preview">')[1].split("</p>")[0]
+    assert preview.endswith("…") and len(preview) <= 141
+
+
+def test_a_thread_active_under_a_minute_ago_says_just_now(viewer_client: Client) -> None:
+    make_thread("Fresh")
+    html = viewer_client.get("/").content.decode()
+    assert ">just now</time>" in html
+    assert "0 minutes" not in html
+
+
+@pytest.mark.parametrize(
+    ("elapsed", "words"),
+    [
+        (timedelta(seconds=0), "just now"),
+        (timedelta(seconds=59), "just now"),
+        (timedelta(seconds=-30), "just now"),  # a clock slightly ahead
+        (timedelta(seconds=60), "1 minute ago"),
+        (timedelta(minutes=5, seconds=59), "5 minutes ago"),
+        (timedelta(minutes=59), "59 minutes ago"),
+        (timedelta(hours=1), "1 hour ago"),
+        (timedelta(hours=23, minutes=59), "23 hours ago"),
+        (timedelta(days=1), "1 day ago"),
+        (timedelta(days=6, hours=23), "6 days ago"),
+        (timedelta(days=45), "1 month ago"),
+        (timedelta(days=400), "1 year ago"),
+        (timedelta(days=3 * 365 + 1), "3 years ago"),
+    ],
+)
+def test_relative_times_name_the_largest_whole_unit(elapsed: timedelta, words: str) -> None:
+    now = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    assert relative_time(now - elapsed, now) == words
+
+
+def test_the_ago_filter_says_it_in_templates() -> None:
+    rendered = Template("{% load relative_times %}{{ a|ago }}·{{ b|ago }}").render(
+        Context({"a": datetime.now(UTC) - timedelta(hours=3), "b": None})
+    )
+    assert rendered == "3 hours ago·"
 
 
 def test_an_htmx_filter_request_gets_only_the_results(viewer_client: Client, htmx: Any) -> None:
@@ -373,13 +445,15 @@ def test_parts_render_by_type(viewer_client: Client) -> None:
     html = viewer_client.get(f"/t/{thread.id}/").content.decode()
     assert '<details class="reasoning"><summary>Reasoning</summary>' in html
     assert '<pre class="hl"><code><span class="nb">print</span>' in html
-    assert '<details class="tool is-error">' in html
-    assert "result of <code>lookup</code>" in html
+    assert '<details class="tool tool-card is-error" open>' in html
+    assert '<div class="tool-label">Error</div><pre class="plain">nope</pre>' in html
     assert '<img src="data:image/png;base64,iVBORw0KGgo="' in html
     assert 'href="https://example.com/a.pdf"' in html
     assert "11 → 22 tok" in html and "tool-calls" in html and "m-1" in html
     assert "rate limited" in html
-    assert '<details class="hidden-body"><summary>Hidden message' in html
+    assert (
+        '<details class="hidden-group"><summary>1 hidden message <span class="muted">system' in html
+    )
 
 
 def test_single_line_breaks_in_model_output_are_kept(viewer_client: Client) -> None:
@@ -418,7 +492,7 @@ def test_the_tree_map_runs_a_constant_number_of_queries(viewer_client: Client) -
     assert counts[0] == counts[1]
 
 
-# --- run timeline ------------------------------------------------------------------------
+# --- run page ------------------------------------------------------------------------
 
 
 def test_the_run_timeline_shows_status_timings_usage_and_events(
@@ -430,7 +504,7 @@ def test_the_run_timeline_shows_status_timings_usage_and_events(
     html = viewer_client.get(f"/runs/{run.id}/").content.decode()
     assert "committed" in html and "Time to first token" in html
     assert html.count('<details class="event') == 100
-    assert "?after=100" in html and "Output over time" in html
+    assert "?after=100" in html and '<details class="raw-log">' in html
     assert "sse-connect" not in html
     more = viewer_client.get(f"/runs/{run.id}/?after=100", headers=htmx).content.decode()
     assert more.count('<details class="event') == 50 and "<html" not in more

@@ -21,6 +21,11 @@ from django.utils.html import format_html
 
 from transcripts.errors import DomainError
 from transcripts.ids import is_ulid
+from transcripts.web.presenters.moderation import (
+    RedactionPreview,
+    done_message,
+    unchanged_message,
+)
 
 CONFIRM_TEMPLATE = "admin/transcripts/confirm_action.html"
 
@@ -68,19 +73,26 @@ def run_each(
     admin_obj: admin.ModelAdmin[Any],
     request: HttpRequest,
     queryset: QuerySet[Any],
-    act: Callable[[Any], object],
-    verb: str,
+    act: Callable[[Any], bool],
+    wording: str,
 ) -> None:
-    """Apply act to each object; report how many succeeded and why others did not."""
-    done, refused = 0, []
+    """Apply act (whether it changed the object) to each object; say in the words of wording
+    (an action of ACTION_WORDS) how many changed ("Hid 3 threads"), how many already were as
+    asked (nothing was written for them), and why others were refused."""
+    done, unchanged, refused = 0, 0, []
     for obj in queryset:
         try:
-            act(obj)
-            done += 1
+            if act(obj):
+                done += 1
+            else:
+                unchanged += 1
         except DomainError as exc:
             refused.append(f"{obj}: {exc.message}")
+    noun = str(admin_obj.model._meta.verbose_name)
     if done:
-        admin_obj.message_user(request, f"{verb} {done} object(s).", messages.SUCCESS)
+        admin_obj.message_user(request, done_message(wording, done, noun), messages.SUCCESS)
+    if unchanged:
+        admin_obj.message_user(request, unchanged_message(wording, unchanged, noun), messages.INFO)
     for line in refused[:10]:
         admin_obj.message_user(request, line, messages.ERROR)
 
@@ -93,19 +105,22 @@ def confirm_then_run(
     title: str,
     warning: str,
     action: str,
-    act: Callable[[Any, str], object],
-    verb: str,
+    act: Callable[[Any, str], bool],
+    wording: str,
+    shows: Callable[[Any], RedactionPreview] | None = None,
 ) -> HttpResponse | None:
-    """An irreversible action: a confirmation page that asks for a reason first."""
+    """An irreversible action: a confirmation page that asks for a reason first, and with
+    shows, the content each object loses."""
     reason = confirmed_reason(request)
     if request.POST.get("confirmed") == "yes" and reason:
-        run_each(admin_obj, request, queryset, lambda obj: act(obj, reason), verb)
+        run_each(admin_obj, request, queryset, lambda obj: act(obj, reason), wording)
         return None
+    objects = list(queryset[:200])
     context = {
         **admin_obj.admin_site.each_context(request),
         "title": title,
         "warning": warning,
-        "objects": list(queryset[:200]),
+        "objects": [(obj, shows(obj) if shows else None) for obj in objects],
         "count": queryset.count(),
         "action": action,
         "reason": reason or action_reason(request),

@@ -30,6 +30,7 @@ from transcripts.ids import is_ulid
 from transcripts.ledger import moderation
 from transcripts.models import Message
 from transcripts.permissions import Role
+from transcripts.web.presenters.moderation import redaction_preview
 
 PREVIEW_LENGTH = 120
 
@@ -171,7 +172,7 @@ class MessageAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Message]):
             lambda m: moderation.flag_message(
                 user=request.user, message=m, reason=action_reason(request)
             ),
-            "Flagged",
+            "flag",
         )
 
     @admin.action(description="Unflag the selected messages", permissions=["moderate"])
@@ -183,7 +184,7 @@ class MessageAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Message]):
             lambda m: moderation.unflag_message(
                 user=request.user, message=m, reason=action_reason(request)
             ),
-            "Unflagged",
+            "unflag",
         )
 
     @admin.action(
@@ -196,13 +197,14 @@ class MessageAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Message]):
             request,
             self.where_allowed(request, queryset, role=Role.ADMIN, action="redaction"),
             title="Redact messages",
-            warning="The content of these messages, and of the events they were projected "
-            "from, is replaced by a redaction marker. This cannot be undone.",
+            warning="The content of these messages, shown below, and of the events they were "
+            "projected from, is replaced by a redaction marker. This cannot be undone.",
             action="redact",
             act=lambda m, reason: moderation.redact_message(
                 user=request.user,  # type: ignore[arg-type]
                 message=m,
                 reason=reason,
             ),
-            verb="Redacted",
+            wording="redact",
+            shows=redaction_preview,
         )

@@ -84,10 +84,12 @@ class ReportAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Report]):
             self,
             request,
             queryset,
-            lambda r: moderation.close_report(
-                user=request.user, report=r, status=status, note=action_reason(request)
+            lambda r: bool(
+                moderation.close_report(
+                    user=request.user, report=r, status=status, note=action_reason(request)
+                )
             ),
-            "Resolved" if status == ReportStatus.RESOLVED else "Dismissed",
+            "resolve_report" if status == ReportStatus.RESOLVED else "dismiss_report",
         )
 
     @admin.action(description="Resolve the selected reports", permissions=["moderate"])

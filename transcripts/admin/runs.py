@@ -83,12 +83,14 @@ class RunAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Run]):
             "redaction marker. Committed runs are refused: redact their messages. "
             "This cannot be undone.",
             action="redact_content",
-            act=lambda r, reason: moderation.redact_run(
-                user=request.user,  # type: ignore[arg-type]
-                run=r,
-                reason=reason,
+            act=lambda r, reason: bool(
+                moderation.redact_run(
+                    user=request.user,  # type: ignore[arg-type]
+                    run=r,
+                    reason=reason,
+                )
             ),
-            verb="Redacted",
+            wording="redact",
         )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:

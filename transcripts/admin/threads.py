@@ -139,7 +139,7 @@ class ThreadAdmin(ViewOnlyMixin, ProjectScopedAdmin[Thread]):
             except DomainError as exc:
                 self.message_user(request, exc.message, messages.ERROR)
             else:
-                self.message_user(request, f"Deleted {thread}.", messages.SUCCESS)
+                self.message_user(request, f"Deleted the thread {thread}.", messages.SUCCESS)
                 return HttpResponseRedirect(reverse("admin:transcripts_thread_changelist"))
         counts = Thread.objects.filter(pk=thread.pk).aggregate(
             runs=Count("runs", distinct=True), msgs=Count("messages", distinct=True)
@@ -149,7 +149,7 @@ class ThreadAdmin(ViewOnlyMixin, ProjectScopedAdmin[Thread]):
             "title": "Delete thread",
             "warning": f"The thread, its {counts['runs']} runs, {counts['msgs']} messages and "
             "their events are deleted for good. The audit record stays.",
-            "objects": [thread],
+            "objects": [(thread, None)],
             "count": 1,
             "reason": reason,
             "missing_reason": request.method == "POST" and not reason,
@@ -194,8 +194,8 @@ class ThreadAdmin(ViewOnlyMixin, ProjectScopedAdmin[Thread]):
             self,
             request,
             queryset,
-            lambda t: act(user=request.user, thread=t, reason=action_reason(request)),
-            f"{name.capitalize()}d" if name.endswith("e") else f"{name.capitalize()}ed",
+            lambda t: bool(act(user=request.user, thread=t, reason=action_reason(request))),
+            name,
         )
 
     @admin.action(description="Hide the selected threads", permissions=["moderate"])
@@ -231,10 +231,16 @@ class ThreadAdmin(ViewOnlyMixin, ProjectScopedAdmin[Thread]):
             warning="The threads, their runs, events and messages are deleted for good. "
             "The audit record stays.",
             action="delete_with_reason",
-            act=lambda t, reason: moderation.delete_thread(
-                user=request.user,  # type: ignore[arg-type]
-                thread=t,
-                reason=reason,
-            ),
-            verb="Deleted",
+            act=lambda t, reason: _deleted(request, t, reason),
+            wording="delete",
         )
+
+
+def _deleted(request: HttpRequest, thread: Thread, reason: str) -> bool:
+    """Delete thread (a deletion always changes something)."""
+    moderation.delete_thread(
+        user=request.user,  # type: ignore[arg-type]
+        thread=thread,
+        reason=reason,
+    )
+    return True

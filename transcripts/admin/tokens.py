@@ -123,6 +123,6 @@ class ApiTokenAdmin(NoDeleteMixin, ProjectScopedAdmin[ApiToken]):
             self,
             request,
             queryset.filter(revoked_at__isnull=True),
-            lambda token: revoke_token(token=token, actor=request.user),  # type: ignore[arg-type]
-            "Revoked",
+            lambda token: bool(revoke_token(token=token, actor=request.user)),  # type: ignore[arg-type]
+            "revoke_token",
         )

@@ -1,4 +1,5 @@
-"""Starting generation: queue a run for a generator (regenerate, edit, reply, retry)."""
+"""Starting generation: queue a run for a generator (regenerate, edit, reply, answer, continue,
+retry)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from transcripts.generation.generators import (
     GENERATORS,
     get_generator,
 )
-from transcripts.models import Message, Run, RunOrigin, RunStatus, Thread
+from transcripts.ledger.lifecycle import STOPPED
+from transcripts.models import Message, Project, Run, RunOrigin, RunStatus, Thread
 
 
 def _clean_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -125,6 +127,40 @@ def start_reply(*, thread: Thread, text: str, fork_from: Any = ledger.HEAD, **op
         return start_generation(thread=thread, fork_from=question.id, **options)
 
 
+def start_answer(*, message: Message, **options: Any) -> Run:
+    """Answer a user message that has none (a stopped or failed reply): a run forked from it."""
+    if message.role != "user":
+        raise InvalidInput("only a user message can be answered", role=message.role)
+    return start_generation(thread=message.thread, fork_from=message.id, **options)
+
+
+def start_continue(*, message: Message, **options: Any) -> Run:
+    """Carry on a stopped answer: a new branch beside it that starts with its text.
+
+    The run forks where the stopped message did and begins with that text, so the new branch
+    holds the whole answer; the generator gets the `continues` parameter and, for the demo,
+    the stopped run's seed, so it streams exactly the rest of the same answer.
+    """
+    if message.role != "assistant" or message.metadata.get("finishReason") != STOPPED:
+        raise InvalidInput("only a stopped answer can be continued", role=message.role)
+    text = "".join(str(p.get("text", "")) for p in message.parts if p.get("type") == "text")
+    stopped = message.run
+    parameters = {
+        **dict(options.pop("parameters", None) or {}),
+        "continues": message.id,
+        "seed": str(stopped.parameters.get("seed") or stopped.id),
+    }
+    prefix = [{"seq": 1, "kind": "text-delta", "data": {"delta": text}}] if text else []
+    return start_generation(
+        thread=message.thread,
+        fork_from=message.parent_id,
+        parameters=parameters,
+        prefix=prefix,
+        metadata={"continues": message.id},
+        **options,
+    )
+
+
 def retry(*, run: Run) -> Run:
     """Run a failed or cancelled run's generation again, from the same fork point."""
     if run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
@@ -147,3 +183,22 @@ def queue_again(run: Run) -> Run:
         prefix=prefix,
         metadata={"retryOf": run.id},
     )
+
+
+# A thread started without a title is named after the start of its first message.
+TITLE_FROM_TEXT = 80
+
+
+def start_thread(*, project: Project, title: str = "", text: str, **options: Any) -> Run:
+    """A new thread in project: its first user message committed and the answer queued (all or
+    nothing); without a title it is named after the start of the message."""
+    event = _user_message_event(text)
+    title = " ".join(title.split())
+    if not title:
+        words = " ".join(event["data"]["parts"][0]["text"].split())
+        title = words
+        if len(words) > TITLE_FROM_TEXT:
+            title = words[:TITLE_FROM_TEXT].rsplit(" ", 1)[0] + "\N{HORIZONTAL ELLIPSIS}"
+    with transaction.atomic():
+        thread, _ = ledger.create_thread(project=project, title=title)
+        return start_reply(thread=thread, text=text, **options)

@@ -28,7 +28,7 @@ from transcripts.generation.liveness import (
 )
 from transcripts.generation.start import queue_again
 from transcripts.ledger.retention import Purge, purge_expired
-from transcripts.models import Run, RunStatus
+from transcripts.models import OPEN_STATUSES, Run, RunStatus
 from transcripts.outage import describe, forget_connection, is_outage, patiently
 
 logger = logging.getLogger(__name__)
@@ -168,6 +168,10 @@ def _stream(run: Run, worker: str) -> str:
             if exc is heartbeat.lost:  # another worker holds the run now: leave it to them
                 logger.warning("lost the lease of run %s: %s", run.id, exc)
                 return "lost"
+            closed = Run.objects.filter(pk=run.id).exclude(status__in=OPEN_STATUSES)
+            status = closed.values_list("status", flat=True).first()
+            if status is not None:  # stopped while this batch was on its way: Stop keeps the rest
+                return status
             return _fail(run.id, str(exc), type(exc).__name__)
         except (GeneratorError, DomainError) as exc:
             return _fail(run.id, str(exc), type(exc).__name__)

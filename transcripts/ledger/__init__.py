@@ -5,7 +5,8 @@ this package is a facade over modules with one job each:
 
 - `threads.py`, `runs.py`: create a thread, begin a run;
 - `append.py`: append events (the hot path); `bulk_copy.py`: COPY for many rows at once;
-- `lifecycle.py`: commit, fail, cancel, restore; `active_path.py`: move the active path;
+- `lifecycle.py`: commit, fail, cancel, stop (keeping what streamed), restore;
+  `active_path.py`: move the active path;
 - `leases.py`: generator workers' leases; `snapshots.py`: projection snapshots;
 - `notify.py`: LISTEN/NOTIFY channels of runs;
 - `moderation.py`, `reports.py`, `audit.py`, `ratings.py`: moderators' and readers' writes;
@@ -17,7 +18,13 @@ from __future__ import annotations
 from transcripts.ledger.append import AppendResult, append_events
 from transcripts.ledger.bulk_copy import copy_event_rows, copy_messages
 from transcripts.ledger.leases import claim_run, expire_leases, renew_lease
-from transcripts.ledger.lifecycle import cancel_run, commit_run, fail_run, restore_run
+from transcripts.ledger.lifecycle import (
+    cancel_run,
+    commit_run,
+    fail_run,
+    restore_run,
+    stop_run,
+)
 from transcripts.ledger.notify import run_channel
 from transcripts.ledger.runs import HEAD, begin_run
 from transcripts.ledger.snapshots import store_due_snapshots, store_snapshot, store_snapshot_if_due
@@ -39,6 +46,7 @@ __all__ = [
     "renew_lease",
     "restore_run",
     "run_channel",
+    "stop_run",
     "store_due_snapshots",
     "store_snapshot",
     "store_snapshot_if_due",

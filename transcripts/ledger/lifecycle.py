@@ -1,4 +1,4 @@
-"""A run's life after its events: commit (materialize and branch), fail, cancel, restore."""
+"""A run's life after its events: commit (materialize and branch), fail, cancel, stop, restore."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from transcripts.errors import Conflict, InvalidInput, NotFound, RunClosed, Thre
 from transcripts.fields import to_uuid
 from transcripts.ids import require_ulid
 from transcripts.ledger.active_path import activate_path
+from transcripts.ledger.append import append_events
 from transcripts.ledger.checks import check_storable
 from transcripts.ledger.notify import change_payload, notify, run_channel
-from transcripts.models import OPEN_STATUSES, Message, Run, RunStatus, Thread
+from transcripts.models import OPEN_STATUSES, Event, Message, Run, RunOrigin, RunStatus, Thread
 from transcripts.selectors.paths import latest_leaf_below
 from transcripts.selectors.runs import get_run, projector_for
 
@@ -152,6 +153,50 @@ def fail_run(*, run: Run | str, error: Any) -> Run:
 def cancel_run(*, run: Run | str) -> Run:
     """Cancel an open run; its events stay, nothing is materialized."""
     return _close_run(run, RunStatus.CANCELLED, None)
+
+
+STOPPED = "stopped"
+# A step that ended on one of these finished its answer; any other end (tool calls, or no
+# step-finished at all) means the generator still had something to say.
+_ANSWER_ENDS = frozenset({"stop", "length", "content-filter", "error", STOPPED})
+
+
+def _finished_answer(run: Run) -> bool:
+    last = Event.objects.filter(run_id=run.id, seq=run.last_seq).values("kind", "data").first()
+    return bool(
+        last
+        and last["kind"] == "step-finished"
+        and (last["data"] or {}).get("finishReason") in _ANSWER_ENDS
+    )
+
+
+@transaction.atomic
+def stop_run(*, run: Run | str) -> Run:
+    """Stop an open run started in the browser, keeping what streamed.
+
+    Its messages so far are committed like any branch (they become the active path: the user
+    stopped to read them); its last assistant message gets the finish reason "stopped" and the
+    run `metadata.stopped`. A run that projected no message, an agent's run (its log is the
+    agent's) and a run of a locked or hidden thread (moderation adds nothing to it) are
+    cancelled, as cancel_run does. Idempotent.
+    """
+    run, thread = lock_run_and_thread(run)
+    if run.status == RunStatus.CANCELLED or run.metadata.get(STOPPED):
+        return run
+    if not run.is_open:
+        raise RunClosed(f"a {run.status} run cannot be stopped", status=run.status)
+    projection = projector_for(run).result()
+    if run.origin != RunOrigin.WEB or thread.locked or thread.hidden or not projection.messages:
+        return cancel_run(run=run)
+    if _finished_answer(run):  # the answer was complete, only its commit had not happened
+        return commit_run(run=run.id)
+    if any(m["role"] == "assistant" for m in projection.messages):
+        # An event, not a patched row: exports and replays of the run say it was stopped too.
+        stopped = {"seq": run.last_seq + 1, "kind": "step-finished"}
+        append_events(run=run, events=[{**stopped, "data": {"finishReason": STOPPED}}])
+    run.metadata = {**run.metadata, STOPPED: True}
+    Run.objects.filter(pk=run.id).update(metadata=run.metadata)
+    return commit_run(run=run.id)
 
 
 @transaction.atomic

@@ -1,7 +1,10 @@
 """Moderation: hide, lock, flag, redact and delete, each with its audit record, atomically.
 
 Reports (`reports.py`) and the audit of hidden reads (`audit.py`) are reachable from here too,
-so callers keep one name for every moderation service.
+so callers keep one name for every moderation service. Each action answers whether it changed
+anything: asking for the state a thread or message is already in writes nothing, not even an
+audit record. `act_on_report` takes an action on a report's thread or message and resolves the
+report in the same transaction.
 
 Redaction replaces a message's or a closed run's content by the marker wherever it is stored,
 keeping structure only, as the scrub rules of `transcripts.events` define it (one allow-list
@@ -14,12 +17,13 @@ the workers' sweep rebuild it from the scrubbed events.
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from transcripts.errors import Conflict
+from transcripts.errors import Conflict, InvalidInput
 from transcripts.events import (
     REDACTED_PARTS,
     scrubbed_data,
@@ -38,7 +42,7 @@ from transcripts.ledger.checks import clean_reason, require
 from transcripts.ledger.deletion import delete_threads
 from transcripts.ledger.lifecycle import lock_run_and_thread
 from transcripts.ledger.reports import close_report, report_message
-from transcripts.models import Event, Message, Run, RunStatus, Thread
+from transcripts.models import Event, Message, Report, ReportStatus, Run, RunStatus, Thread
 from transcripts.permissions import User, member_access
 from transcripts.projector import REDACTION_TEXT
 
@@ -50,61 +54,71 @@ _THREAD_ACTIONS = {
 }
 
 
-def _set_thread_flag(user: User, thread: Thread, field: str, value: bool, reason: str) -> Thread:
+def _set_thread_flag(user: User, thread: Thread, field: str, value: bool, reason: str) -> bool:
+    """Set a thread's hidden or locked flag; whether it changed (unchanged: nothing written)."""
     require(member_access(user, thread_id=thread.id).can_moderate, f"change {field}")
     reason = clean_reason(reason, required=False)
     with transaction.atomic():
         current = Thread.objects.select_for_update().values_list(field, flat=True).get(pk=thread.pk)
         setattr(thread, field, value)
-        if current != value:
-            Thread.objects.filter(pk=thread.pk).update(**{field: value})
-            action = _THREAD_ACTIONS[(field, value)]
-            record_audit(user, action, thread, thread_id=thread.id, reason=reason)
-    return thread
+        if current == value:
+            return False
+        Thread.objects.filter(pk=thread.pk).update(**{field: value})
+        action = _THREAD_ACTIONS[(field, value)]
+        record_audit(user, action, thread, thread_id=thread.id, reason=reason)
+    return True
 
 
-def hide_thread(*, user: User, thread: Thread, reason: str = "") -> Thread:
-    """Hide a thread from everyone but staff."""
+def hide_thread(*, user: User, thread: Thread, reason: str = "") -> bool:
+    """Hide a thread from everyone but its moderators; whether it was visible."""
     return _set_thread_flag(user, thread, "hidden", True, reason)
 
 
-def unhide_thread(*, user: User, thread: Thread, reason: str = "") -> Thread:
-    """Make a hidden thread visible again."""
+def unhide_thread(*, user: User, thread: Thread, reason: str = "") -> bool:
+    """Make a hidden thread visible again; whether it was hidden."""
     return _set_thread_flag(user, thread, "hidden", False, reason)
 
 
-def lock_thread(*, user: User, thread: Thread, reason: str = "") -> Thread:
-    """Refuse new runs and new events on a thread."""
+def lock_thread(*, user: User, thread: Thread, reason: str = "") -> bool:
+    """Refuse new runs and new events on a thread; whether it was unlocked."""
     return _set_thread_flag(user, thread, "locked", True, reason)
 
 
-def unlock_thread(*, user: User, thread: Thread, reason: str = "") -> Thread:
-    """Accept new runs and events on a thread again."""
+def unlock_thread(*, user: User, thread: Thread, reason: str = "") -> bool:
+    """Accept new runs and events on a thread again; whether it was locked."""
     return _set_thread_flag(user, thread, "locked", False, reason)
 
 
-def flag_message(*, user: User, message: Message, reason: str) -> Message:
-    """Flag a message for attention, with a reason."""
+def flag_message(*, user: User, message: Message, reason: str) -> bool:
+    """Flag a message for attention, with a reason; whether it was unflagged."""
     require(member_access(user, thread_id=message.thread_id).can_moderate, "flag messages")
     reason = clean_reason(reason, required=True)
     with transaction.atomic():
+        current = Message.objects.select_for_update().values_list("flagged_at", "flag_reason")
+        message.flagged_at, message.flag_reason = current.get(pk=message.pk)
+        if message.flagged_at is not None:
+            return False
         message.flagged_at = timezone.now()
         message.flag_reason = reason
         message.save(update_fields=["flagged_at", "flag_reason"])
         record_audit(user, "flag", message, thread_id=message.thread_id, reason=reason)
-    return message
+    return True
 
 
-def unflag_message(*, user: User, message: Message, reason: str = "") -> Message:
-    """Clear a message's flag."""
+def unflag_message(*, user: User, message: Message, reason: str = "") -> bool:
+    """Clear a message's flag; whether it was flagged."""
     require(member_access(user, thread_id=message.thread_id).can_moderate, "unflag messages")
     reason = clean_reason(reason, required=False)
     with transaction.atomic():
+        current = Message.objects.select_for_update().values_list("flagged_at", flat=True)
+        if current.get(pk=message.pk) is None:
+            message.flagged_at, message.flag_reason = None, ""
+            return False
         message.flagged_at = None
         message.flag_reason = ""
         message.save(update_fields=["flagged_at", "flag_reason"])
         record_audit(user, "unflag", message, thread_id=message.thread_id, reason=reason)
-    return message
+    return True
 
 
 def _scrub(events: QuerySet[Event] | list[Event]) -> int:
@@ -144,8 +158,9 @@ def _title_taken_from(thread: Thread, message: Message) -> bool:
     )
 
 
-def redact_message(*, user: User, message: Message, reason: str) -> Message:
-    """Replace a message's content, and the events it came from, by a redaction marker.
+def redact_message(*, user: User, message: Message, reason: str) -> bool:
+    """Replace a message's content, and the events it came from, by a redaction marker;
+    whether it held content (an already redacted message is left as it is).
 
     Irreversible: the content cannot come back through replay, compare, export or search.
     """
@@ -154,9 +169,11 @@ def redact_message(*, user: User, message: Message, reason: str) -> Message:
     with transaction.atomic():
         # Thread, run, then message: the order commit and begin_run lock in.
         run, thread = lock_run_and_thread(message.run_id)
-        message = Message.objects.select_for_update().get(pk=message.pk)
+        stored = Message.objects.select_for_update().get(pk=message.pk)
+        message.parts, message.metadata = stored.parts, stored.metadata
+        message.redacted_at = stored.redacted_at
         if message.redacted_at is not None:
-            raise Conflict("the message is already redacted", messageId=message.id)
+            return False
         scrubbed = _scrub(_events_of(message).select_for_update())
         retitle = _title_taken_from(thread, message)
         message.parts = copy.deepcopy(REDACTED_PARTS)
@@ -179,7 +196,7 @@ def redact_message(*, user: User, message: Message, reason: str) -> Message:
             scrubbedEvents=scrubbed,
             runId=message.run_id,
         )
-    return message
+    return True
 
 
 def redact_run(*, user: User, run: Run, reason: str) -> Run:
@@ -227,10 +244,67 @@ def delete_thread(*, user: User, thread: Thread, reason: str) -> None:
         delete_threads([thread.id])
 
 
+# What a moderator may do from a report, and the service that does each.
+REPORT_ACTIONS = ("hide", "unhide", "lock", "unlock", "flag", "unflag", "redact")
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    """What act_on_report did: whether the action changed anything, and the report after it."""
+
+    action: str
+    changed: bool
+    report: Report
+
+
+def act_on_report(
+    *, user: User, report: Report, action: str, reason: str, resolve: bool = True
+) -> ReportOutcome:
+    """Take action on the report's thread or message and, with resolve, resolve the report
+    with the reason as its note, all in one transaction with their audit records.
+
+    An action that changes nothing (hiding a hidden thread) writes nothing: the report stays
+    as it is, so the moderator sees it still waits.
+    """
+    if action not in REPORT_ACTIONS:
+        raise InvalidInput(f"action must be one of {', '.join(REPORT_ACTIONS)}", field="action")
+    require(member_access(user, thread_id=report.thread_id).can_moderate, "handle reports")
+    with transaction.atomic():
+        # Not locked here: close_report locks the report after the action has locked the
+        # thread, the order thread deletion takes too; a report closed meanwhile makes
+        # close_report refuse, which rolls the action back.
+        report = Report.objects.select_related("thread", "message").get(pk=report.pk)
+        if resolve and report.status != ReportStatus.OPEN:
+            raise Conflict(f"the report is already {report.status}", status=report.status)
+        thread, message = report.thread, report.message
+        if action == "hide":
+            changed = hide_thread(user=user, thread=thread, reason=reason)
+        elif action == "unhide":
+            changed = unhide_thread(user=user, thread=thread, reason=reason)
+        elif action == "lock":
+            changed = lock_thread(user=user, thread=thread, reason=reason)
+        elif action == "unlock":
+            changed = unlock_thread(user=user, thread=thread, reason=reason)
+        elif action == "flag":
+            changed = flag_message(user=user, message=message, reason=reason)
+        elif action == "unflag":
+            changed = unflag_message(user=user, message=message, reason=reason)
+        else:
+            changed = redact_message(user=user, message=message, reason=reason)
+        if changed and resolve:
+            report = close_report(
+                user=user, report=report, status=ReportStatus.RESOLVED, note=reason
+            )
+    return ReportOutcome(action, changed, report)
+
+
 __all__ = [
     "API_READ_WINDOW",
     "REDACTION_TEXT",
+    "REPORT_ACTIONS",
+    "ReportOutcome",
     "User",
+    "act_on_report",
     "close_report",
     "delete_thread",
     "flag_message",

@@ -2,8 +2,9 @@
 
 A facade over modules with one subject each: `threads.py` (visibility, search, filters,
 pages, list stats), `paths.py` (the tree and paths through it), `runs.py` (a run, its events
-and projection), `compare.py` (the branches at a fork point), `messages.py` (one-line
-previews), `moderation.py` (the reports queue) and `ulids.py` (ids read from uuid columns).
+and projection), `trace.py` (a run's events as spans and readable segments), `compare.py`
+(the branches at a fork point), `messages.py` (one-line previews), `moderation.py` (the
+reports queue) and `ulids.py` (ids read from uuid columns).
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from transcripts.selectors.compare import (
     run_ratings,
     runs_at_fork_point,
 )
-from transcripts.selectors.messages import ellipsize, message_preview, message_previews
+from transcripts.selectors.messages import (
+    ellipsize,
+    first_user_previews,
+    message_preview,
+    message_previews,
+)
 from transcripts.selectors.moderation import moderation_counts, report_counts, report_queue
 from transcripts.selectors.paths import (
     NEXT_CHILD_SQL,
@@ -40,7 +46,6 @@ from transcripts.selectors.runs import (
     project_run,
     projector_for,
     replay,
-    run_output_series,
 )
 from transcripts.selectors.threads import (
     HIT_START,
@@ -72,6 +77,7 @@ __all__ = [
     "ellipsize",
     "event_dicts",
     "filter_threads",
+    "first_user_previews",
     "get_run",
     "last_choice",
     "latest_leaf_below",
@@ -89,7 +95,6 @@ __all__ = [
     "report_queue",
     "rival_run_ids",
     "run_messages",
-    "run_output_series",
     "run_projections",
     "run_ratings",
     "runs_at_fork_point",

@@ -6,8 +6,10 @@ from collections.abc import Sequence
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from transcripts.errors import InvalidInput
 from transcripts.models import OPEN_STATUSES, Event, Message, Run, RunRating, RunStatus, Thread
 from transcripts.projector import Projection, Projector
+from transcripts.selectors.paths import latest_leaf_below, path_ids_to
 from transcripts.selectors.ulids import ulid_of
 
 # Runs whose messages exist only as events: their branch is a projection, not rows.
@@ -104,3 +106,16 @@ def rival_run_ids(run: Run) -> list[str]:
         thread_id=run.thread_id,
     ).exclude(pk=run.pk)
     return list(rivals.values_list("id", flat=True))
+
+
+def branch_leaf_run(run: Run, anchor: Message) -> Run:
+    """The run whose restore makes the branch shown through anchor active: its leaf's run.
+
+    The branch runs from the root through anchor, then down the most recent descendants (as
+    the conversation shows it). Its leaf is the last message of its run, so restoring that
+    run activates exactly this branch. The branch must go through one of run's messages.
+    """
+    leaf_id = latest_leaf_below(anchor.id)
+    if not Message.objects.filter(pk__in=path_ids_to(leaf_id), run_id=run.id).exists():
+        raise InvalidInput("the branch shown does not go through this run", field="leaf")
+    return Run.objects.defer("snapshot").get(messages__pk=leaf_id)

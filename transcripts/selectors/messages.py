@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.db.models import OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 
-from transcripts.models import Message
+from transcripts.models import Message, Thread
+from transcripts.selectors.ulids import ulid_of
 
 # A message in one line: its text (every text part), else what it calls or holds (tool names,
 # part types).
@@ -42,3 +44,22 @@ def message_previews(message_ids: Sequence[str], length: int = 90) -> dict[str, 
         .values_list("id", "preview")
     )
     return {i: ellipsize(s or "", length) for i, s in rows}
+
+
+def first_user_previews(thread_ids: Sequence[str], length: int = 90) -> dict[str, str]:
+    """The preview of each thread's first user message on its active path, in one query
+    (each thread's lookup walks the active path's (thread, depth) index from the top)."""
+    if not thread_ids:
+        return {}
+    first_user = (
+        Message.objects.filter(thread_id=OuterRef("pk"), active=True, role="user")
+        .order_by("depth")
+        .values("id")[:1]
+    )
+    firsts = Thread.objects.filter(pk__in=thread_ids).values(first=Subquery(first_user))
+    rows = (
+        Message.objects.filter(pk__in=firsts)
+        .annotate(preview=message_preview(length))
+        .values_list("thread_id", "preview")
+    )
+    return {ulid_of(t): ellipsize(s or "", length) for t, s in rows}

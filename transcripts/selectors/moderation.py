@@ -1,4 +1,4 @@
-"""Reads for moderators: the reports queue and what waits for them."""
+"""Reads for moderators: the reports queue, what waits for them, and the audit log's threads."""
 
 from __future__ import annotations
 
@@ -50,3 +50,9 @@ def moderation_counts(*, project_ids: Collection[int] | None = None) -> dict[str
         "flagged_messages": flagged.count(),
         "hidden_threads": hidden.count(),
     }
+
+
+def thread_titles(thread_ids: Collection[str]) -> dict[str, str]:
+    """The title of each thread that still exists among thread_ids, in one query."""
+    rows = Thread.objects.filter(pk__in=set(thread_ids)).values_list("id", "title")
+    return {thread_id: title for thread_id, title in rows}

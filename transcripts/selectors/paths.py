@@ -185,6 +185,7 @@ def siblings_of(thread: Thread, messages: Sequence[Message]) -> dict[str, list[t
 def tree_rows(thread: Thread) -> list[tuple[str, str | None, str, int, bool, str]]:
     """(id, parent id, role, depth, active, run status) of every message, in one query.
 
+    The status of a run stopped in the browser (committed with what streamed) is "stopped".
     Ids come back as 32-digit hex (same order as the ULIDs) because turning thousands of them
     into ULID strings costs more than the query; `ulid_from_hex` converts the few shown.
     """
@@ -192,7 +193,8 @@ def tree_rows(thread: Thread) -> list[tuple[str, str | None, str, int, bool, str
         cursor.execute(
             """
             SELECT replace(m.id::text, '-', ''), replace(m.parent_id::text, '-', ''),
-                   m.role, m.depth, m.active, r.status
+                   m.role, m.depth, m.active,
+                   CASE WHEN r.metadata ? 'stopped' THEN 'stopped' ELSE r.status END
             FROM transcripts_message m JOIN transcripts_run r ON r.id = m.run_id
             WHERE m.thread_id = %s
             """,

@@ -1,5 +1,5 @@
-"""Reads of runs: the run itself, its events, its projection, its output over time, and what a
-generator continues."""
+"""Reads of runs: the run itself, its events, its projection, and what a generator continues
+(the run page's trace is in trace.py)."""
 
 from __future__ import annotations
 
@@ -101,33 +101,3 @@ def last_choice(thread: Thread) -> dict[str, Any]:
     if run is None:
         return {"generator": "demo", "model": "", "parameters": {}}
     return {"generator": run.generator, "model": run.model, "parameters": dict(run.parameters)}
-
-
-def run_output_series(run: Run, buckets: int = 48) -> list[tuple[float, int]]:
-    """Characters of text and reasoning streamed per time bucket: (seconds, chars) pairs."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            WITH ev AS (
-                SELECT at, coalesce(length(data->>'delta'), 0)
-                         + coalesce(length(data->>'text'), 0) AS chars
-                FROM transcripts_event
-                WHERE run_id = %(run)s AND kind IN ('text-delta', 'reasoning')
-            ), bounds AS (
-                SELECT min(at) AS lo, greatest(extract(epoch FROM max(at) - min(at)), 0.001) AS span
-                FROM transcripts_event WHERE run_id = %(run)s
-            )
-            SELECT least(floor(extract(epoch FROM ev.at - b.lo) / b.span * %(n)s), %(n)s - 1)
-                       AS bucket,
-                   max(b.span) AS span, sum(ev.chars) AS chars
-            FROM ev CROSS JOIN bounds b
-            GROUP BY 1 ORDER BY 1
-            """,
-            {"run": to_uuid(run.id), "n": buckets},
-        )
-        rows = cursor.fetchall()
-    if not rows:
-        return []
-    span = float(rows[0][1])
-    by_bucket = {int(b): int(c) for b, _, c in rows}
-    return [((i + 1) * span / buckets, by_bucket.get(i, 0)) for i in range(buckets)]

@@ -1,15 +1,16 @@
-"""Turning untrusted message content into safe HTML: Markdown, code, JSON and file links."""
+"""Turning untrusted message content into safe HTML: Markdown, code, JSON, data and images."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
 import nh3
-from django.utils.html import escape
+from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -23,6 +24,13 @@ from pygments.util import ClassNotFound
 MAX_HIGHLIGHT_CHARS = 200_000
 # Pretty-printed JSON beyond this is cut, with a note, so one huge tool result cannot bloat a page.
 MAX_JSON_CHARS = 20_000
+# Inline images beyond this (decoded) are not put into the page: a placeholder says their size.
+MAX_INLINE_IMAGE_BYTES = 2 * 1024 * 1024
+# The key/value view of data shows strings up to this length whole; longer ones fold.
+DATA_STRING_CLIP = 160
+# ... and at most this many values, so one huge annotation cannot bloat a page.
+DATA_VIEW_VALUES = 400
+DATA_VIEW_DEPTH = 8
 
 _ALLOWED_TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "details", "div", "em", "h1", "h2",
@@ -38,7 +46,8 @@ _ALLOWED_ATTRIBUTES = {
     "ol": {"start"},
 }
 _URL_SCHEMES = {"http", "https", "mailto"}
-_IMAGE_DATA_URL = re.compile(r"^data:image/(png|jpeg|gif|webp|avif);base64,[A-Za-z0-9+/=\s]+$")
+# Raster formats only: an SVG can carry script and links; other types are not images.
+_IMAGE_DATA_URL = re.compile(r"^data:image/(?:png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]+$")
 _LANGUAGE = re.compile(r"^[A-Za-z0-9_+#.-]{1,40}$")
 
 
@@ -129,7 +138,8 @@ def render_code(code: str, language: str = "") -> SafeString:
     return mark_safe(html)
 
 
-def _parse_json_string(value: Any) -> Any:
+def parse_json_string(value: Any) -> Any:
+    """The JSON value a string holds (within a size limit), else value itself."""
     if isinstance(value, str):
         stripped = value.strip()
         if stripped[:1] in ("{", "[") and len(stripped) <= MAX_JSON_CHARS * 5:
@@ -140,15 +150,25 @@ def _parse_json_string(value: Any) -> Any:
     return value
 
 
-def pretty_json(value: Any) -> SafeString:
-    """Value pretty-printed and highlighted; strings holding JSON are parsed first."""
-    value = _parse_json_string(value)
+def pretty_text(value: Any) -> tuple[str, bool]:
+    """value as readable text and whether that text is JSON (strings holding JSON are parsed)."""
+    value = parse_json_string(value)
     if isinstance(value, str):
-        return mark_safe(f'<pre class="plain">{escape(_truncate(value))}</pre>')
-    text = json.dumps(value, indent=2, ensure_ascii=False, default=str, sort_keys=False)
-    if len(text) > MAX_JSON_CHARS:
+        return value, False
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str, sort_keys=False), True
+
+
+def render_pretty(text: str, *, is_json: bool) -> SafeString:
+    """Text from pretty_text as a block: JSON highlighted unless it is too long to."""
+    if not is_json or len(text) > MAX_JSON_CHARS:
         return mark_safe(f'<pre class="plain">{escape(_truncate(text))}</pre>')
     return render_code(text, "json")
+
+
+def pretty_json(value: Any) -> SafeString:
+    """Value pretty-printed and highlighted; strings holding JSON are parsed first."""
+    text, is_json = pretty_text(value)
+    return render_pretty(text, is_json=is_json)
 
 
 def json_preview(value: Any, limit: int = 160) -> str:
@@ -171,15 +191,110 @@ def is_http_url(url: Any) -> bool:
     return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
 
 
+@dataclass(frozen=True)
+class InlineData:
+    """What a data: URL holds: its mime type, its decoded size and whether the page may show it."""
+
+    mime_type: str
+    size: int
+    image: bool
+
+
+def inline_data(url: Any) -> InlineData | None:
+    """The data a data: URL holds (None for any other URL)."""
+    if not isinstance(url, str) or not url.startswith("data:"):
+        return None
+    header, _, payload = url.partition(",")
+    mime_type = header[len("data:") :].split(";")[0].strip().lower() or "text/plain"
+    if header.endswith(";base64"):
+        stripped = "".join(payload.split())
+        size = len(stripped) * 3 // 4 - len(stripped) + len(stripped.rstrip("="))
+    else:
+        size = len(payload.encode())
+    image = size <= MAX_INLINE_IMAGE_BYTES and _IMAGE_DATA_URL.match(url) is not None
+    return InlineData(mime_type=mime_type, size=max(size, 0), image=image)
+
+
 def image_preview_url(url: Any, mime_type: Any) -> str | None:
-    """url if it may be shown in an <img>: http(s) images or base64 raster data URLs."""
+    """url if it may be shown in an <img>: http(s) images, or raster data URLs up to 2 MB."""
     if not isinstance(url, str):
         return None
     if url.startswith("data:"):
-        return url if _IMAGE_DATA_URL.match(url) else None
+        data = inline_data(url)
+        return url if data is not None and data.image else None
     if is_http_url(url) and isinstance(mime_type, str) and mime_type.startswith("image/"):
         return url.strip()
     return None
+
+
+def size_label(size: int) -> str:
+    """A byte count for people: 612 bytes, 1.4 KB, 14 KB, 3.1 MB."""
+    if size < 1024:
+        return f"{size} byte{'' if size == 1 else 's'}"
+    for unit, scale in (("KB", 1024), ("MB", 1024**2), ("GB", 1024**3)):
+        value = size / scale
+        if value < 1024 or unit == "GB":
+            return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
+    return f"{size} bytes"
+
+
+# --- data as nested key/value lists ------------------------------------------------------
+
+
+def data_view(value: Any, *, clip: bool = True) -> SafeString:
+    """value as nested key/value lists: every string escaped, long strings folded unless not
+    clip, size bounded."""
+    budget = [DATA_VIEW_VALUES]
+    return mark_safe(_data_html(value, 0, budget, clip))
+
+
+def _data_html(value: Any, depth: int, budget: list[int], clip: bool) -> str:
+    budget[0] -= 1
+    if isinstance(value, (dict, list)) and not value:
+        return '<span class="kv-empty">{}</span>'.format("{}" if isinstance(value, dict) else "[]")
+    if isinstance(value, (dict, list)) and depth >= DATA_VIEW_DEPTH:
+        return _string_html(json_preview(value, DATA_STRING_CLIP * 4), clip=clip)
+    if isinstance(value, dict):
+        rows = []
+        for index, (key, item) in enumerate(value.items()):
+            if budget[0] <= 0:
+                rows.append(format_html('<div class="kv-more">… {} more</div>', len(value) - index))
+                break
+            child = mark_safe(_data_html(item, depth + 1, budget, clip))
+            rows.append(format_html('<div class="kv-row"><dt>{}</dt><dd>{}</dd></div>', key, child))
+        return '<dl class="kv">' + "".join(rows) + "</dl>"
+    if isinstance(value, list):
+        items = []
+        for index, item in enumerate(value):
+            if budget[0] <= 0:
+                items.append(format_html('<li class="kv-more">… {} more</li>', len(value) - index))
+                break
+            items.append(
+                format_html("<li>{}</li>", mark_safe(_data_html(item, depth + 1, budget, clip)))
+            )
+        return '<ol class="kv-list">' + "".join(items) + "</ol>"
+    if isinstance(value, str):
+        return _string_html(value, clip=clip)
+    if value is None or isinstance(value, bool):
+        return format_html('<span class="kv-literal">{}</span>', json.dumps(value))
+    if isinstance(value, (int, float)):
+        return format_html('<span class="kv-number">{}</span>', json.dumps(value))
+    return _string_html(str(value), clip=clip)
+
+
+def _string_html(text: str, *, clip: bool) -> str:
+    """A string whole when short (or not clip), else its beginning with a toggle to show it all."""
+    if not clip or (len(text) <= DATA_STRING_CLIP and text.count("\n") < 3):
+        return format_html('<span class="kv-string">{}</span>', _truncate(text))
+    clipped = text[:DATA_STRING_CLIP].split("\n")[0]
+    return format_html(
+        '<details class="kv-clip"><summary><span class="kv-string">{}…</span>'
+        ' <span class="muted">{} characters</span></summary>'
+        '<div class="kv-full">{}</div></details>',
+        clipped,
+        f"{len(text):,}",
+        _truncate(text),
+    )
 
 
 def highlight_css() -> str:

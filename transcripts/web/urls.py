@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from transcripts.web.views import (
     compare,
@@ -11,6 +13,7 @@ from transcripts.web.views import (
     health,
     imports,
     moderation,
+    new_thread,
     projects,
     runs,
     threads,
@@ -22,6 +25,9 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", threads.thread_list, name="thread_list"),
+    path("new/", new_thread.new_thread, name="new_thread"),
+    # Pages that do not link the icon (the admin, the API docs) still get it, not a 404.
+    path("favicon.ico", RedirectView.as_view(url=f"{settings.STATIC_URL}img/favicon.svg")),
     path("projects/switch/", projects.switch, name="project_switch"),
     path("p/<slug:slug>/", projects.project_page, name="project"),
     path("p/<slug:slug>/audit/", projects.audit_log, name="project_audit"),
@@ -55,6 +61,12 @@ urlpatterns = [
         name="regenerate",
     ),
     path("t/<str:thread_id>/m/<str:message_id>/edit/", generation.edit, name="edit_message"),
+    path(
+        "t/<str:thread_id>/m/<str:message_id>/continue/",
+        generation.continue_answer,
+        name="continue_answer",
+    ),
+    path("t/<str:thread_id>/m/<str:message_id>/answer/", generation.answer, name="answer_message"),
     path("t/<str:thread_id>/reply/", generation.reply, name="reply"),
     path("runs/<str:run_id>/cancel/", generation.cancel, name="run_cancel"),
     path("runs/<str:run_id>/retry/", generation.retry, name="run_retry"),
@@ -76,5 +88,11 @@ urlpatterns = [
         "moderation/reports/<int:report_id>/close/",
         moderation.close,
         name="close_report",
+    ),
+    path("moderation/reports/<int:report_id>/act/", moderation.act, name="act_on_report"),
+    path(
+        "moderation/reports/<int:report_id>/redact/",
+        moderation.redact,
+        name="redact_from_report",
     ),
 ]

@@ -25,6 +25,20 @@ class GenerationRequest:
         value = self.parameters.get("systemPrompt")
         return str(value) if value else None
 
+    @property
+    def continues(self) -> bool:
+        """Whether the run continues a stopped answer (its text ends the messages)."""
+        return bool(self.parameters.get("continues"))
+
+    @property
+    def partial_answer(self) -> str:
+        """The text of the stopped answer a Continue run carries on ('' otherwise)."""
+        last = self.messages[-1] if self.messages else {}
+        if not self.continues or last.get("role") != "assistant":
+            return ""
+        parts = last.get("parts", [])
+        return "".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+
 
 class Generator:
     """Produces the events of a run. Subclasses set name and implement stream()."""
@@ -35,6 +49,10 @@ class Generator:
     def default_model(self) -> str:
         """The model used when the run names none."""
         return ""
+
+    def models(self) -> list[str]:
+        """The models a person may pick for it, the default first."""
+        return [self.default_model()] if self.default_model() else []
 
     def stream(self, request: GenerationRequest) -> Iterator[StreamEvent]:
         """Yield events as they become available."""

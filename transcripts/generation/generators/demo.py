@@ -1,44 +1,64 @@
-"""The offline demo generator: deterministic but varied streamed output at a realistic pace."""
+"""The offline demo generator: deterministic answers about what was asked, at a realistic pace."""
 
 from __future__ import annotations
 
 import hashlib
 import random
+import re
 import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from transcripts.generation.generators.base import GenerationRequest, Generator, StreamEvent
 
+# The models it offers, and how many sentences of body each writes.
+MODELS = {"demo-1": (2, 3), "demo-brief": (1, 1), "demo-detailed": (4, 5)}
+DEFAULT_MODEL = "demo-1"
+
+_STOPWORDS = frozenset(
+    word
+    for line in (
+        "a about above after again all am an and any are as at be because been before being",
+        "below between both but by can could did do does doing down during each few for from",
+        "further had has have having he her here hers how i if in into is it its just me more",
+        "most my no nor not now of off on once only or other our out over own same she should",
+        "so some such than that the their them then there these they this those through to too",
+        "under until up very was we were what when where which while who whom why will with",
+        "would you your yours please tell explain give show want need know think make get let",
+        "like use using much many really",
+    )
+    for word in line.split()
+)
 _OPENINGS = [
-    "Good question.",
-    "Here is how I would think about it.",
-    "Short answer: it depends, but mostly yes.",
-    "Let me break this down.",
-    "There are two parts to this.",
+    "You asked about {topic}.",
+    "So the question is about {topic}.",
+    "Let's look at {topic}.",
+    "Here is how I see {topic}.",
 ]
-_BODIES = [
-    "First, separate what must be durable from what can be recomputed: the event log is the "
-    "source of truth, and everything else is a projection of it.",
-    "Keep the fast path small. Batch the writes, keep transactions short, and let the "
-    "database do the ordering for you.",
-    "Start with the simplest version that works end to end, measure it, and only then make "
-    "the slow part faster.",
-    "A branch is just another path through the same tree; nothing has to be copied or "
-    "thrown away to explore an alternative.",
-    "Write the invariant down first, then make every write path preserve it, and test it "
-    "after every step of a random history.",
+_SENTENCES = [
+    "The heart of {a} is what it has to guarantee; everything else about {a} can change later.",
+    "Start with {a} in its simplest form, measure it, and only then tune {b}.",
+    "{A} and {b} pull in different directions, so decide which one matters more here.",
+    "A common mistake is to treat {a} as a detail: it shapes how {b} behaves.",
+    "If {b} gets slow or confusing, look at {a} first.",
+    "Write down what {a} must never do, then check every change to {b} against it.",
+    "For {a}, a small working example teaches more than a long plan.",
+    "Keep {a} separate from {b}; each stays easier to reason about on its own.",
 ]
 _CLOSINGS = [
-    "Does that help?",
-    "Want me to go deeper on any of these?",
-    "I can sketch the code for this if you like.",
-    "Happy to compare alternatives side by side.",
+    "Want me to go deeper on {a}?",
+    "I can sketch an example of {a} if that helps.",
+    "Does that answer your question about {a}?",
+    "Happy to compare other approaches to {a}.",
+]
+_CONTINUATIONS = [
+    "To pick up where I stopped: the next step is to try it on a small case.",
+    "Continuing from there, the rest follows from the same idea.",
 ]
 _TOOLS = [
-    ("search_docs", {"query": "PostgreSQL LISTEN NOTIFY latency"}, {"hits": 3, "top": "docs"}),
-    ("calculator", {"expression": "200000 / 1.7"}, {"result": 117647.06}),
-    ("get_time", {"timezone": "Europe/Amsterdam"}, {"time": "09:41"}),
+    ("search_docs", "query", {"hits": 3, "top": "docs"}),
+    ("calculator", "expression", {"result": 117647.06}),
+    ("lookup", "term", {"found": True}),
 ]
 
 
@@ -49,6 +69,57 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
                 str(p.get("text", "")) for p in message.get("parts", []) if p.get("type") == "text"
             )
     return ""
+
+
+def key_words(prompt: str, limit: int = 4) -> list[str]:
+    """The prompt's first few distinct words that carry meaning (no stopwords, no numbers)."""
+    words: dict[str, str] = {}
+    for found in re.finditer(r"[^\W\d_][\w'-]*", prompt):
+        word = found.group().strip("'-")
+        key = word.lower()
+        if len(word) > 2 and key not in _STOPWORDS and key not in words:
+            # Names keep their case ("Paris", "PostgreSQL"); a sentence's first word does not.
+            before = prompt[: found.start()].rstrip()
+            opens_sentence = not before or before.endswith((".", "?", "!"))
+            words[key] = key if opens_sentence and word[1:] == word[1:].lower() else word
+    return list(words.values())[:limit] or ["this"]
+
+
+def _topic(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def _rng(prompt: str, model: str, seed: str) -> random.Random:
+    return random.Random(hashlib.sha256(f"{seed}:{model}:{prompt}".encode()).digest())
+
+
+def demo_answer(prompt: str, *, model: str = DEFAULT_MODEL, seed: str = "") -> str:
+    """The whole answer the demo model gives to prompt; the same seed gives the same answer."""
+    rng = _rng(prompt, model, seed)
+    words = key_words(prompt)
+    low, high = MODELS.get(model, MODELS[DEFAULT_MODEL])
+    sentences = [rng.choice(_OPENINGS).format(topic=_topic(words))]
+    for template in rng.sample(_SENTENCES, k=rng.randint(low, high)):
+        a, b = rng.choice(words), rng.choice(words)
+        if b == a and len(words) > 1:
+            b = next(w for w in words if w != a)
+        elif b == a:
+            b = "the rest"
+        sentences.append(template.format(a=a, A=a[0].upper() + a[1:], b=b))
+    sentences.append(rng.choice(_CLOSINGS).format(a=rng.choice(words)))
+    return " ".join(sentences)
+
+
+def continuation(partial: str, *, prompt: str, model: str, seed: str) -> str:
+    """What follows partial: the rest of the same answer when partial is its beginning (the
+    same seed), else a few sentences that carry it on."""
+    whole = demo_answer(prompt, model=model, seed=seed)
+    if whole.startswith(partial) and len(whole) > len(partial):
+        return whole[len(partial) :]
+    rng = _rng(partial, model, seed)
+    gap = "" if not partial or partial.endswith((" ", "\n")) else " "
+    closing = rng.choice(_CLOSINGS).format(a=rng.choice(key_words(prompt)))
+    return f"{gap}{rng.choice(_CONTINUATIONS)} {closing}"
 
 
 def _tokens(text: str) -> Iterator[str]:
@@ -63,18 +134,27 @@ def _tokens(text: str) -> Iterator[str]:
 
 
 class DemoGenerator(Generator):
-    """Streams plausible answers without any API key; the seed is the run id and the prompt."""
+    """Answers the last user message from its key words, without any API key.
+
+    The answer depends on the prompt, the model and a seed (the `seed` parameter, else the run
+    id), so two regenerations differ and a test can predict each (`demo_answer`). A run that
+    continues a stopped answer (the `continues` parameter) streams only what follows it.
+    """
 
     name: ClassVar[str] = "demo"
     label: ClassVar[str] = "Demo (offline)"
 
     def default_model(self) -> str:
-        return "demo-1"
+        return DEFAULT_MODEL
+
+    def models(self) -> list[str]:
+        return list(MODELS)
 
     def stream(self, request: GenerationRequest) -> Iterator[StreamEvent]:
         prompt = _last_user_text(request.messages)
-        seed = hashlib.sha256(f"{request.run_id}:{prompt}".encode()).digest()
-        rng = random.Random(seed)
+        model = request.model or DEFAULT_MODEL
+        seed = str(request.parameters.get("seed") or request.run_id)
+        rng = _rng(prompt, model, f"{seed}:steps")
         # delayMs: per token; 0 runs at full speed (benchmarks, tests).
         delay = float(request.parameters.get("delayMs", 25)) / 1000
         max_tokens = int(request.parameters.get("maxTokens") or 400)
@@ -84,33 +164,12 @@ class DemoGenerator(Generator):
                 time.sleep(delay * rng.uniform(0.5, 1.5))
 
         yield ("step-started", {})
-        if rng.random() < 0.5:
-            thought = (
-                f"The user asked about {prompt[:60]!r}. "
-                "I should answer directly, then add one practical detail."
-            )
-            for token in _tokens(thought):
-                pause()
-                yield ("reasoning", {"text": token})
-        if rng.random() < 0.35:
-            name, args, output = rng.choice(_TOOLS)
-            call_id = f"call_{seed.hex()[:12]}"
-            pause()
-            yield ("tool-call", {"toolCallId": call_id, "toolName": name, "input": args})
-            yield ("step-finished", {"finishReason": "tool-calls", "usage": {"outputTokens": 12}})
-            pause()
-            yield (
-                "tool-result",
-                {"toolCallId": call_id, "toolName": name, "output": output, "isError": False},
-            )
-            yield ("step-started", {})
-        text = " ".join(
-            [
-                rng.choice(_OPENINGS),
-                *rng.sample(_BODIES, k=rng.randint(1, 3)),
-                rng.choice(_CLOSINGS),
-            ]
-        )
+        if request.continues:
+            text = continuation(request.partial_answer, prompt=prompt, model=model, seed=seed)
+        else:
+            text = demo_answer(prompt, model=model, seed=seed)
+            yield from self._thinking(prompt, rng, pause)
+            yield from self._tool_step(prompt, rng, pause, seed)
         count = 0
         for token in _tokens(text):
             if count >= max_tokens:
@@ -121,3 +180,30 @@ class DemoGenerator(Generator):
         finish = "length" if count >= max_tokens else "stop"
         usage = {"inputTokens": len(prompt.split()) + 20, "outputTokens": count}
         yield ("step-finished", {"finishReason": finish, "usage": usage})
+
+    def _thinking(self, prompt: str, rng: random.Random, pause: Any) -> Iterator[StreamEvent]:
+        if rng.random() < 0.5:
+            thought = (
+                f"The user asked about {_topic(key_words(prompt))}. "
+                "I should answer directly, then add one practical detail."
+            )
+            for token in _tokens(thought):
+                pause()
+                yield ("reasoning", {"text": token})
+
+    def _tool_step(
+        self, prompt: str, rng: random.Random, pause: Any, seed: str
+    ) -> Iterator[StreamEvent]:
+        if rng.random() < 0.35:
+            name, argument, output = rng.choice(_TOOLS)
+            call_id = f"call_{hashlib.sha256(seed.encode()).hexdigest()[:12]}"
+            args = {argument: " ".join(key_words(prompt))}
+            pause()
+            yield ("tool-call", {"toolCallId": call_id, "toolName": name, "input": args})
+            yield ("step-finished", {"finishReason": "tool-calls", "usage": {"outputTokens": 12}})
+            pause()
+            yield (
+                "tool-result",
+                {"toolCallId": call_id, "toolName": name, "output": output, "isError": False},
+            )
+            yield ("step-started", {})

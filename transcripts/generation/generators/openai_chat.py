@@ -19,6 +19,7 @@ _USAGE_KEYS = {
     "completion_tokens": "outputTokens",
     "total_tokens": "totalTokens",
 }
+CONTINUE_PROMPT = "Continue your answer exactly where it stopped, without repeating it."
 _FINISH = {
     "tool_calls": "tool-calls",
     "content_filter": "content-filter",
@@ -53,6 +54,12 @@ class OpenAIChatGenerator(Generator):
     def default_model(self) -> str:
         return _setting("TRANSCRIPTS_OPENAI_MODEL", "TRANSCRIPTS_OPENAI_MODEL", "gpt-4o-mini")
 
+    def models(self) -> list[str]:
+        """TRANSCRIPTS_OPENAI_MODELS (a comma list), else the default model."""
+        listed = _setting("TRANSCRIPTS_OPENAI_MODELS", "TRANSCRIPTS_OPENAI_MODELS")
+        names = [name.strip() for name in listed.split(",") if name.strip()]
+        return list(dict.fromkeys(names)) or [self.default_model()]
+
     def build_messages(self, request: GenerationRequest) -> list[dict[str, Any]]:
         """The Chat Completions messages for the conversation so far."""
         history = [m for m in request.messages if not m.get("metadata", {}).get("hidden")]
@@ -62,6 +69,9 @@ class OpenAIChatGenerator(Generator):
         messages: list[dict[str, Any]] = exported["messages"]
         if request.system_prompt:
             messages.insert(0, {"role": "system", "content": request.system_prompt})
+        if request.continues and messages and messages[-1].get("role") == "assistant":
+            # Chat Completions has no "continue": the cut-off answer is last, so ask for the rest.
+            messages.append({"role": "user", "content": CONTINUE_PROMPT})
         return messages
 
     def stream(self, request: GenerationRequest) -> Iterator[StreamEvent]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -28,8 +30,12 @@ class Command(BaseCommand):
     help = "Serve Transcripts on an ASGI server (uvicorn), ready to use on a fresh machine."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--host", default="127.0.0.1")
-        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument(
+            "--host", default=os.environ.get("HOST") or "127.0.0.1", help="default: $HOST"
+        )
+        parser.add_argument(
+            "--port", type=int, default=int(os.environ.get("PORT") or 8000), help="default: $PORT"
+        )
         parser.add_argument("--no-demo", action="store_true", help="do not load the demo data")
         parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
         parser.add_argument(
@@ -37,6 +43,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # The port is taken first: a busy one stops serve before migrations and demo data, and
+        # "serving on" is only ever printed for a socket this process holds.
+        try:
+            listener = bind_listener(options["host"], options["port"])
+        except PortUnavailable as exc:
+            self.stderr.write(str(exc))
+            raise SystemExit(1) from None
         call_command("migrate", interactive=False, verbosity=0)
         if not options["no_demo"]:
             call_command("load_demo")
@@ -53,18 +66,29 @@ class Command(BaseCommand):
                 say=self._say,
             )
             supervisor.start()
+        config = uvicorn.Config(
+            "config.asgi:application",
+            host=options["host"],
+            port=options["port"],
+            workers=options["workers"],
+            log_level="info",
+            lifespan="off",
+        )
+        server = uvicorn.Server(config)
+        listener.listen(config.backlog)
         url = f"http://{options['host']}:{options['port']}/"
         self.stdout.write(self.style.SUCCESS(f"Transcripts is serving on {url}"))
         try:
-            uvicorn.run(
-                "config.asgi:application",
-                host=options["host"],
-                port=options["port"],
-                workers=options["workers"],
-                log_level="info",
-                lifespan="off",
-            )
+            if config.workers > 1:
+                from uvicorn.supervisors import Multiprocess
+
+                Multiprocess(config, sockets=[listener]).run()
+            else:
+                server.run(sockets=[listener])
+        except KeyboardInterrupt:
+            pass
         finally:
+            listener.close()
             if supervisor is not None:
                 supervisor.stop()
 
@@ -100,6 +124,31 @@ class Command(BaseCommand):
         password_file.chmod(0o600)
         self.stdout.write(self.style.WARNING(f"Created admin login: admin / {password}"))
         self.stdout.write(f"(kept in {password_file} for local use)")
+
+
+class PortUnavailable(Exception):
+    """The address serve was asked to listen on cannot be had, and what to do about it."""
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to host:port (not listening yet), or PortUnavailable saying why."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family=family)
+    # As uvicorn does: a restart may reuse the port while old connections linger in TIME_WAIT
+    # (a port another process listens on still refuses the bind).
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortUnavailable(
+                f"port {port} is in use: set PORT=... to a free one (`make serve PORT=8001`, "
+                f"or `manage.py serve --port 8001`), or stop what listens on {host}:{port}."
+            ) from None
+        raise PortUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    listener.set_inheritable(True)
+    return listener
 
 
 def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:

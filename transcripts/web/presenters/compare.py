@@ -3,19 +3,17 @@ differences against the first column."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from typing import Any
 
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
 from transcripts import selectors
 from transcripts.models import Message, Run, RunRating, RunStatus, Thread
+from transcripts.web.presenters.compare_text import SIMILARITY_FLOOR, rendered_text, word_diff
 from transcripts.web.presenters.messages import (
     MessageItem,
     PartView,
@@ -23,13 +21,15 @@ from transcripts.web.presenters.messages import (
     message_items,
     output_tokens,
     projected_messages,
+    restore_label,
 )
 from transcripts.web.presenters.runs import seconds_between
 
 MAX_COLUMNS = 10
 NO_VALUE = "\N{EN DASH}"
 ROOT = "root"  # the fork point of the runs that start a new root
-DIFF_TOKENS = 20_000  # beyond this many words a side, texts are compared line by line
+# What a column's badge says for runs that never became a branch (no stored messages).
+UNMATERIALIZED_LABELS: dict[str, str] = {RunStatus.CANCELLED: "stopped"}
 
 # Column order after the leading branch: superseded, other committed, live, failed, then
 # cancelled (newest first within each).
@@ -85,13 +85,22 @@ class Card:
     item: MessageItem
     key: tuple[str, bool, int]  # role, has text, rank among the column's messages like it
     parts: list[PartItem]
+    text: str = ""  # what a reader sees of its text parts (rendered), which the diff compares
     similarity: int | None = None  # percent of the text shared with the first column
     new: bool = False  # no counterpart in the first column
+    too_different: bool = False  # under SIMILARITY_FLOOR: shown as is, without marks
 
     @property
-    def text(self) -> str:
-        """The message's text (its text parts)."""
-        return self.item.copy_text
+    def diffed(self) -> bool:
+        """Whether its first text part shows the diff (which then holds the later ones)."""
+        return any(item.diff is not None for item in self.parts)
+
+    @property
+    def state(self) -> str:
+        """The branch state of a stored message (active, alternative); "" for a projection."""
+        if self.item.message.run.status not in (RunStatus.COMMITTED, RunStatus.SUPERSEDED):
+            return ""
+        return "active" if self.item.message.active else "alternative"
 
 
 @dataclass
@@ -132,9 +141,29 @@ class Column:
         return [r for r in self.ratings if r.note]
 
     @property
+    def active(self) -> bool:
+        """Whether the whole branch shown is on the thread's active path."""
+        return self.kind == "active"
+
+    @property
+    def label(self) -> str:
+        """The column's badge: its branch state, or what became of a run without messages."""
+        return UNMATERIALIZED_LABELS.get(self.kind, self.kind)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether its answer was stopped before its end (a branch kept from a Stop)."""
+        return any(card.item.finish_reason == "stopped" for card in self.cards)
+
+    @property
     def restorable(self) -> bool:
-        """Whether the restore action applies."""
-        return self.run.status == RunStatus.SUPERSEDED
+        """Whether Restore applies: every stored alternative, whatever its run's status."""
+        return self.materialized and bool(self.cards) and not self.active
+
+    @property
+    def restore_label(self) -> str:
+        """What Restore does, said for the column's last message."""
+        return restore_label(self.cards[-1].item.message.role if self.cards else "assistant")
 
     @property
     def rateable(self) -> bool:
@@ -182,38 +211,12 @@ def _cards(items: list[MessageItem]) -> tuple[list[Card], list[ToolUse]]:
         # Messages pair up by role among those with text (answers) and those without (calls).
         kind = (item.message.role, has_text)
         seen_roles[kind] = seen_roles.get(kind, 0) + 1
-        cards.append(Card(item=item, key=(*kind, seen_roles[kind]), parts=parts))
+        text = "\n\n".join(rendered_text(p.html) for p in item.parts if p.type == "text")
+        cards.append(Card(item=item, key=(*kind, seen_roles[kind]), parts=parts, text=text))
     return cards, tools
 
 
 # --- differences -------------------------------------------------------------------------
-
-# Words keep their trailing whitespace, so spaces alone never count as common ground.
-_WORDS = re.compile(r"\s+|\S+\s*")
-
-
-def word_diff(before: str, after: str) -> tuple[SafeString, float]:
-    """after marked up against before, word by word (<ins>, <del>), and their similarity."""
-    old, new = _WORDS.findall(before), _WORDS.findall(after)
-    if len(old) > DIFF_TOKENS or len(new) > DIFF_TOKENS:
-        old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    matcher = SequenceMatcher(None, old, new, autojunk=False)
-    out: list[str] = []
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal":
-            out.append(str(escape("".join(new[j1:j2]))))
-            continue
-        removed, added = "".join(old[i1:i2]).strip(), "".join(new[j1:j2])
-        if removed:
-            out.append(f'<del class="diff-del">{escape(removed)}</del>')
-        # Whitespace around the added words stays outside the mark.
-        core = added.strip()
-        start = added.index(core) if core else len(added)
-        out.append(str(escape(added[:start])))
-        if core:
-            out.append(f'<ins class="diff-add">{escape(core)}</ins>')
-            out.append(str(escape(added[start + len(core) :])))
-    return mark_safe("".join(out)), matcher.ratio()
 
 
 def _same_tool(a: ToolUse, b: ToolUse) -> str:
@@ -233,10 +236,14 @@ def _compare(column: Column, first: Column) -> None:
     for card in column.cards:
         other = counterparts.pop(card.key, None)
         card.new = other is None
-        if not card.text and (other is None or not other.text):
+        # A message without counterpart is new as a whole: the "new" tag says it, not marks.
+        if other is None or (not card.text and not other.text):
             continue
-        diff, ratio = word_diff(other.text if other else "", card.text)
+        diff, ratio = word_diff(other.text, card.text)
         card.similarity = round(ratio * 100)
+        card.too_different = card.similarity < SIMILARITY_FLOOR
+        if card.too_different:
+            continue
         for item in card.parts:
             if item.part.type == "text" and item.in_diff:
                 item.diff = diff
@@ -344,9 +351,12 @@ def columns(
     scores = selectors.run_ratings([r.id for r in runs])
     result: list[Column] = []
     for number, run in enumerate(runs, start=1):
-        kind = "active" if getattr(run, "on_active_path", False) else run.status
+        kind = run.status
         if run.id in rows:
             messages = rows[run.id]
+            # Branch state, not run status: the branch shown is active when its last message
+            # is (a run that also wrote the prompt above may hold the fork point's child).
+            kind = "active" if messages and messages[-1].active else "alternative"
             for message in messages:
                 message.run = run  # already loaded: no query per message
             column = _column(run, kind, messages, thread, materialized=True, usage=run.usage)

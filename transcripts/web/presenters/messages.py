@@ -1,6 +1,10 @@
-"""Message cards: parts rendered, tool results joined to their calls, usage and metadata.
+"""Message cards: parts rendered (presenters/parts.py), tool results joined to their calls,
+usage and metadata.
 
-The conversation, the live block of a run and the compare columns all show messages this way.
+The conversation, the live block of a run and the compare columns all show messages this way:
+a tool call and all its results in one card (a `tool` message left with nothing of its own
+folds away), `data-*`/`system.*` annotations as key/value lists, and each run of hidden
+messages as one "n hidden messages" line.
 """
 
 from __future__ import annotations
@@ -10,39 +14,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.urls import reverse
-from django.utils.safestring import SafeString
 
 from transcripts.models import Message, Run, Thread
 from transcripts.web import rendering
-
-_EMPTY = SafeString("")
-
-
-@dataclass
-class PartView:
-    """One part of a message, ready for the template."""
-
-    type: str
-    html: SafeString = _EMPTY
-    text: str = ""
-    tool_name: str = ""
-    tool_call_id: str = ""
-    is_error: bool = False
-    input: Any = None  # a tool call's arguments, as stored (compared across branches)
-    input_html: SafeString = _EMPTY
-    output: Any = None  # a tool result's output, as stored
-    output_html: SafeString = _EMPTY
-    result: PartView | None = None
-    joined: bool = False  # a tool result shown with its call
-    url: str = ""
-    preview_url: str = ""
-    name: str = ""
-    mime_type: str = ""
+from transcripts.web.presenters.parts import DataView, annotation_view, part_view, text_of
+from transcripts.web.presenters.parts import PartView as PartView  # compare imports it here
 
 
 @dataclass
 class Switcher:
-    """The previous / i of n / next control of a message that has siblings."""
+    """The previous / i of n / next control of a message that has siblings.
+
+    Its message is *active* (on the thread's active path) or an *alternative*; the branch
+    shown leaves the active path at the alternative whose sibling is active, so that one
+    alone offers Restore (one button per branch shown, whatever its run's status).
+    """
 
     index: int
     total: int
@@ -51,6 +37,14 @@ class Switcher:
     active_id: str | None
     active_index: int | None
     compare_url: str = ""
+    active: bool = False
+    restorable: bool = False
+    restore_label: str = ""
+
+    @property
+    def state(self) -> str:
+        """ "active" or "alternative": the branch state, not the run's status."""
+        return "active" if self.active else "alternative"
 
 
 @dataclass
@@ -68,14 +62,16 @@ class MessageItem:
     flagged: bool = False
     redacted: bool = False
     errors: list[str] = field(default_factory=list)
-    annotations: list[str] = field(default_factory=list)
+    annotations: list[DataView] = field(default_factory=list)
     copy_text: str = ""  # the message's text parts (also what compare diffs)
     switcher: Switcher | None = None
-
-
-def text_of(value: Any) -> str:
-    """value when it is a string, else ''."""
-    return value if isinstance(value, str) else ""
+    # Every part is a tool result shown with its call, and nothing else needs the card.
+    folded: bool = False
+    # The first of a run of hidden messages opens its "n hidden messages" line (n, and what
+    # they are); the last closes it.
+    hidden_group: int = 0
+    hidden_group_summary: str = ""
+    hidden_group_end: bool = False
 
 
 def usage_number(usage: Any, *keys: str) -> int | None:
@@ -109,42 +105,9 @@ def short(value: Any) -> str:
     return rendering.json_preview(value, 120)
 
 
-def part_view(part: Any) -> PartView:
-    """One stored part, rendered for the template by its type."""
-    if not isinstance(part, dict):
-        return PartView(type="unknown", html=rendering.pretty_json(part))
-    kind = text_of(part.get("type"))
-    if kind in ("text", "reasoning"):
-        text = text_of(part.get("text"))
-        return PartView(type=kind, text=text, html=rendering.render_markdown(text))
-    if kind == "tool-call":
-        return PartView(
-            type="tool-call",
-            tool_name=text_of(part.get("toolName")) or "tool",
-            tool_call_id=text_of(part.get("toolCallId")),
-            input=part.get("input"),
-            input_html=rendering.pretty_json(part.get("input")),
-        )
-    if kind == "tool-result":
-        return PartView(
-            type="tool-result",
-            tool_name=text_of(part.get("toolName")),
-            tool_call_id=text_of(part.get("toolCallId")),
-            is_error=bool(part.get("isError")),
-            output=part.get("output"),
-            output_html=rendering.pretty_json(part.get("output")),
-        )
-    if kind == "file":
-        url = text_of(part.get("url"))
-        mime_type = text_of(part.get("mimeType"))
-        return PartView(
-            type="file",
-            url=url.strip() if rendering.is_http_url(url) else "",
-            preview_url=rendering.image_preview_url(url, mime_type) or "",
-            name=text_of(part.get("name")) or text_of(part.get("filename")) or "file",
-            mime_type=mime_type,
-        )
-    return PartView(type="unknown", tool_name=kind, html=rendering.pretty_json(part))
+def restore_label(role: str) -> str:
+    """What Restore does, said for the message it sits on."""
+    return "Make this answer active" if role == "assistant" else "Make this message active"
 
 
 def _switcher(message: Message, group: list[tuple[str, bool]] | None) -> Switcher | None:
@@ -152,15 +115,21 @@ def _switcher(message: Message, group: list[tuple[str, bool]] | None) -> Switche
         return None
     ids = [i for i, _ in group]
     index = ids.index(message.id)
+    active_id = next((i for i, active in group if active), None)
     return Switcher(
         index=index + 1,
         total=len(ids),
         previous_id=ids[index - 1] if index > 0 else None,
         next_id=ids[index + 1] if index + 1 < len(ids) else None,
-        active_id=next((i for i, active in group if active), None),
+        active_id=active_id,
         active_index=next((n + 1 for n, (_, active) in enumerate(group) if active), None),
         # The alternatives fork at the parent ("root" when they are first messages).
         compare_url=reverse("compare", args=[message.thread_id, message.parent_id or "root"]),
+        active=message.active,
+        # Deeper alternatives lie on the same branch below this one: their Restore would
+        # do the same, so only the point where the branch leaves the active path offers it.
+        restorable=not message.active and active_id is not None,
+        restore_label=restore_label(message.role),
     )
 
 
@@ -185,11 +154,12 @@ def message_items(
             if part.type == "tool-call" and part.tool_call_id:
                 calls[part.tool_call_id] = part
             elif part.type == "tool-result" and part.tool_call_id in calls:
+                # Every result of a call in view joins it (ChatGPT's code runs answer twice:
+                # the printed output, then the image).
                 call = calls[part.tool_call_id]
-                if call.result is None:
-                    call.result = part
-                    part.joined = True
-                    part.tool_name = part.tool_name or call.tool_name
+                call.results.append(part)
+                part.joined = True
+                part.tool_name = part.tool_name or call.tool_name
         agent_id = text_of(meta.get("agentId"))
         agent = agents.get(agent_id) if agent_id else None
         usage = meta.get("usage")
@@ -209,14 +179,56 @@ def message_items(
                 flagged=bool(meta.get("flagged") or message.flagged_at),
                 redacted=bool(meta.get("redacted") or message.redacted_at),
                 errors=[short(e) for e in errors] if isinstance(errors, list) else [],
-                annotations=[short(a) for a in annotations]
+                annotations=[annotation_view(a) for a in annotations]
                 if isinstance(annotations, list)
                 else [],
                 copy_text="\n\n".join(p.text for p in parts if p.type == "text"),
                 switcher=_switcher(message, (siblings or {}).get(message.id)),
             )
         )
+        items[-1].folded = _folds(items[-1])
+    _group_hidden(items)
     return items
+
+
+def _folds(item: MessageItem) -> bool:
+    """Whether the card has nothing of its own: only results shown with their calls."""
+    return (
+        bool(item.parts)
+        and all(part.joined for part in item.parts)
+        and not (item.errors or item.annotations or item.flagged or item.switcher)
+    )
+
+
+def _describe(item: MessageItem) -> str:
+    """What a hidden message is, in a word or two: its role, or the tools it calls."""
+    calls = [part.tool_name for part in item.parts if part.type == "tool-call"]
+    if calls:
+        return f"{', '.join(calls)} call"
+    if item.parts and all(part.type == "reasoning" for part in item.parts):
+        return "reasoning"
+    return item.message.role
+
+
+def _group_hidden(items: list[MessageItem]) -> None:
+    """Mark runs of consecutive hidden messages, folded cards inside a run not breaking it."""
+    index = 0
+    while index < len(items):
+        if not items[index].hidden or items[index].folded:
+            index += 1
+            continue
+        last = index
+        scan = index + 1
+        while scan < len(items) and (items[scan].hidden or items[scan].folded):
+            if not items[scan].folded:
+                last = scan
+            scan += 1
+        members = [it for it in items[index : last + 1] if not it.folded]
+        kinds = list(dict.fromkeys(_describe(it) for it in members))
+        items[index].hidden_group = len(members)
+        items[index].hidden_group_summary = " · ".join(kinds[:4]) + (" …" if len(kinds) > 4 else "")
+        items[last].hidden_group_end = True
+        index = last + 1
 
 
 def projected_messages(

@@ -1,5 +1,6 @@
-"""Runs as the pages show them: the timeline's event rows and chart, the live block of an open
-run, and the generation options a thread offers."""
+"""Runs as the pages show them: the raw event log of the run page (its trace is in
+presenters/trace.py), the live block of an open run, and the generation options a thread
+offers."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from transcripts.selectors.workers import since_a_worker_was_seen
 from transcripts.web import rendering
 from transcripts.web.presenters.messages import MessageItem, message_items, projected_messages
 
-# --- the run timeline --------------------------------------------------------------------
+# --- the raw event log --------------------------------------------------------------------
 
 
 def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
@@ -56,46 +57,6 @@ def event_rows(run: Run, events: list[Event]) -> list[EventRow]:
     ]
 
 
-@dataclass
-class ChartPoint:
-    """One point of the output-over-time chart, in SVG coordinates."""
-
-    x: float
-    y: float
-    seconds: float
-    chars: int
-
-
-CHART_WIDTH, CHART_HEIGHT = 600, 120
-
-
-@dataclass
-class OutputChart:
-    """Cumulative output over time as an SVG polyline."""
-
-    points: list[ChartPoint]
-    path: str
-    total: int
-    width: int = CHART_WIDTH
-    height: int = CHART_HEIGHT
-
-
-def output_chart(series: list[tuple[float, int]]) -> OutputChart:
-    """The chart of (seconds, characters) buckets (selectors.run_output_series)."""
-    if not series:
-        return OutputChart([], "", 0)
-    total = sum(c for _, c in series)
-    span = series[-1][0] or 1.0
-    points = [ChartPoint(0.0, float(CHART_HEIGHT), 0.0, 0)]
-    running = 0
-    for seconds, chars in series:
-        running += chars
-        y = CHART_HEIGHT - (running / total * CHART_HEIGHT if total else 0)
-        points.append(ChartPoint(seconds / span * CHART_WIDTH, y, seconds, running))
-    path = "M" + " L".join(f"{p.x:.1f} {p.y:.1f}" for p in points)
-    return OutputChart(points, path, total)
-
-
 # --- generation options ------------------------------------------------------------------
 
 PARAMETERS = ("temperature", "maxTokens", "systemPrompt", "delayMs")
@@ -107,6 +68,38 @@ def generator_choices() -> list[tuple[str, str]]:
         (name, GENERATORS[name].label if name in GENERATORS else "External stream layer")
         for name in CHOICES
     ]
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One entry of the model select: a generator and one of its models."""
+
+    generator: str
+    model: str
+    label: str
+
+    @property
+    def value(self) -> str:
+        """The select's value, "generator:model"."""
+        return f"{self.generator}:{self.model}"
+
+
+def model_choices() -> list[tuple[str, list[ModelChoice]]]:
+    """The models of every configured generator, grouped by the generator's label."""
+    groups = []
+    for name, generator in GENERATORS.items():
+        models = generator().models()
+        groups.append((generator.label, [ModelChoice(name, m, m) for m in models]))
+    groups.append(("External stream layer", [ModelChoice(EXTERNAL, "", "external")]))
+    return groups
+
+
+def parse_model_choice(value: str) -> tuple[str, str] | None:
+    """(generator, model) of a model select value, or None when it names no generator."""
+    generator, _, model = value.partition(":")
+    if generator not in CHOICES:
+        return None
+    return generator, model.strip()
 
 
 def generation_refusal(thread: Thread) -> str:
@@ -128,6 +121,12 @@ class Options:
     refusal: str
     choices: list[tuple[str, str]]
     defaults: dict[str, Any]
+    models: list[tuple[str, list[ModelChoice]]] = field(default_factory=list)
+
+    @property
+    def choice(self) -> str:
+        """The model select's value of the last choice, "generator:model"."""
+        return f"{self.defaults['generator']}:{self.defaults['model']}"
 
     @property
     def summary(self) -> str:
@@ -155,12 +154,22 @@ def options_for(thread: Thread, access: Access) -> Options:
     refusal = role_refusal(access) or generation_refusal(thread)
     choice = selectors.last_choice(thread) if not refusal else {}
     parameters = choice.get("parameters") or {}
+    generator = choice.get("generator") or "demo"
+    model = choice.get("model") or ""
+    if generator in GENERATORS and not model:
+        model = GENERATORS[generator]().default_model()
     defaults = {
-        "generator": choice.get("generator") or "demo",
-        "model": choice.get("model") or "",
+        "generator": generator,
+        "model": model,
         **{key: parameters.get(key) for key in PARAMETERS},
     }
-    return Options(refusal=refusal, choices=generator_choices(), defaults=defaults)
+    models = model_choices()
+    offered = {c.value for _, group in models for c in group}
+    if f"{generator}:{model}" not in offered:
+        # A model no longer configured (or typed before models were a list): offer it too, so
+        # the one-click Regenerate repeats exactly what was used last.
+        models.insert(0, ("Last used", [ModelChoice(generator, model, model or generator)]))
+    return Options(refusal=refusal, choices=generator_choices(), defaults=defaults, models=models)
 
 
 # --- the live block ----------------------------------------------------------------------

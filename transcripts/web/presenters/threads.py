@@ -1,16 +1,23 @@
-"""The thread list's rows: counts, models, preferred marks and the search hit of each thread."""
+"""The thread list's rows (counts, models, preferred marks, the first question and the search hit
+of each thread) and the recent threads listed beside a conversation."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
 
+from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from transcripts import selectors
 from transcripts.models import Thread
+
+PREVIEW_CHARS = 140
+RECENT_THREADS = 20
 
 
 @dataclass
@@ -22,6 +29,7 @@ class ThreadRow:
     url: str
     snippet: SafeString | None = None
     preferred: int = 0  # preferred marks on the thread's runs
+    preview: str = ""  # the first user message on the active branch
 
 
 def mark_hits(snippet: str) -> SafeString:
@@ -37,6 +45,7 @@ def thread_rows(threads: Sequence[Thread], query: str) -> list[ThreadRow]:
     stats = selectors.thread_stats(ids)
     hits = selectors.search_hits(ids, query)
     preferred = selectors.preferred_counts(ids)
+    previews = selectors.first_user_previews(ids, PREVIEW_CHARS)
     rows = []
     for thread in threads:
         url = reverse("conversation", args=[thread.id])
@@ -44,5 +53,49 @@ def thread_rows(threads: Sequence[Thread], query: str) -> list[ThreadRow]:
         if hit is not None:
             url += f"?leaf={hit.message_id}#m-{hit.message_id}"
         snippet = mark_hits(hit.snippet) if hit is not None and hit.snippet else None
-        rows.append(ThreadRow(thread, stats[thread.id], url, snippet, preferred.get(thread.id, 0)))
+        rows.append(
+            ThreadRow(
+                thread,
+                stats[thread.id],
+                url,
+                snippet,
+                preferred.get(thread.id, 0),
+                previews.get(thread.id, ""),
+            )
+        )
     return rows
+
+
+@dataclass(frozen=True)
+class RecentThread:
+    """One line of the recent threads beside a conversation."""
+
+    id: str
+    title: str
+    updated_at: datetime
+    url: str
+    is_open: bool
+
+
+@dataclass
+class RecentThreads:
+    """The most recently active readable threads beside a conversation, the open one marked;
+    read (one query) only when a page shows them, never for the htmx fragments."""
+
+    readable: QuerySet[Thread]
+    open_id: str
+
+    @cached_property
+    def items(self) -> list[RecentThread]:
+        """The RECENT_THREADS latest, newest activity first."""
+        latest = self.readable.order_by("-updated_at", "-id").only("id", "title", "updated_at")
+        return [
+            RecentThread(
+                id=t.id,
+                title=t.title,
+                updated_at=t.updated_at,
+                url=reverse("conversation", args=[t.id]),
+                is_open=t.id == self.open_id,
+            )
+            for t in latest[:RECENT_THREADS]
+        ]

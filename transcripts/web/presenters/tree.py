@@ -1,4 +1,5 @@
-"""The tree map of a thread: every message and every run without messages, laid out as rows."""
+"""The tree map of a thread: every message and every run without messages, as an outline of
+branches with a label, a preview and a state on each line."""
 
 from __future__ import annotations
 
@@ -8,20 +9,46 @@ from django.urls import reverse
 
 from transcripts import selectors
 from transcripts.models import Thread
-from transcripts.web.presenters.tree_layout import Segment, TreeMap, TreeNode, layout_tree
+from transcripts.web.presenters.tree_layout import (
+    OutlineItem,
+    Segment,
+    TreeMap,
+    TreeNode,
+    layout_tree,
+    outline,
+)
+
+ROLE_LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "System"}
 
 
 @dataclass
-class TreeRow:
-    """One segment of the tree map with its link and the start of its first message."""
+class TreeLine:
+    """One step of the outline with what its template needs: links, label and preview."""
 
-    segment: Segment
-    url: str
-    snippet: str
+    kind: str
+    segment: Segment | None = None
+    count: int = 0
+    open: bool = False
+    url: str = ""  # row and cut: the branch in the conversation (a stub: its run's page)
+    compare_url: str = ""  # fork and more: every branch at the fork point side by side
+    at_root: bool = False  # fork and more: the alternatives are first messages (edits)
+    label: str = ""  # row: the roles of its messages, in order
+    snippet: str = ""  # row: the start of its first message
 
 
-def tree_map(thread: Thread) -> tuple[TreeMap, list[TreeRow]]:
-    """The laid-out tree and a row per segment (a constant number of queries)."""
+def _label(segment: Segment) -> str:
+    """The roles of a segment's messages: "User", "User → Assistant", "User (2) · Tool"."""
+    if segment.is_stub:
+        return "Run"
+    parts = [
+        ROLE_LABELS.get(role, role.capitalize()) + (f" ({count})" if count > 1 else "")
+        for role, count in segment.roles
+    ]
+    return " → ".join(parts) if segment.count <= 2 else " · ".join(parts)
+
+
+def tree_map(thread: Thread) -> tuple[TreeMap, list[TreeLine]]:
+    """The laid-out tree and its outline (a constant number of queries; bounded output)."""
     nodes = [
         TreeNode(id=i, parent_id=p, role=r, depth=d, active=a, status=s)
         for i, p, r, d, a, s in selectors.tree_rows(thread)
@@ -33,16 +60,36 @@ def tree_map(thread: Thread) -> tuple[TreeMap, list[TreeRow]]:
         for i, fork, s in selectors.runs_without_messages(thread)
     ]  # fmt: skip
     laid_out = layout_tree(nodes)
-    first_ids = {
-        s.first.id: selectors.ulid_from_hex(s.first.id) for s in laid_out.segments if not s.is_stub
+    items = outline(laid_out)
+    # Only the ids shown become ULIDs (thousands of conversions cost more than the query).
+    shown = {
+        item.segment.first.id
+        for item in items
+        if item.segment is not None and not item.segment.is_stub
     }
-    snippets = selectors.message_previews(list(first_ids.values()))
+    forks = {item.fork.last.id for item in items if item.fork is not None}
+    ulids = {hex_id: selectors.ulid_from_hex(hex_id) for hex_id in shown | forks}
+    snippets = selectors.message_previews([ulids[i] for i in shown])
     url = reverse("conversation", args=[thread.id])
-    rows = []
-    for segment in laid_out.segments:
-        if segment.is_stub:
-            rows.append(TreeRow(segment, reverse("run_detail", args=[segment.first.run_id]), ""))
-            continue
-        first = first_ids[segment.first.id]
-        rows.append(TreeRow(segment, f"{url}?leaf={first}#m-{first}", snippets.get(first, "")))
-    return laid_out, rows
+    return laid_out, [_line(item, thread, url, ulids, snippets) for item in items]
+
+
+def _line(
+    item: OutlineItem, thread: Thread, url: str, ulids: dict[str, str], snippets: dict[str, str]
+) -> TreeLine:
+    line = TreeLine(kind=item.kind, segment=item.segment, count=item.count, open=item.open)
+    if item.kind in ("fork", "more"):
+        line.at_root = item.fork is None
+        fork_id = ulids[item.fork.last.id] if item.fork is not None else "root"
+        line.compare_url = reverse("compare", args=[thread.id, fork_id])
+    segment = item.segment
+    if segment is None or item.kind not in ("row", "cut"):
+        return line
+    if segment.is_stub:
+        line.url = reverse("run_detail", args=[segment.first.run_id])
+    else:
+        first = ulids[segment.first.id]
+        line.url = f"{url}?leaf={first}#m-{first}"
+        line.snippet = snippets.get(first, "")
+    line.label = _label(segment)
+    return line

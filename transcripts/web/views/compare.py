@@ -32,9 +32,11 @@ from transcripts.web.presenters.compare import (
     ordered,
     pair_url,
 )
+from transcripts.web.presenters.compare_text import SIMILARITY_FLOOR
 from transcripts.web.presenters.runs import generation_refusal, role_refusal
 
 TEMPLATE = "transcripts/compare.html"
+MAX_MORE_LINKS = 40  # runs beyond the columns listed by name; the rest are counted
 
 
 def _render(
@@ -53,6 +55,7 @@ def _render(
         rendered_url=rendered_url,
         diff_url=f"{request.path}?{params.urlencode()}",
         show_diff=request.GET.get("view") != "rendered",
+        similarity_floor=SIMILARITY_FLOOR,
         # Restore is offered to editors where the thread takes it (not locked, not hidden),
         # rating to editors.
         restore_refusal=role_refusal(access) or generation_refusal(thread),
@@ -79,7 +82,10 @@ def compare_fork(request: HtmxHttpRequest, thread_id: str, message_id: str) -> H
         "columns": columns(
             thread, shown, below_depth=fork.depth if fork else -1, reader_id=request.user.pk
         ),
-        "more": [(run, pair_url(shown[0], run)) for run in more],
+        # The first of the rest get a link each (to compare with column 1); the others a count.
+        "more": [(run, pair_url(shown[0], run)) for run in more[:MAX_MORE_LINKS]],
+        "more_count": len(more),
+        "more_unlisted": max(len(more) - MAX_MORE_LINKS, 0),
     }
     return _render(request, thread, access, context)
 

@@ -14,10 +14,11 @@ from transcripts.formats import FORMATS
 from transcripts.ledger import moderation
 from transcripts.models import Message, Thread
 from transcripts.permissions import Access
-from transcripts.web.access import get_thread_for_user, login_required, message_of
+from transcripts.web.access import get_thread_for_user, login_required, message_of, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.messages import MessageItem, message_items
 from transcripts.web.presenters.runs import open_live_run, options_for
+from transcripts.web.presenters.threads import RecentThreads
 
 TEMPLATE = "transcripts/conversation.html"
 WINDOW = 50  # messages of the path sent at once
@@ -93,6 +94,7 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "generation_options": options_for(thread, access),
         "open_run": open_live_run(thread, items, access=access),
         "export_formats": export_formats(),
+        "recent_threads": RecentThreads(threads_for_user(request, thread.project)[0], thread.id),
     }
     template = TEMPLATE
     if request.htmx:

@@ -1,5 +1,7 @@
 """Reporting a message (any member who reads the thread), and the moderation queue where the
-moderators of each project resolve or dismiss its reports."""
+moderators of each project act on its reports (hide or lock the thread, flag the message, and
+for admins redact it after reading what it erases), resolving them in the same step, or resolve
+and dismiss them."""
 
 from __future__ import annotations
 
@@ -16,14 +18,24 @@ from transcripts import selectors
 from transcripts.errors import DomainError
 from transcripts.ledger import moderation
 from transcripts.models import Report, ReportStatus
+from transcripts.permissions import Role, project_ids, thread_access
 from transcripts.web.access import (
     get_message_for_user,
     get_report_for_moderator,
     login_required,
     moderated_project_ids,
+    require_role,
 )
 from transcripts.web.http import HtmxHttpRequest
-from transcripts.web.presenters.moderation import STATUSES, queue_tabs, report_rows
+from transcripts.web.presenters.moderation import (
+    ACTION_WORDS,
+    STATUSES,
+    already_message,
+    done_message,
+    queue_tabs,
+    redaction_preview,
+    report_rows,
+)
 
 REPORTS_PER_PAGE = 50
 
@@ -46,6 +58,27 @@ class CloseForm(forms.Form):
         choices=[(ReportStatus.RESOLVED, "Resolve"), (ReportStatus.DISMISSED, "Dismiss")]
     )
     note = forms.CharField(required=False, max_length=2000)
+
+
+# The actions a row's buttons take at once; redaction asks first (`redact`).
+DIRECT_ACTIONS = [a for a in moderation.REPORT_ACTIONS if a != "redact"]
+# What each action is done to.
+ACTION_TARGETS = {"hide": "thread", "unhide": "thread", "lock": "thread", "unlock": "thread"}
+
+
+class ActForm(forms.Form):
+    """A moderator's action from a report: what, why, and whether it resolves the report."""
+
+    action = forms.ChoiceField(choices=[(a, a) for a in DIRECT_ACTIONS])
+    reason = forms.CharField(required=False, max_length=2000)
+    resolve = forms.BooleanField(required=False)
+
+
+class RedactForm(forms.Form):
+    """An admin's confirmed redaction from a report: why, and whether it resolves the report."""
+
+    reason = forms.CharField(max_length=2000)
+    resolve = forms.BooleanField(required=False)
 
 
 @login_required
@@ -94,7 +127,7 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     page = list(reports[offset : offset + REPORTS_PER_PAGE + 1])
     more = len(page) > REPORTS_PER_PAGE
     context = {
-        "rows": report_rows(page[:REPORTS_PER_PAGE]),
+        "rows": report_rows(page[:REPORTS_PER_PAGE], administered=_administered(request)),
         "status": status,
         "tabs": queue_tabs(moderated),
         "several_projects": moderated is None or len(moderated) > 1,
@@ -128,23 +161,133 @@ def close(request: HtmxHttpRequest, report_id: int) -> HttpResponse:
             error = exc.message
     if request.htmx:
         # The new row, and the tab counts swapped out of band.
-        tab = request.POST.get("tab", "open")
-        moderated = moderated_project_ids(request)
-        context = {
-            "row": report_rows([selectors.report_queue().get(pk=report.pk)])[0],
-            "error": error,
-            "here": request.POST.get("next", ""),
-            "status": tab if tab in dict(STATUSES) else "open",
-            "tabs": queue_tabs(moderated),
-            "several_projects": moderated is None or len(moderated) > 1,
-            "oob": True,
-        }
+        context = _row_context(request, report, error=error)
         return render(request, "transcripts/moderation_queue.html#closed", context)
     if error:
         messages.error(request, f"Report {report.pk}: {error}")
     else:
-        messages.success(request, f"Report {report.pk} {report.status}.")
-    back = request.POST.get("next", "")
-    if not back.startswith("/moderation/"):
-        back = reverse("moderation_queue")
-    return HttpResponseRedirect(back, status=303)
+        action = "resolve_report" if report.status == ReportStatus.RESOLVED else "dismiss_report"
+        messages.success(request, f"{ACTION_WORDS[action].done} report {report.pk}.")
+    return HttpResponseRedirect(_back(request), status=303)
+
+
+@login_required
+@require_POST
+def act(request: HtmxHttpRequest, report_id: int) -> HttpResponse:
+    """Hide, unhide, lock or unlock the report's thread, or flag or unflag its message, with
+    a reason, resolving the report in the same step when asked (a moderator of its project)."""
+    report = get_report_for_moderator(request, report_id)
+    form = ActForm(request.POST)
+    if not form.is_valid():
+        return _answer(request, report, error="Choose one of the actions.")
+    action = form.cleaned_data["action"]
+    return _take(
+        request,
+        report,
+        action=action,
+        reason=form.cleaned_data["reason"],
+        resolve=form.cleaned_data["resolve"],
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def redact(request: HtmxHttpRequest, report_id: int) -> HttpResponse:
+    """Redact the reported message (a project admin): first the text it erases and a reason,
+    then, confirmed, the redaction, resolving the report in the same step when asked."""
+    report = get_report_for_moderator(request, report_id)
+    require_role(thread_access(request.user, report.thread), Role.ADMIN, "redact messages")
+    source = request.POST if request.method == "POST" else request.GET
+    form = RedactForm(source)
+    error = ""
+    if request.method == "POST":
+        if form.is_valid() and source.get("confirmed") == "yes":
+            return _take(
+                request,
+                report,
+                action="redact",
+                reason=form.cleaned_data["reason"],
+                resolve=form.cleaned_data["resolve"],
+            )
+        error = "A reason is required: it is recorded in the audit log."
+    context = _row_context(request, report, error=error)
+    # The form's values come back as typed; a first visit resolves the report by default.
+    context["confirm"] = {
+        "preview": redaction_preview(context["row"].report.message),
+        "reason": str(source.get("reason", "")).strip() or context["row"].suggested_reason,
+        "resolve": "resolve" in source or (request.method == "GET" and "reason" not in source),
+    }
+    if request.htmx:
+        return render(request, "transcripts/moderation_queue.html#row", context)
+    return render(request, "transcripts/moderation_queue.html", {**context, "single": True})
+
+
+def _take(
+    request: HtmxHttpRequest, report: Report, *, action: str, reason: str, resolve: bool
+) -> HttpResponse:
+    """Act on report through the ledger, then answer with what happened."""
+    noun = ACTION_TARGETS.get(action, "message")
+    try:
+        outcome = moderation.act_on_report(
+            user=request.user, report=report, action=action, reason=reason, resolve=resolve
+        )
+    except DomainError as exc:
+        return _answer(request, report, error=exc.message)
+    if not outcome.changed:
+        notice = already_message(action, noun)
+        if resolve and report.status == ReportStatus.OPEN:
+            notice += " The report is still open."
+        return _answer(request, report, notice=notice, level=messages.INFO)
+    notice = done_message(action, 1, noun)
+    if outcome.report.status == ReportStatus.RESOLVED and resolve:
+        notice += f" Resolved report {report.pk}."
+    return _answer(request, report, notice=notice, level=messages.SUCCESS)
+
+
+def _answer(
+    request: HtmxHttpRequest,
+    report: Report,
+    *,
+    notice: str = "",
+    error: str = "",
+    level: int = messages.SUCCESS,
+) -> HttpResponse:
+    """The updated row for htmx (tab counts out of band); else back to the queue with a note."""
+    if request.htmx:
+        context = _row_context(request, report, error=error)
+        context["notice"] = notice
+        return render(request, "transcripts/moderation_queue.html#closed", context)
+    if error:
+        messages.error(request, f"Report {report.pk}: {error}")
+    else:
+        messages.add_message(request, level, notice)
+    return HttpResponseRedirect(_back(request), status=303)
+
+
+def _row_context(request: HtmxHttpRequest, report: Report, *, error: str = "") -> dict[str, Any]:
+    """What the row of report needs, read afresh, and the tabs to swap out of band."""
+    tab = request.POST.get("tab") or request.GET.get("tab") or "open"
+    moderated = moderated_project_ids(request)
+    row = report_rows(
+        [selectors.report_queue().get(pk=report.pk)], administered=_administered(request)
+    )[0]
+    return {
+        "row": row,
+        "error": error,
+        "here": _back(request),
+        "status": tab if tab in dict(STATUSES) else "open",
+        "tabs": queue_tabs(moderated),
+        "several_projects": moderated is None or len(moderated) > 1,
+        "oob": True,
+    }
+
+
+def _administered(request: HtmxHttpRequest) -> list[int] | None:
+    """The projects where the user may redact (None: all)."""
+    return project_ids(request.user, at_least=Role.ADMIN)
+
+
+def _back(request: HtmxHttpRequest) -> str:
+    """The queue page the request came from (its `next`), else the queue."""
+    back = request.POST.get("next") or request.GET.get("next") or ""
+    return back if back.startswith("/moderation/") else reverse("moderation_queue")

@@ -29,6 +29,7 @@ from transcripts.web.access import (
     require_role,
 )
 from transcripts.web.http import HtmxHttpRequest
+from transcripts.web.presenters.moderation import audit_rows
 
 TEMPLATE = "transcripts/project.html"
 AUDIT_TEMPLATE = "transcripts/audit.html"
@@ -264,7 +265,7 @@ def audit_log(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     page = page[:AUDIT_PER_PAGE]
     context = {
         "project": project,
-        "records": page,
+        "rows": audit_rows(page),
         "next_cursor": encode_cursor(page[-1].created_at, page[-1].id) if more else "",
         "first_page": not cursor,
     }

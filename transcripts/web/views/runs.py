@@ -1,4 +1,4 @@
-"""A run: its timeline page, and the live block the conversation shows while it streams."""
+"""A run: its trace page, and the live block the conversation shows while it streams."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from transcripts import selectors
 from transcripts.models import Event, Message, Run, RunStatus
+from transcripts.selectors.trace import run_trace
 from transcripts.web.access import get_run_for_user, login_required
 from transcripts.web.http import HtmxHttpRequest, render_live_block, to_conversation
-from transcripts.web.presenters.runs import event_rows, output_chart, seconds_between
+from transcripts.web.presenters.runs import event_rows
+from transcripts.web.presenters.trace import trace_view, usage_rows
 
 TEMPLATE = "transcripts/run.html"
 EVENTS_PER_PAGE = 100
@@ -24,7 +25,13 @@ EVENTS_PER_PAGE = 100
 @login_required
 @require_GET
 def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    """A run's status, timings, usage and paged event log; live over SSE while it streams."""
+    """A run as a trace (spans on a waterfall, readable content) with its raw event log behind
+    a toggle; live over SSE while it streams.
+
+    htmx asks for parts by their target: "live" (the trace, on each event while the run is
+    open), "run-trace" (everything, once the run's final status arrives) or a page of the raw
+    log (?after=).
+    """
     first_message = Message.objects.filter(run_id=OuterRef("pk")).order_by("position")
     runs = (
         Run.objects.select_related("thread")
@@ -38,33 +45,38 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
         after = -1
     if not 0 <= after < 2**62:
         return HttpResponseBadRequest("after: a sequence number (0 or more) was expected.")
+    context: dict[str, Any] = {"run": run, "thread": run.thread, "after": after}
+    if request.htmx and after:
+        return render(request, f"{TEMPLATE}#events", {**context, **_log_page(run, after)})
+    part = ""
+    if request.htmx:
+        part = "#trace" if request.htmx.target == "run-trace" else "#live"
+    if part != "#live":  # the trace alone needs no page of the log
+        context.update(_log_page(run, after))
+    trace = run_trace(run, now=timezone.now())
+    shown = {"Input tokens", "Output tokens"}  # the facts show these already
+    context.update(
+        trace=trace_view(trace),
+        ttft=trace.time_to_first_token,
+        duration=trace.root.seconds,
+        conversation_url=reverse("conversation", args=[run.thread_id]),
+        stream_url=f"/api/v1/runs/{run.id}/stream",
+        usage_rows=[row for row in usage_rows(run.usage) if row[0] not in shown],
+    )
+    return render(request, TEMPLATE + part, context)
+
+
+def _log_page(run: Run, after: int) -> dict[str, Any]:
+    """A page of the raw event log after seq `after`, and where the next one starts."""
     events = list(
         Event.objects.filter(run_id=run.id, seq__gt=after).order_by("seq")[: EVENTS_PER_PAGE + 1]
     )
     more = len(events) > EVENTS_PER_PAGE
     events = events[:EVENTS_PER_PAGE]
-    context: dict[str, Any] = {
-        "run": run,
-        "thread": run.thread,
+    return {
         "rows": event_rows(run, events),
         "next_after": events[-1].seq if more and events else None,
-        "after": after,
     }
-    if request.htmx and after:
-        return render(request, f"{TEMPLATE}#events", context)
-    end = run.finished_at or (timezone.now() if run.is_open else None)
-    context.update(
-        ttft=seconds_between(run.started_at, run.first_event_at),
-        duration=seconds_between(run.started_at, end),
-        chart=output_chart(selectors.run_output_series(run)),
-        conversation_url=reverse("conversation", args=[run.thread_id]),
-        stream_url=f"/api/v1/runs/{run.id}/stream",
-        usage_rows=list(run.usage.items()) if isinstance(run.usage, dict) else [],
-    )
-    template = TEMPLATE
-    if request.htmx:
-        template += "#live"
-    return render(request, template, context)
 
 
 @login_required

@@ -14,6 +14,7 @@ from transcripts import selectors
 from transcripts.ids import is_ulid
 from transcripts.models import Thread
 from transcripts.pagination import decode_cursor, encode_cursor
+from transcripts.permissions import project_access
 from transcripts.times import parse_iso
 from transcripts.web.access import current_project, login_required, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
@@ -98,12 +99,14 @@ def _invalid_filters(
     ]
     if bad_cursor:
         errors.append("Page: the “load more” position is not valid; start again from the top.")
+    project = current_project(request)
     context = {
         "form": form,
-        "project": current_project(request),
+        "project": project,
         "rows": [],
         "errors": errors,
         "filtered": True,
+        "can_start_thread": project is not None and project_access(request.user, project).can_edit,
     }
     template = f"{TEMPLATE}#results" if request.htmx else TEMPLATE
     return render(request, template, context, status=400)
@@ -160,6 +163,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         "next_query": next_query,
         "query": query,
         "filtered": any(v for k, v in filters.items() if k != "sort"),
+        "can_start_thread": access.can_edit,
     }
     template = TEMPLATE
     if request.htmx:

@@ -10,21 +10,19 @@ from django.views.decorators.http import require_GET
 from transcripts.web.access import get_thread_for_user, login_required
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.tree import tree_map
-from transcripts.web.presenters.tree_layout import ROW_HEIGHT
 
 
 @login_required
 @require_GET
 def tree(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
-    """The whole conversation tree, linear runs collapsed, as a server-rendered SVG graph."""
+    """The whole conversation tree as an outline: the active path, the branches nested below."""
     thread, _ = get_thread_for_user(request, thread_id)
-    laid_out, rows = tree_map(thread)
+    laid_out, lines = tree_map(thread)
     context = {
         "thread": thread,
         "tree": laid_out,
-        "rows": rows,
-        "row_height": ROW_HEIGHT,
-        "half_row": ROW_HEIGHT // 2,
+        "lines": lines,
+        "rows": [line for line in lines if line.kind == "row"],
         "url": reverse("conversation", args=[thread.id]),
     }
     template = "transcripts/tree.html"

@@ -1,0 +1,97 @@
+"""The tree map page: labelled lines with a badge for every state, bounded at 1,000 branches."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from tests.base import Team
+from tests.factories import ask, last_message, make_run, make_thread, say
+from transcripts import ledger
+from transcripts.models import Message, Project, RunOrigin, Thread
+from transcripts.web.presenters.tree_layout import MAX_ALTERNATIVES
+
+pytestmark = pytest.mark.django_db
+
+
+def _regenerated(project: Project, count: int) -> tuple[Thread, Message]:
+    """A prompt answered count times (the last answer active)."""
+    thread = make_thread(f"{count} answers", project=project)
+    prompt = last_message(ask(thread, "Name a number"))
+    for n in range(count):
+        say(thread, f"Number {n} is my answer", fork_from=prompt.id)
+    thread.refresh_from_db()
+    return thread, prompt
+
+
+def _get(client: Client, thread: Thread) -> tuple[str, int]:
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(f"/t/{thread.id}/tree/")
+    assert response.status_code == 200
+    return response.content.decode(), len(queries)
+
+
+def test_every_line_has_a_label_a_preview_and_a_badge_for_its_state(team: Team) -> None:
+    thread, prompt = _regenerated(team.alpha, 2)
+    stopped = make_run(
+        thread,
+        ("text-delta", {"delta": "Half an ans"}),
+        fork_from=prompt.id,
+        commit=False,
+        origin=RunOrigin.WEB,
+    )
+    ledger.stop_run(run=stopped)
+    failed = make_run(thread, ("text-delta", {"delta": "x"}), fork_from=prompt.id, commit=False)
+    ledger.fail_run(run=failed, error="boom")
+    streaming = make_run(thread, ("text-delta", {"delta": "y"}), fork_from=prompt.id, commit=False)
+    html, _ = _get(team.client(team.viewer), thread)
+    rows = re.findall(r'<li class="tree-row[^"]*".*?</li>', html, flags=re.S)
+    assert len(rows) == 6  # the prompt, three answers, two runs without messages
+    prompt_row = rows[0]
+    assert "is-active" in prompt_row and ">User<" in prompt_row
+    assert "Name a number" in prompt_row and ">active</span>" in prompt_row
+    # The stopped answer was kept as a branch, and made active (the user stopped to read it).
+    assert any(
+        "Half an ans" in r and ">active</span>" in r and ">stopped</span>" in r for r in rows
+    )
+    for n in (0, 1):
+        assert any(f"Number {n} is my answer" in r and ">alternative</span>" in r for r in rows)
+    assert any(f"/runs/{failed.id}/" in r and ">failed</span>" in r for r in rows)
+    assert any(f"/runs/{streaming.id}/" in r and ">streaming</span>" in r for r in rows)
+    # A small tree shows its fork points open, each with a link to compare its branches.
+    assert '<details class="tree-branches" open>' in html
+    assert f'href="/t/{thread.id}/fork/{prompt.id}/compare/"' in html
+
+
+def test_fifty_branches_fold_below_their_fork_point(team: Team) -> None:
+    thread, _ = _regenerated(team.alpha, 50)
+    html, _ = _get(team.client(team.viewer), thread)
+    assert html.count('class="tree-branch"') == 49
+    assert "49 other branches here" in html
+    assert '<details class="tree-branches">' in html and 'tree-branches" open' not in html
+    assert "51 messages · 50 branches" in html
+
+
+def test_a_thousand_branches_render_a_bounded_page_in_as_many_queries(team: Team) -> None:
+    viewer = team.client(team.viewer)
+    small, _ = _regenerated(team.alpha, 50)
+    small_html, small_queries = _get(viewer, small)
+    thread, prompt = _regenerated(team.alpha, 1000)
+    html, queries = _get(viewer, thread)
+    assert html.count('class="tree-branch"') == MAX_ALTERNATIVES
+    assert f"{999 - MAX_ALTERNATIVES} more branches here, not listed" in html
+    assert f'href="/t/{thread.id}/fork/{prompt.id}/compare/"' in html
+    assert queries == small_queries
+    # Bounded: about the size of the page of 50 branches, not 20 times it.
+    assert len(html) < 1.1 * len(small_html)
+
+
+def test_an_outsider_gets_404_and_a_viewer_reads_it(team: Team) -> None:
+    thread, _ = _regenerated(team.alpha, 2)
+    assert team.client(team.outsider).get(f"/t/{thread.id}/tree/").status_code == 404
+    assert team.client(team.viewer).get(f"/t/{thread.id}/tree/").status_code == 200
+    assert Client().get(f"/t/{thread.id}/tree/").status_code == 302
