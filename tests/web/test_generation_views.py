@@ -669,3 +669,25 @@ def test_the_live_block_shows_a_stalled_run_read_only_until_a_sweep_fails_it(
     assert "the worker &#x27;gone:1&#x27; stopped responding" in html
     assert f'action="/runs/{run.id}/retry/"' in html
     assert Run.objects.values_list("status", flat=True).get(pk=run.pk) == RunStatus.FAILED
+
+
+def test_the_live_run_tag_leaves_the_header_when_the_run_ends(editor_client: Client) -> None:
+    thread, question, _ = _thread()
+    run = _open_run(thread, "so", "far", fork_from=question.id)
+    tag = f'<a class="tag tag-live" href="/runs/{run.id}/">'
+    page = editor_client.get(f"/t/{thread.id}/").content.decode()
+    assert f'<span id="live-tag">{tag}' in page and "hx-swap-oob" not in page
+    # The last live update of a failed run takes the header's tag away (out of band).
+    ledger.fail_run(run=run, error={"message": "gone"})
+    fragment = editor_client.get(f"/runs/{run.id}/live/", headers=HTMX).content.decode()
+    assert '<span id="live-tag" hx-swap-oob="true"></span>' in fragment and tag not in fragment
+    # So does a committed run's: it loads the conversation, which brings the tag along.
+    again = _open_run(thread, "more", fork_from=question.id)
+    swapped = editor_client.get(f"/t/{thread.id}/", headers=HTMX).content.decode()
+    assert (
+        f'<span id="live-tag" hx-swap-oob="true"><a class="tag tag-live" href="/runs/{again.id}/">'
+        in swapped
+    )
+    ledger.commit_run(run=again)
+    swapped = editor_client.get(f"/t/{thread.id}/", headers=HTMX).content.decode()
+    assert '<span id="live-tag" hx-swap-oob="true"></span>' in swapped

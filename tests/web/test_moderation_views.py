@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -125,7 +126,10 @@ def test_only_moderators_see_the_queue_and_its_link(
     User.objects.filter(pk=editor.pk).update(is_staff=True)
     refused = editor_client.get("/moderation/")  # staff, but no moderator of any project
     assert refused.status_code == 403 and b"moderator role" in refused.content
-    assert moderator_client.get("/moderation/").status_code == 200
+    queue = moderator_client.get("/moderation/")
+    assert queue.status_code == 200
+    # The queue links the audit log of the moderator's current project.
+    assert re.search(r'href="/p/[\w-]+/audit/"', queue.content.decode())
     assert 'href="/moderation/"' in moderator_client.get("/").content.decode()
     assert 'href="/moderation/"' not in editor_client.get("/").content.decode()
     assert 'href="/moderation/"' not in viewer_client.get("/").content.decode()
