@@ -42,6 +42,7 @@ bench: install
 	$(BIN)/python bench/bench_branches.py
 	$(BIN)/python bench/bench_generation.py
 	$(BIN)/python bench/bench_import.py
+	$(BIN)/python bench/bench_otlp.py
 	$(BIN)/python bench/bench_outage.py
 
 ## Stop the embedded development database (serve starts it again)

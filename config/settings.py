@@ -200,6 +200,10 @@ TRANSCRIPTS_SNAPSHOT_EVERY = int(os.environ.get("TRANSCRIPTS_SNAPSHOT_EVERY", "5
 TRANSCRIPTS_MAX_BODY_BYTES = int(os.environ.get("TRANSCRIPTS_MAX_BODY_BYTES", str(5 * 1024 * 1024)))
 TRANSCRIPTS_MAX_BATCH_EVENTS = int(os.environ.get("TRANSCRIPTS_MAX_BATCH_EVENTS", "5000"))
 TRANSCRIPTS_MAX_JSON_DEPTH = int(os.environ.get("TRANSCRIPTS_MAX_JSON_DEPTH", "64"))
+# The OTLP receiver's own limit, before and after gzip (exporters batch many spans at once).
+TRANSCRIPTS_OTLP_MAX_BYTES = int(
+    os.environ.get("TRANSCRIPTS_OTLP_MAX_BYTES", str(10 * 1024 * 1024))
+)
 DATA_UPLOAD_MAX_MEMORY_SIZE = TRANSCRIPTS_MAX_BODY_BYTES
 
 # Generation: leases, re-queueing and the OpenAI-compatible generator (key only from the env).

@@ -102,6 +102,9 @@ class Thread(models.Model):
     title = models.CharField(max_length=500, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
     agents = models.JSONField(default=dict, blank=True)
+    # The id the thread has elsewhere (an OpenTelemetry conversation or trace id; "" for none):
+    # unique per project, so the same id in another project is another thread.
+    external_id = models.CharField(max_length=500, blank=True, default="")
     parent_thread = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_threads"
     )
@@ -118,6 +121,13 @@ class Thread(models.Model):
             models.Index(fields=["-updated_at"], name="thread_updated_idx"),
             models.Index(
                 fields=["project", "-updated_at", "-id"], name="thread_project_updated_idx"
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "external_id"],
+                condition=~Q(external_id=""),
+                name="thread_external_id_per_project",
             ),
         ]
 

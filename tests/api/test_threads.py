@@ -159,6 +159,7 @@ def test_a_thread_reads_with_camel_case_keys_and_iso_times(api):
         "title",
         "metadata",
         "agents",
+        "externalId",
         "parentThreadId",
         "headMessageId",
         "hidden",

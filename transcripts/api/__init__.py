@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ninja import NinjaAPI
 
-from transcripts.api import ai_sdk, events, runs, threads, transfer, workers
+from transcripts.api import ai_sdk, events, otlp, runs, threads, transfer, workers
 from transcripts.api.docs import LocalSwagger
 from transcripts.api.errors import JsonBodyParser, install_handlers
 
@@ -23,3 +23,4 @@ api.add_router("", events.router)
 api.add_router("", ai_sdk.router)
 api.add_router("", workers.router)
 api.add_router("", transfer.router)
+api.add_router("", otlp.router)

@@ -99,6 +99,7 @@ class ThreadOut(Schema):
     title: str
     metadata: JsonObject
     agents: JsonObject
+    externalId: str = Field("", validation_alias="external_id")
     parentThreadId: Id | None = Field(validation_alias="parent_thread_id")
     headMessageId: Id | None = Field(validation_alias="head_id")
     hidden: bool

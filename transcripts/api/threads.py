@@ -84,9 +84,16 @@ def list_threads(
     q: str = Query("", max_length=500, description="Full-text search over titles and messages"),
     limit: int = Query(50, ge=1, le=200),
     cursor: str | None = Query(None, max_length=200, description="nextCursor of the last page"),
+    externalId: str | None = Query(
+        None,
+        max_length=500,
+        description="Only the thread with this external id (an OTel conversation or trace id)",
+    ),
 ) -> dict[str, Any]:
     """Threads of the token's project, most recently updated first; q searches every branch."""
     readable = readable_threads(request)
+    if externalId is not None:
+        readable = readable.filter(external_id=externalId)
     after = _thread_list_position(cursor) if cursor else None
     threads = selectors.search_threads(readable, q)
     page = selectors.thread_page(threads, after=after, limit=limit + 1)

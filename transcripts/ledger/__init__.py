@@ -10,7 +10,8 @@ this package is a facade over modules with one job each:
 - `leases.py`: generator workers' leases; `snapshots.py`: projection snapshots;
 - `notify.py`: LISTEN/NOTIFY channels of runs;
 - `moderation.py`, `reports.py`, `audit.py`, `ratings.py`: moderators' and readers' writes;
-- `import_plan.py`, `importing.py`: whole threads imported in one transaction.
+- `import_plan.py`, `importing.py`: whole threads imported in one transaction;
+- `otel_tree.py`: LLM calls read from OpenTelemetry spans into the tree, exactly once.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from transcripts.ledger.lifecycle import (
     stop_run,
 )
 from transcripts.ledger.notify import run_channel
+from transcripts.ledger.otel_tree import StoreResult, store_calls
 from transcripts.ledger.runs import HEAD, begin_run
 from transcripts.ledger.snapshots import store_due_snapshots, store_snapshot, store_snapshot_if_due
 from transcripts.ledger.threads import create_thread
@@ -33,6 +35,7 @@ from transcripts.ledger.threads import create_thread
 __all__ = [
     "HEAD",
     "AppendResult",
+    "StoreResult",
     "append_events",
     "begin_run",
     "cancel_run",
@@ -47,6 +50,7 @@ __all__ = [
     "restore_run",
     "run_channel",
     "stop_run",
+    "store_calls",
     "store_due_snapshots",
     "store_snapshot",
     "store_snapshot_if_due",

@@ -1,0 +1,1 @@
+"""OpenTelemetry GenAI ingest: OTLP spans of instrumented agents into the message tree."""

@@ -1,0 +1,227 @@
+"""OpenInference (Arize Phoenix) LLM spans with flat `llm.input_messages.N.message.*` content.
+
+Only spans of kind `LLM` are calls; chains, retrievers, embeddings, tools and agents are not.
+Lists are flattened with zero-based indexes; tool results are `tool` messages naming the call
+in `message.tool_call_id`; tool call arguments are JSON strings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from transcripts.formats.document import file_part, parse_json_text
+from transcripts.otel.model import LlmCall, SpanData, SpanRejected
+
+NAME = "openinference"
+
+_KEY = re.compile(r"^llm\.(?P<side>input|output)_messages\.(?P<index>\d+)\.message\.(?P<field>.+)$")
+_CONTENT_FIELD = re.compile(r"^contents\.(?P<index>\d+)\.message_content\.(?P<field>.+)$")
+_TOOL_CALL_FIELD = re.compile(r"^tool_calls\.(?P<index>\d+)\.tool_call\.(?P<field>.+)$")
+_ROLES = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "model": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
+_USAGE = (
+    ("inputTokens", "llm.token_count.prompt"),
+    ("outputTokens", "llm.token_count.completion"),
+    ("totalTokens", "llm.token_count.total"),
+    ("cachedInputTokens", "llm.token_count.prompt_details.cache_read"),
+    ("reasoningTokens", "llm.token_count.completion_details.reasoning"),
+)
+
+
+def to_call(span: SpanData) -> LlmCall | None:
+    """The model call an OpenInference LLM span records, None for any other span."""
+    attributes = span.attributes
+    kind = attributes.get("openinference.span.kind")
+    if not isinstance(kind, str) or kind.upper() != "LLM":
+        return None
+    inputs, outputs = _indexed(attributes)
+    if not inputs and not outputs:
+        return None
+    _invocation_parameters(attributes)
+    tool_names: dict[str, str] = {}
+    input_messages = [
+        _message(inputs[index], f"llm.input_messages.{index}.message", tool_names)
+        for index in sorted(inputs)
+    ]
+    output_messages = [
+        _message(outputs[index], f"llm.output_messages.{index}.message", tool_names)
+        for index in sorted(outputs)
+    ]
+    return LlmCall(
+        span=span,
+        convention=NAME,
+        input_messages=input_messages,
+        output_messages=output_messages,
+        conversation_id=_first_string(attributes, ("session.id", "gen_ai.conversation.id")),
+        model=_first_string(attributes, ("llm.model_name",)),
+        provider=_first_string(attributes, ("llm.provider", "llm.system")),
+        usage=_usage(attributes),
+        finish_reason=None,
+        agent_name=_first_string(attributes, ("agent.name", "gen_ai.agent.name")),
+        error=(span.status_message or "error") if span.status_code == 2 else None,
+    )
+
+
+# --- attributes ----------------------------------------------------------------------------
+
+
+def _indexed(
+    attributes: dict[str, Any],
+) -> tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
+    """The flat input and output message attributes grouped by message index."""
+    sides: dict[str, dict[int, dict[str, Any]]] = {"input": {}, "output": {}}
+    for key, value in attributes.items():
+        match = _KEY.match(key)
+        if match is not None:
+            group = sides[match["side"]].setdefault(int(match["index"]), {})
+            group[match["field"]] = value
+    return sides["input"], sides["output"]
+
+
+def _invocation_parameters(attributes: dict[str, Any]) -> None:
+    """Checks `llm.invocation_parameters`, a JSON object, so a broken span is named early."""
+    raw = attributes.get("llm.invocation_parameters")
+    if raw is None:
+        return
+    if not isinstance(raw, str):
+        raise SpanRejected("llm.invocation_parameters: expected a JSON string")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise SpanRejected("llm.invocation_parameters: not valid JSON") from None
+    if not isinstance(value, dict):
+        raise SpanRejected("llm.invocation_parameters: expected a JSON object")
+
+
+def _first_string(attributes: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = attributes.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _usage(attributes: dict[str, Any]) -> dict[str, Any]:
+    usage: dict[str, Any] = {}
+    for name, key in _USAGE:
+        value = attributes.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            usage[name] = int(value)
+    return usage
+
+
+# --- messages ------------------------------------------------------------------------------
+
+
+def _message(fields: dict[str, Any], where: str, tool_names: dict[str, str]) -> dict[str, Any]:
+    raw_role = fields.get("role")
+    if not isinstance(raw_role, str) or raw_role.lower() not in _ROLES:
+        raise SpanRejected(f"{where}.role: expected system, user, assistant or tool")
+    role = _ROLES[raw_role.lower()]
+    parts = _contents(fields, where)
+    parts.extend(_tool_calls(fields, where, tool_names))
+    if role != "tool":
+        return {"role": role, "parts": parts, "metadata": {}}
+    call_id = fields.get("tool_call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise SpanRejected(f"{where}.tool_call_id: expected a non-empty string")
+    texts = [part["text"] for part in parts if part["type"] == "text"]
+    output: Any = parse_json_text(texts[0]) if len(texts) == 1 else "".join(texts)
+    name = fields.get("name")
+    result = {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "toolName": tool_names.get(call_id, name if isinstance(name, str) and name else None),
+        "output": output,
+        "isError": False,
+    }
+    return {"role": "tool", "parts": [result], "metadata": {}}
+
+
+def _contents(fields: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """Text and images: the multi-part `contents` list when given, else `content`."""
+    contents: dict[int, dict[str, Any]] = {}
+    for key, value in fields.items():
+        match = _CONTENT_FIELD.match(key)
+        if match is not None:
+            contents.setdefault(int(match["index"]), {})[match["field"]] = value
+    if not contents:
+        content = fields.get("content")
+        if content is None:
+            return []
+        if not isinstance(content, str):
+            raise SpanRejected(f"{where}.content: expected a string")
+        return [{"type": "text", "text": content}] if content else []
+    parts: list[dict[str, Any]] = []
+    for index in sorted(contents):
+        item = contents[index]
+        item_where = f"{where}.contents.{index}.message_content"
+        kind = item.get("type")
+        if kind == "text":
+            text = item.get("text")
+            if not isinstance(text, str):
+                raise SpanRejected(f"{item_where}.text: expected a string")
+            parts.append({"type": "text", "text": text})
+        elif kind == "image":
+            url = item.get("image.image.url")
+            if not isinstance(url, str) or not url:
+                raise SpanRejected(f"{item_where}.image.image.url: expected a non-empty string")
+            parts.append(file_part(_mime_of(url), url))
+        elif not isinstance(kind, str):
+            raise SpanRejected(f"{item_where}.type: expected a string")
+    return parts
+
+
+def _mime_of(url: str) -> str:
+    if url.startswith("data:") and ";" in url:
+        return url[len("data:") : url.index(";")] or "application/octet-stream"
+    return "image/*"
+
+
+def _tool_calls(
+    fields: dict[str, Any], where: str, tool_names: dict[str, str]
+) -> list[dict[str, Any]]:
+    calls: dict[int, dict[str, Any]] = {}
+    for key, value in fields.items():
+        match = _TOOL_CALL_FIELD.match(key)
+        if match is not None:
+            calls.setdefault(int(match["index"]), {})[match["field"]] = value
+    parts: list[dict[str, Any]] = []
+    for index in sorted(calls):
+        call = calls[index]
+        call_where = f"{where}.tool_calls.{index}.tool_call"
+        name = call.get("function.name")
+        if not isinstance(name, str) or not name:
+            raise SpanRejected(f"{call_where}.function.name: expected a non-empty string")
+        arguments = call.get("function.arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            raise SpanRejected(f"{call_where}.function.arguments: expected a JSON string")
+        call_id = call.get("id")
+        if call_id is None:
+            call_id = _derived_call_id(name, arguments)
+        if not isinstance(call_id, str) or not call_id:
+            raise SpanRejected(f"{call_where}.id: expected a non-empty string")
+        tool_names[call_id] = name
+        tool_input = parse_json_text(arguments) if arguments else None
+        parts.append(
+            {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": tool_input}
+        )
+    return parts
+
+
+def _derived_call_id(name: str, arguments: str | None) -> str:
+    """An id for a call sent without one, the same wherever the same call is repeated."""
+    digest = hashlib.sha256(f"{name}\n{arguments or ''}".encode()).hexdigest()[:16]
+    return f"call-{digest}"

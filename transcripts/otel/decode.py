@@ -1,0 +1,133 @@
+"""OTLP/HTTP trace bodies (protobuf or OTLP JSON) into `SpanData`, with the official classes."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from transcripts.otel.model import SpanData, SpanEvent
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+# OTLP JSON writes these ids in hex where protobuf's JSON mapping expects base64.
+_HEX_ID_KEYS = frozenset(
+    {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
+)
+
+
+class UndecodableBody(Exception):
+    """The body is not an ExportTraceServiceRequest in the declared encoding."""
+
+
+def _hex_ids_to_base64(value: Any) -> Any:
+    """A copy of OTLP JSON with its hex span and trace ids in base64, as json_format reads them."""
+    if isinstance(value, list):
+        return [_hex_ids_to_base64(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in _HEX_ID_KEYS and isinstance(item, str):
+            try:
+                item = base64.b64encode(bytes.fromhex(item)).decode() if item else ""
+            except ValueError:
+                raise UndecodableBody(f"{key} must be a hex string, not {item[:40]!r}") from None
+        out[key] = _hex_ids_to_base64(item)
+    return out
+
+
+def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
+    """The request message of a body in content_type (protobuf or JSON), or UndecodableBody."""
+    request = ExportTraceServiceRequest()
+    if content_type == PROTOBUF:
+        try:
+            request.ParseFromString(body)
+        except (DecodeError, RuntimeError, ValueError) as exc:
+            raise UndecodableBody(f"not an ExportTraceServiceRequest: {exc}") from None
+        return request
+    try:
+        document = json.loads(body)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise UndecodableBody(f"not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise UndecodableBody("an OTLP JSON body is an object with resourceSpans")
+    try:
+        json_format.ParseDict(_hex_ids_to_base64(document), request, ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        raise UndecodableBody(f"not OTLP JSON: {exc}") from None
+    return request
+
+
+def encode_response(content_type: str, *, rejected: int = 0, error_message: str = "") -> bytes:
+    """An ExportTraceServiceResponse in content_type; partial_success only when something was."""
+    response = ExportTraceServiceResponse()
+    if rejected or error_message:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = error_message
+    if content_type == PROTOBUF:
+        encoded: bytes = response.SerializeToString()
+        return encoded
+    text: str = json_format.MessageToJson(response, indent=None)
+    return text.encode()
+
+
+def any_value(value: AnyValue) -> Any:
+    """An AnyValue as a plain Python value (kvlist: dict, array: list, bytes kept as bytes)."""
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [any_value(item) for item in value.array_value.values]
+    if kind == "kvlist_value":
+        return attributes(value.kvlist_value.values)
+    return getattr(value, kind)
+
+
+def attributes(pairs: Iterable[KeyValue]) -> dict[str, Any]:
+    """Key-values as a dict (a repeated key: the last one wins, as in the SDKs)."""
+    return {pair.key: any_value(pair.value) for pair in pairs}
+
+
+def _hex(raw: bytes) -> str:
+    return binascii.hexlify(raw).decode()
+
+
+def spans_of(request: ExportTraceServiceRequest) -> Iterator[SpanData]:
+    """Every span of the request, decoded, with its resource's attributes and scope name."""
+    for resource_spans in request.resource_spans:
+        resource = attributes(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            scope = scope_spans.scope.name
+            for span in scope_spans.spans:
+                yield SpanData(
+                    trace_id=_hex(span.trace_id),
+                    span_id=_hex(span.span_id),
+                    parent_span_id=_hex(span.parent_span_id) or None,
+                    name=span.name,
+                    start_ns=span.start_time_unix_nano,
+                    end_ns=span.end_time_unix_nano,
+                    attributes=attributes(span.attributes),
+                    events=tuple(
+                        SpanEvent(
+                            name=event.name,
+                            time_ns=event.time_unix_nano,
+                            attributes=attributes(event.attributes),
+                        )
+                        for event in span.events
+                    ),
+                    status_code=int(span.status.code),
+                    status_message=span.status.message,
+                    resource=resource,
+                    scope=scope,
+                )

@@ -1,0 +1,70 @@
+"""The shapes shared by the OTLP receiver, the conventions and the tree writer.
+
+A span is decoded once into `SpanData` (convention-neutral, plain Python values). Each
+convention module under `otel/conventions/` turns the spans it recognizes into `LlmCall`s:
+one model call with the conversation it was given and what it answered, in canonical
+messages (`transcripts.canonical`: `{"role": ..., "parts": [...], "metadata": {...}}`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SpanEvent:
+    """An event recorded on a span (older GenAI conventions put messages here)."""
+
+    name: str
+    time_ns: int
+    attributes: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SpanData:
+    """One decoded span: ids in lowercase hex, attribute values as plain Python values."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any]
+    events: tuple[SpanEvent, ...] = ()
+    status_code: int = 0  # 0 unset, 1 ok, 2 error (OTLP's StatusCode)
+    status_message: str = ""
+    resource: dict[str, Any] = field(default_factory=dict)
+    scope: str = ""
+
+
+@dataclass
+class LlmCall:
+    """One model call as a convention read it from a span.
+
+    `input_messages` is the whole history the model was given (system instructions first,
+    as a `system` message), `output_messages` what it answered (usually one assistant
+    message; tool results of the next call arrive in that call's input). Parts are canonical
+    parts (text, reasoning with its signature, tool-call, tool-result, file).
+    """
+
+    span: SpanData
+    convention: str
+    input_messages: list[dict[str, Any]]
+    output_messages: list[dict[str, Any]]
+    conversation_id: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)  # inputTokens, outputTokens, ...
+    finish_reason: str | None = None
+    agent_name: str | None = None
+    error: str | None = None
+
+
+class SpanRejected(Exception):
+    """A span a convention claims but cannot read; reported in the OTLP partial_success."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
