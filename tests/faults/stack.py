@@ -201,6 +201,18 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+def served(send: Callable[[], httpx.Response], attempts: int = 20) -> httpx.Response:
+    """The first answer that is not a 503, sending again as Retry-After asks (sooner here)."""
+    response = send()
+    for _ in range(attempts):
+        if response.status_code != 503:
+            break
+        assert response.headers["Retry-After"], response.text
+        time.sleep(0.25)
+        response = send()
+    return response
+
+
 @dataclass
 class Server:
     """uvicorn serving config.asgi on the faults' database."""

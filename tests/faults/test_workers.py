@@ -20,6 +20,7 @@ from tests.faults.stack import (
     free_port,
     login,
     regenerate,
+    served,
     started_run,
     wait_for,
 )
@@ -66,7 +67,7 @@ def test_a_worker_waits_out_an_outage_and_then_generates_again(
     # The run cut off mid-answer is failed (it cannot resume), not left streaming forever.
     wait_for(lambda: stack.run_status(cut) == "failed", 20, "the cut-off run to fail")
     assert _error_code(stack, cut) in ("database_unavailable", "lease_expired")
-    after = started_run(regenerate(browser, stack))
+    after = started_run(served(lambda: regenerate(browser, stack)))
     wait_for(lambda: stack.run_status(after) == "committed", 20, "a regeneration after it")
     print(f"\na Regenerate sent after the outage committed {time.monotonic() - back_at:.2f} s")
     print("after the database started")

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from transcripts.formats.document import data_url, file_part, parse_json_text, set_extra
+from transcripts.otel.conventions.common import token_usage
 from transcripts.otel.model import LlmCall, SpanData, SpanRejected
 
 NAME = "ai_sdk"
@@ -56,7 +57,7 @@ def to_call(span: SpanData) -> LlmCall | None:
             ("ai.response.model", "gen_ai.response.model", "ai.model.id", "gen_ai.request.model"),
         ),
         provider=_first_string(attributes, ("ai.model.provider", "gen_ai.system")),
-        usage=_usage(attributes),
+        usage=token_usage(attributes, _USAGE),
         finish_reason=_first_string(
             attributes, ("ai.response.finishReason", "gen_ai.response.finish_reasons")
         ),
@@ -105,17 +106,6 @@ def _conversation_id(attributes: dict[str, Any]) -> str | None:
             if isinstance(value, int) and not isinstance(value, bool):
                 return str(value)
     return found
-
-
-def _usage(attributes: dict[str, Any]) -> dict[str, Any]:
-    usage: dict[str, Any] = {}
-    for name, keys in _USAGE:
-        for key in keys:
-            value = attributes.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                usage[name] = int(value)
-                break
-    return usage
 
 
 # --- messages ------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from transcripts.otel.conventions.common import token_usage
 from transcripts.otel.model import LlmCall, SpanData, SpanEvent, SpanRejected
 
 NAME = "genai"
@@ -281,26 +282,14 @@ def _from_events(
 # --- the call ---------------------------------------------------------------------------
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _usage(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    usage: dict[str, Any] = {}
-    for key, names in (
-        ("inputTokens", ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")),
-        ("outputTokens", ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")),
-        (
-            "cachedInputTokens",
-            ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.details.cache_read_tokens"),
-        ),
-    ):
-        for name in names:
-            value = _int(attributes.get(name))
-            if value is not None:
-                usage[key] = value
-                break
-    return usage
+_USAGE = (
+    ("inputTokens", ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")),
+    ("outputTokens", ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")),
+    (
+        "cachedInputTokens",
+        ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.details.cache_read_tokens"),
+    ),
+)
 
 
 def _str(attributes: Mapping[str, Any], *names: str) -> str | None:
@@ -353,7 +342,7 @@ def to_call(span: SpanData) -> LlmCall | None:
         conversation_id=_str(attributes, "gen_ai.conversation.id"),
         model=_str(attributes, "gen_ai.response.model", "gen_ai.request.model"),
         provider=_str(attributes, "gen_ai.provider.name", "gen_ai.system"),
-        usage=_usage(attributes),
+        usage=token_usage(attributes, _USAGE),
         finish_reason=finish,
         agent_name=_str(attributes, "gen_ai.agent.name", "agent_name"),
         error=error,

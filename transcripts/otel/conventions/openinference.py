@@ -7,12 +7,12 @@ in `message.tool_call_id`; tool call arguments are JSON strings.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any
 
 from transcripts.formats.document import file_part, parse_json_text
+from transcripts.otel.conventions.common import token_usage, tool_call_part
 from transcripts.otel.model import LlmCall, SpanData, SpanRejected
 
 NAME = "openinference"
@@ -32,11 +32,11 @@ _ROLES = {
     "function": "tool",
 }
 _USAGE = (
-    ("inputTokens", "llm.token_count.prompt"),
-    ("outputTokens", "llm.token_count.completion"),
-    ("totalTokens", "llm.token_count.total"),
-    ("cachedInputTokens", "llm.token_count.prompt_details.cache_read"),
-    ("reasoningTokens", "llm.token_count.completion_details.reasoning"),
+    ("inputTokens", ("llm.token_count.prompt",)),
+    ("outputTokens", ("llm.token_count.completion",)),
+    ("totalTokens", ("llm.token_count.total",)),
+    ("cachedInputTokens", ("llm.token_count.prompt_details.cache_read",)),
+    ("reasoningTokens", ("llm.token_count.completion_details.reasoning",)),
 )
 
 
@@ -67,7 +67,7 @@ def to_call(span: SpanData) -> LlmCall | None:
         conversation_id=_first_string(attributes, ("session.id", "gen_ai.conversation.id")),
         model=_first_string(attributes, ("llm.model_name",)),
         provider=_first_string(attributes, ("llm.provider", "llm.system")),
-        usage=_usage(attributes),
+        usage=token_usage(attributes, _USAGE),
         finish_reason=None,
         agent_name=_first_string(attributes, ("agent.name", "gen_ai.agent.name")),
         error=(span.status_message or "error") if span.status_code == 2 else None,
@@ -111,15 +111,6 @@ def _first_string(attributes: dict[str, Any], keys: tuple[str, ...]) -> str | No
         if isinstance(value, str) and value:
             return value
     return None
-
-
-def _usage(attributes: dict[str, Any]) -> dict[str, Any]:
-    usage: dict[str, Any] = {}
-    for name, key in _USAGE:
-        value = attributes.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            usage[name] = int(value)
-    return usage
 
 
 # --- messages ------------------------------------------------------------------------------
@@ -205,23 +196,14 @@ def _tool_calls(
         name = call.get("function.name")
         if not isinstance(name, str) or not name:
             raise SpanRejected(f"{call_where}.function.name: expected a non-empty string")
-        arguments = call.get("function.arguments")
-        if arguments is not None and not isinstance(arguments, str):
-            raise SpanRejected(f"{call_where}.function.arguments: expected a JSON string")
-        call_id = call.get("id")
-        if call_id is None:
-            call_id = _derived_call_id(name, arguments)
-        if not isinstance(call_id, str) or not call_id:
-            raise SpanRejected(f"{call_where}.id: expected a non-empty string")
-        tool_names[call_id] = name
-        tool_input = parse_json_text(arguments) if arguments else None
         parts.append(
-            {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": tool_input}
+            tool_call_part(
+                name=name,
+                arguments=call.get("function.arguments"),
+                call_id=call.get("id"),
+                where=call_where,
+                tool_names=tool_names,
+                arguments_key="function.arguments",
+            )
         )
     return parts
-
-
-def _derived_call_id(name: str, arguments: str | None) -> str:
-    """An id for a call sent without one, the same wherever the same call is repeated."""
-    digest = hashlib.sha256(f"{name}\n{arguments or ''}".encode()).hexdigest()[:16]
-    return f"call-{digest}"

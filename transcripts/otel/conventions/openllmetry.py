@@ -8,12 +8,12 @@ blocks (OpenAI `text`/`image_url`, Anthropic `text`/`image`/`thinking`/`tool_use
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any
 
 from transcripts.formats.document import data_url, file_part, parse_json_text
+from transcripts.otel.conventions.common import token_usage, tool_call_part
 from transcripts.otel.model import LlmCall, SpanData, SpanRejected
 
 NAME = "openllmetry"
@@ -80,7 +80,7 @@ def to_call(span: SpanData) -> LlmCall | None:
         conversation_id=_conversation_id(attributes),
         model=_first_string(attributes, ("gen_ai.response.model", "gen_ai.request.model")),
         provider=_first_string(attributes, ("gen_ai.provider.name", "gen_ai.system")),
-        usage=_usage(attributes),
+        usage=token_usage(attributes, _USAGE),
         finish_reason=finish_reason,
         agent_name=_first_string(
             attributes, ("gen_ai.agent.name", "traceloop.entity.name", "traceloop.workflow.name")
@@ -122,17 +122,6 @@ def _conversation_id(attributes: dict[str, Any]) -> str | None:
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
     return None
-
-
-def _usage(attributes: dict[str, Any]) -> dict[str, Any]:
-    usage: dict[str, Any] = {}
-    for name, keys in _USAGE:
-        for key in keys:
-            value = attributes.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                usage[name] = int(value)
-                break
-    return usage
 
 
 # --- messages ------------------------------------------------------------------------------
@@ -282,23 +271,13 @@ def _tool_calls(
         call = calls[index]
         call_where = f"{where}.tool_calls.{index}"
         name = _string(call, "name", call_where, non_empty=True)
-        arguments = call.get("arguments")
-        if arguments is not None and not isinstance(arguments, str):
-            raise SpanRejected(f"{call_where}.arguments: expected a JSON string")
-        call_id = call.get("id")
-        if call_id is None:
-            call_id = _derived_call_id(name, arguments)
-        if not isinstance(call_id, str) or not call_id:
-            raise SpanRejected(f"{call_where}.id: expected a non-empty string")
-        tool_names[call_id] = name
-        tool_input = parse_json_text(arguments) if arguments else None
         parts.append(
-            {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": tool_input}
+            tool_call_part(
+                name=name,
+                arguments=call.get("arguments"),
+                call_id=call.get("id"),
+                where=call_where,
+                tool_names=tool_names,
+            )
         )
     return parts
-
-
-def _derived_call_id(name: str, arguments: str | None) -> str:
-    """An id for a call sent without one, the same wherever the same call is repeated."""
-    digest = hashlib.sha256(f"{name}\n{arguments or ''}".encode()).hexdigest()[:16]
-    return f"call-{digest}"
