@@ -197,3 +197,22 @@ def test_an_outsider_gets_404_for_the_branches_and_their_restore(team: Team) -> 
     assert outsider.post(f"/runs/{reply.id}/restore/", {"leaf": old.id}).status_code == 404
     thread.refresh_from_db()
     assert thread.head_id != old.id
+
+
+def test_a_page_of_earlier_messages_restores_the_branch_being_read(team: Team) -> None:
+    # q0 a0 q1 a1, then a0 regenerated: the old branch a0 → q1 → a1 is an alternative.
+    thread = make_thread("Paged", project=team.alpha)
+    q0 = last_message(ask(thread, "question 0"))
+    a0 = last_message(say(thread, "answer 0"))
+    ask(thread, "question 1")
+    a1 = last_message(say(thread, "answer 1"))
+    say(thread, "answer 0 again", fork_from=q0.id)
+    client = team.client(team.editor)
+    # "Load earlier" while reading the old branch at a1: its Restore names that branch's leaf,
+    # so the branch being read comes back, not whichever is newest below a0.
+    page = client.get(
+        f"/t/{thread.id}/?dir=before&from={a1.id}&leaf={a1.id}", headers={"HX-Request": "true"}
+    ).content.decode()
+    form = page[page.index(RESTORE_FORM) :]
+    assert f'name="leaf" value="{a1.id}"' in form[: form.index("</form>")]
+    assert f'id="m-{a0.id}"' in page

@@ -387,6 +387,8 @@ def test_later_messages_of_an_inactive_branch_follow_that_branch(
     first = side[0]
     html = viewer_client.get(f"/t/{thread.id}/?leaf={first.id}").content.decode()
     assert "side 0<" in html and "side 35<" in html and "side 36<" not in html
+    # The pager keeps the branch being read, so a Restore on the next page restores it.
+    assert f"dir=after&amp;from={side[35].id}&amp;leaf={first.id}" in html
     last = side[35]
     later = viewer_client.get(f"/t/{thread.id}/?dir=after&from={last.id}", headers=htmx)
     text = later.content.decode()

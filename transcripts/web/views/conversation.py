@@ -40,7 +40,12 @@ def _more(
 ) -> HttpResponse:
     """The messages just above or below origin on its branch (the pagers' htmx requests)."""
     origin = message_of(thread, origin_id)
-    context: dict[str, Any] = {"thread": thread, "url": reverse("conversation", args=[thread.id])}
+    context: dict[str, Any] = {
+        "thread": thread,
+        "url": reverse("conversation", args=[thread.id]),
+        # The branch being read, so a Restore on this page brings back exactly that branch.
+        "leaf": request.GET.get("leaf", ""),
+    }
     if direction == "before":
         messages = selectors.branch_window(origin, before=WINDOW, after=0)[:-1]
         context["has_earlier"] = bool(messages) and messages[0].depth > 0
