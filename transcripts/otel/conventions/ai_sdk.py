@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from transcripts.formats.document import data_url, file_part, parse_json_text, set_extra
-from transcripts.otel.conventions.common import token_usage
+from transcripts.otel.conventions.common import span_error, token_usage
 from transcripts.otel.model import LlmCall, SpanData, SpanRejected
 
 NAME = "ai_sdk"
@@ -62,7 +62,7 @@ def to_call(span: SpanData) -> LlmCall | None:
             attributes, ("ai.response.finishReason", "gen_ai.response.finish_reasons")
         ),
         agent_name=_first_string(attributes, ("ai.telemetry.functionId",)),
-        error=(span.status_message or "error") if span.status_code == 2 else None,
+        error=span_error(span),
     )
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from transcripts.formats.document import parse_json_text
-from transcripts.otel.model import SpanRejected
+from transcripts.otel.model import SpanData, SpanRejected
 
 # (our usage key, the attributes that may hold it, first found wins)
 UsageTable = Iterable[tuple[str, tuple[str, ...]]]
@@ -50,3 +51,30 @@ def tool_call_part(
     tool_names[call_id] = name
     tool_input = parse_json_text(arguments) if arguments else None
     return {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": tool_input}
+
+
+def first_string(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first non-empty string among the attributes named by keys."""
+    for key in keys:
+        value = attributes.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def span_error(span: SpanData) -> str | None:
+    """Why the span failed (OTLP status ERROR), None when it did not."""
+    return (span.status_message or "error") if span.status_code == 2 else None
+
+
+def indexed(
+    attributes: Mapping[str, Any], key: re.Pattern[str], sides: tuple[str, str]
+) -> tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
+    """Flat per-message attributes (`<side>.<index>.<field>` as key matches them) grouped by
+    message index, for the input side and the output side."""
+    grouped: dict[str, dict[int, dict[str, Any]]] = {side: {} for side in sides}
+    for name, value in attributes.items():
+        match = key.match(name)
+        if match is not None:
+            grouped[match["side"]].setdefault(int(match["index"]), {})[match["field"]] = value
+    return grouped[sides[0]], grouped[sides[1]]

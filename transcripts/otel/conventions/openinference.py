@@ -12,7 +12,13 @@ import re
 from typing import Any
 
 from transcripts.formats.document import file_part, parse_json_text
-from transcripts.otel.conventions.common import token_usage, tool_call_part
+from transcripts.otel.conventions.common import (
+    first_string,
+    indexed,
+    span_error,
+    token_usage,
+    tool_call_part,
+)
 from transcripts.otel.model import LlmCall, SpanData, SpanRejected
 
 NAME = "openinference"
@@ -46,7 +52,7 @@ def to_call(span: SpanData) -> LlmCall | None:
     kind = attributes.get("openinference.span.kind")
     if not isinstance(kind, str) or kind.upper() != "LLM":
         return None
-    inputs, outputs = _indexed(attributes)
+    inputs, outputs = indexed(attributes, _KEY, ("input", "output"))
     if not inputs and not outputs:
         return None
     _invocation_parameters(attributes)
@@ -64,30 +70,17 @@ def to_call(span: SpanData) -> LlmCall | None:
         convention=NAME,
         input_messages=input_messages,
         output_messages=output_messages,
-        conversation_id=_first_string(attributes, ("session.id", "gen_ai.conversation.id")),
-        model=_first_string(attributes, ("llm.model_name",)),
-        provider=_first_string(attributes, ("llm.provider", "llm.system")),
+        conversation_id=first_string(attributes, ("session.id", "gen_ai.conversation.id")),
+        model=first_string(attributes, ("llm.model_name",)),
+        provider=first_string(attributes, ("llm.provider", "llm.system")),
         usage=token_usage(attributes, _USAGE),
         finish_reason=None,
-        agent_name=_first_string(attributes, ("agent.name", "gen_ai.agent.name")),
-        error=(span.status_message or "error") if span.status_code == 2 else None,
+        agent_name=first_string(attributes, ("agent.name", "gen_ai.agent.name")),
+        error=span_error(span),
     )
 
 
 # --- attributes ----------------------------------------------------------------------------
-
-
-def _indexed(
-    attributes: dict[str, Any],
-) -> tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
-    """The flat input and output message attributes grouped by message index."""
-    sides: dict[str, dict[int, dict[str, Any]]] = {"input": {}, "output": {}}
-    for key, value in attributes.items():
-        match = _KEY.match(key)
-        if match is not None:
-            group = sides[match["side"]].setdefault(int(match["index"]), {})
-            group[match["field"]] = value
-    return sides["input"], sides["output"]
 
 
 def _invocation_parameters(attributes: dict[str, Any]) -> None:
@@ -103,14 +96,6 @@ def _invocation_parameters(attributes: dict[str, Any]) -> None:
         raise SpanRejected("llm.invocation_parameters: not valid JSON") from None
     if not isinstance(value, dict):
         raise SpanRejected("llm.invocation_parameters: expected a JSON object")
-
-
-def _first_string(attributes: dict[str, Any], keys: tuple[str, ...]) -> str | None:
-    for key in keys:
-        value = attributes.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 # --- messages ------------------------------------------------------------------------------

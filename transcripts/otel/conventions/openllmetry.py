@@ -13,7 +13,13 @@ import re
 from typing import Any
 
 from transcripts.formats.document import data_url, file_part, parse_json_text
-from transcripts.otel.conventions.common import token_usage, tool_call_part
+from transcripts.otel.conventions.common import (
+    first_string,
+    indexed,
+    span_error,
+    token_usage,
+    tool_call_part,
+)
 from transcripts.otel.model import LlmCall, SpanData, SpanRejected
 
 NAME = "openllmetry"
@@ -57,7 +63,7 @@ def to_call(span: SpanData) -> LlmCall | None:
     request_type = attributes.get("llm.request.type")
     if request_type is not None and request_type not in _CALL_TYPES:
         return None
-    prompts, completions = _indexed(attributes)
+    prompts, completions = indexed(attributes, _KEY, ("prompt", "completion"))
     if not prompts and not completions:
         return None
     tool_names: dict[str, str] = {}
@@ -78,39 +84,18 @@ def to_call(span: SpanData) -> LlmCall | None:
         input_messages=input_messages,
         output_messages=output_messages,
         conversation_id=_conversation_id(attributes),
-        model=_first_string(attributes, ("gen_ai.response.model", "gen_ai.request.model")),
-        provider=_first_string(attributes, ("gen_ai.provider.name", "gen_ai.system")),
+        model=first_string(attributes, ("gen_ai.response.model", "gen_ai.request.model")),
+        provider=first_string(attributes, ("gen_ai.provider.name", "gen_ai.system")),
         usage=token_usage(attributes, _USAGE),
         finish_reason=finish_reason,
-        agent_name=_first_string(
+        agent_name=first_string(
             attributes, ("gen_ai.agent.name", "traceloop.entity.name", "traceloop.workflow.name")
         ),
-        error=(span.status_message or "error") if span.status_code == 2 else None,
+        error=span_error(span),
     )
 
 
 # --- attributes ----------------------------------------------------------------------------
-
-
-def _indexed(
-    attributes: dict[str, Any],
-) -> tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
-    """The flat prompt and completion attributes grouped by message index."""
-    sides: dict[str, dict[int, dict[str, Any]]] = {"prompt": {}, "completion": {}}
-    for key, value in attributes.items():
-        match = _KEY.match(key)
-        if match is not None:
-            group = sides[match["side"]].setdefault(int(match["index"]), {})
-            group[match["field"]] = value
-    return sides["prompt"], sides["completion"]
-
-
-def _first_string(attributes: dict[str, Any], keys: tuple[str, ...]) -> str | None:
-    for key in keys:
-        value = attributes.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 def _conversation_id(attributes: dict[str, Any]) -> str | None:
