@@ -466,6 +466,8 @@ class ImportJob(models.Model):
     size = models.BigIntegerField(default=0)
     bytes_done = models.BigIntegerField(default=0)
     thread_ids = models.JSONField(default=list, blank=True)
+    # What the import created and what it skipped, with why (threads, messages, branches).
+    report = models.JSONField(default=dict, blank=True)
     error = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -479,6 +481,35 @@ class ImportJob(models.Model):
         if self.status == ImportStatus.DONE:
             return 1.0
         return min(1.0, self.bytes_done / self.size) if self.size else 0.0
+
+
+class ShareLink(models.Model):
+    """A read-only link to one branch of a thread (the path to leaf), opened without login.
+    Only the secret's SHA-256 is stored; the link is shown once, when it is created."""
+
+    id = ULIDField(primary_key=True, default=new_ulid, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="shares")
+    leaf = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    secret_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Set once the expiry has been written to the audit log (by the sweeper).
+    expiry_audited_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["thread", "-created_at"], name="share_thread_idx")]
+
+    def __str__(self) -> str:
+        return f"Share {self.id} of {self.thread_id}"
 
 
 class WorkerBeat(models.Model):
