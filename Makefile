@@ -44,6 +44,7 @@ bench: install
 	$(BIN)/python bench/bench_import.py
 	$(BIN)/python bench/bench_otlp.py
 	$(BIN)/python bench/bench_outage.py
+	$(BIN)/python bench/bench_scale.py --small
 
 ## Stop the embedded development database (serve starts it again)
 db-stop: install

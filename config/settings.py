@@ -148,6 +148,31 @@ if _env_bool("TRANSCRIPTS_DB_POOL", not os.environ.get("PYTEST_VERSION")):
     # The pool checks a connection before handing it out (one empty round trip), so the
     # connections a database restart cut are replaced instead of failing the next requests.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A streaming read replica (DATABASE_REPLICA_URL): plain reads of the pages and the API go to
+# it, writes and a client's reads for TRANSCRIPTS_READ_PRIMARY_SECONDS after it wrote go to the
+# primary (transcripts/db_router.py, transcripts/read_your_writes.py); migrations only run on
+# the primary. A replica that does not answer is skipped for TRANSCRIPTS_REPLICA_RETRY_SECONDS.
+TRANSCRIPTS_READ_PRIMARY_SECONDS = int(os.environ.get("TRANSCRIPTS_READ_PRIMARY_SECONDS", "5"))
+TRANSCRIPTS_REPLICA_RETRY_SECONDS = float(os.environ.get("TRANSCRIPTS_REPLICA_RETRY_SECONDS", "5"))
+_replica_url = os.environ.get("DATABASE_REPLICA_URL", "").strip()
+if _replica_url:
+    _replica = parse_database_url(_replica_url)
+    _replica["OPTIONS"] = {
+        **{k: v for k, v in DATABASES["default"]["OPTIONS"].items() if k != "pool"},
+        **_replica["OPTIONS"],
+    }
+    if "pool" in DATABASES["default"]["OPTIONS"]:
+        _replica["OPTIONS"]["pool"] = dict(DATABASES["default"]["OPTIONS"]["pool"])
+        _replica["CONN_HEALTH_CHECKS"] = True
+    # Tests read the test database through this alias too, never create one on the replica.
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES["replica"] = _replica
+    DATABASE_ROUTERS = ["transcripts.db_router.ReplicaRouter"]
+    # After the outage middleware: a replica failing mid-request is answered 503, not 500.
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("transcripts.outage.OutageMiddleware") + 1,
+        "transcripts.read_your_writes.ReadYourWritesMiddleware",
+    )
 # Probes (load balancers, orchestrators) call these over plain HTTP inside the network; a
 # redirect to HTTPS would read as healthy whatever the database's state.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]

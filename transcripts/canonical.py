@@ -20,6 +20,10 @@ Where the event check and the document check used to disagree, one rule now hold
 
 A document's message differs from a `message` event only where a node of the tree must: it
 has an `id`, a `parentMessageId` and metadata stating its `schemaVersion`.
+
+Fields a part does not name are kept with it. The format converters use one of them,
+`sourceFields` (see `formats/document.py`): per format, what the source's own block had
+beyond the part, so an export in that format gives the block back as it was imported.
 """
 
 from __future__ import annotations

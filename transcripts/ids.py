@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import uuid
 
 from ulid import ULID
 
@@ -47,3 +48,23 @@ def require_ulid(value: object, field: str) -> str:
         raise InvalidInput(f"{field} must be a 26-character ULID", field=field, value=str(value))
     # ULIDs are case-insensitive; the database hands them back upper-case, so compare that.
     return str(value).upper()
+
+
+def ulid_to_uuid(value: str) -> str:
+    """A ULID string's 128 bits as a UUID string: how ids leave in formats that want UUIDs."""
+    return str(ULID.from_str(value).to_uuid())
+
+
+def uuid_to_ulid(value: object) -> str | None:
+    """The ULID holding a UUID string's 128 bits (ulid_to_uuid undone), else None.
+
+    Only the canonical spelling (lower-case, hyphenated) is read, so writing the ULID back
+    as a UUID gives exactly the string that came in.
+    """
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = uuid.UUID(value)
+    except ValueError:
+        return None
+    return str(ULID.from_uuid(parsed)) if str(parsed) == value else None

@@ -151,9 +151,9 @@ def test_members_who_are_not_staff_do_not_get_into_the_admin(team: Team) -> None
     [
         ("viewer", set()),
         ("editor", set()),
-        ("moderator", set(MODERATION_MODELS)),
-        ("owner", set(MODERATION_MODELS + ADMIN_MODELS)),
-        ("outsider", set(MODERATION_MODELS + ADMIN_MODELS)),
+        ("moderator", {*MODERATION_MODELS, "sharelink"}),
+        ("owner", {*MODERATION_MODELS, *ADMIN_MODELS, "sharelink"}),
+        ("outsider", {*MODERATION_MODELS, *ADMIN_MODELS, "sharelink"}),
     ],
 )
 def test_the_index_lists_the_models_the_role_opens(staff: Team, who: str, models: set[str]) -> None:

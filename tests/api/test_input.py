@@ -15,6 +15,7 @@ import pytest
 
 from tests.api.conftest import ApiClient, error_of
 from tests.factories import conversation, make_run, make_thread
+from transcripts import ledger
 from transcripts.generation.start import start_generation
 from transcripts.models import AuditRecord, Event, ImportJob, Message, Run, RunStatus, Thread
 
@@ -32,6 +33,11 @@ VALID_BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/runs/{runId}/claim"): {"worker": "w"},
     ("POST", "/runs/{runId}/ai-sdk"): [{"type": "text-delta", "id": "t", "delta": "x"}],
     ("POST", "/imports"): {"messages": [{"role": "user", "content": "hello"}]},
+    ("POST", "/threads/{threadId}/shares"): {"expiresAt": "2999-01-01T00:00:00Z"},
+    ("POST", "/chat"): {
+        "id": "c",
+        "messages": [{"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+    },
 }
 Path = tuple[str | int, ...]
 
@@ -114,7 +120,9 @@ def _state() -> tuple[Any, ...]:
 def ids() -> dict[str, str]:
     thread = conversation(turns=1)
     run = make_run(thread, ("text-delta", {"delta": "hi"}), commit=False)
-    return {"threadId": thread.id, "runId": run.id, "jobId": run.id}
+    share, _ = ledger.create_share(thread=thread, user=None)
+    ids = {"threadId": thread.id, "runId": run.id, "jobId": run.id, "chatId": "a-chat"}
+    return {**ids, "shareId": share.id, "kind": "sft"}
 
 
 def _requests(schema: dict[str, Any], ids: dict[str, str]) -> Iterator[tuple[str, Any, int]]:
@@ -152,6 +160,8 @@ def _send(client: ApiClient, request: tuple[str, str, dict[str, str], Any]) -> A
     method, path, headers, body = request
     if method == "GET":
         return client.client.get("/api/v1" + path, headers={**client.headers, **headers})
+    if method == "DELETE":
+        return client.client.delete("/api/v1" + path, headers={**client.headers, **headers})
     return client.client.post(
         "/api/v1" + path,
         json.dumps(body) if body is not None else "",

@@ -172,6 +172,17 @@ def test_the_tables_cover_every_endpoint_of_the_schema(client):
         ("GET", "/runs"),
         ("POST", "/imports"),
         ("GET", "/imports/{jobId}"),
+        # Share links: every caller and scope in tests/api/test_shares.py.
+        ("POST", "/threads/{threadId}/shares"),
+        ("GET", "/threads/{threadId}/shares"),
+        ("DELETE", "/shares/{shareId}"),
+        # The AI SDK chat backend: by chat id, every caller and scope in tests/api/test_chat.py.
+        ("POST", "/chat"),
+        ("GET", "/chat/{chatId}/stream"),
+        ("POST", "/chat/{chatId}/stop"),
+        ("GET", "/chat/{chatId}/messages"),
+        # Datasets: by project, every caller and scope in tests/datasets/test_access.py.
+        ("GET", "/datasets/{kind}"),
     }
     names = {"{thread}": "{threadId}", "{run}": "{runId}", "{superseded}": "{runId}"}
     names["{web_run}"] = "{runId}"

@@ -264,3 +264,9 @@ def test_streaming_reads_a_single_conversation_object_whole() -> None:
         list(iter_chatgpt(io.BytesIO(b"{}")))
     with pytest.raises(FormatError):
         list(iter_chatgpt(io.BytesIO(b'{"mapping": ')))
+
+
+def test_browsing_displays_are_hidden_as_chatgpt_hides_them() -> None:
+    messages = by_id(import_chatgpt(conversations())[1])
+    assert messages["b-display"]["metadata"]["hidden"] is True
+    assert "hidden" not in messages["b-answer"]["metadata"]

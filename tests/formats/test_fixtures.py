@@ -109,13 +109,16 @@ def test_it_reads_openai_developer_messages_as_system() -> None:
 def test_it_keeps_claude_thinking_blocks_redacted_ones_included() -> None:
     (thread,) = import_anthropic(load("anthropic_messages.json"))
     assistant = thread.messages[2]
-    blocks = assistant["metadata"]["extra"]["claude"]["thinking_blocks"]
-    assert [block["type"] for block in blocks] == ["thinking", "redacted_thinking"]
     assert assistant["parts"][0] == {
         "type": "reasoning",
         "text": "Call the tool.",
         "signature": "EqQBsig",
     }
+    # Redacted thinking is reasoning without text; its data rides in the part's source fields.
+    redacted = assistant["parts"][1]
+    assert (redacted["type"], redacted["text"]) == ("reasoning", "")
+    kept = redacted["sourceFields"]["anthropic"]["set"]
+    assert kept["type"] == "redacted_thinking" and isinstance(kept["data"], str)
     # The user turn holding a tool result splits into a tool message, then the user's text.
     assert shape(thread.messages[3:5]) == [("tool", ["tool-result"]), ("user", ["text"])]
     assert thread.messages[3]["parts"][0]["toolName"] == "get_weather"

@@ -7,8 +7,8 @@ from typing import Any
 from tests.formats.helpers import through_json
 from transcripts.formats.ai_sdk_messages import export_ai_sdk, import_ai_sdk
 from transcripts.formats.anthropic import export_anthropic, import_anthropic
-from transcripts.formats.document import linear_thread, make_message
-from transcripts.formats.gemini import import_gemini
+from transcripts.formats.document import linear_thread, make_message, part_fingerprint
+from transcripts.formats.gemini import export_gemini, import_gemini
 from transcripts.formats.openai import export_openai, import_openai
 from transcripts.formats.pydantic_ai import export_pydantic_ai, import_pydantic_ai
 
@@ -147,7 +147,9 @@ def test_openai_reads_tool_names_from_the_calls_and_keeps_argument_text() -> Non
     assert [p["toolName"] for p in thread.messages[1]["parts"]] == ["f", ""]
     exported = export_openai(thread)["messages"]
     assert exported[0]["tool_calls"][0]["function"]["arguments"] == '{ "a" : 1 }'
-    assert exported[0] == {k: v for k, v in messages[0].items() if v is not None}
+    assert exported[0] == messages[0]
+    # The list content of the first tool message comes back as it was.
+    assert exported[1] == messages[1]
 
 
 def test_gemini_splits_a_user_content_into_tool_results_and_text() -> None:
@@ -163,7 +165,15 @@ def test_gemini_splits_a_user_content_into_tool_results_and_text() -> None:
         ]
     )
     assert [m["role"] for m in thread.messages] == ["tool", "user"]
-    assert thread.messages[0]["parts"][0] == {
+    result = thread.messages[0]["parts"][0]
+    # The response had no id: the part keeps that, so an export writes none either.
+    assert result.pop("sourceFields") == {
+        "gemini": {
+            "within": {"functionResponse": {"unset": ["id"]}},
+            "for": part_fingerprint(result),
+        }
+    }
+    assert result == {
         "type": "tool-result",
         "toolCallId": "f",
         "toolName": "f",
@@ -205,3 +215,79 @@ def test_pydantic_ai_maps_usage_to_camel_case_and_keeps_the_raw_usage() -> None:
         "totalTokens": 15,
     }
     assert metadata["extra"]["pydantic_ai"]["usage"] == usage
+
+
+def test_gemini_reads_code_it_ran_as_a_code_execution_call_and_its_result() -> None:
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "sum 1..10"}]},
+            {
+                "role": "model",
+                "parts": [
+                    {"executable_code": {"language": "PYTHON", "code": "print(sum(range(11)))"}},
+                    {"code_execution_result": {"outcome": "OUTCOME_OK", "output": "55\n"}},
+                    {"text": "55"},
+                ],
+            },
+        ]
+    }
+    (thread,) = import_gemini(body)
+    call, result, answer = thread.messages[1]["parts"]
+    assert (call["type"], call["toolName"], call["input"]["code"]) == (
+        "tool-call",
+        "code_execution",
+        "print(sum(range(11)))",
+    )
+    assert (result["toolCallId"], result["output"]["output"], result["isError"]) == (
+        call["toolCallId"],
+        "55\n",
+        False,
+    )
+    assert answer == text("55")
+    # Written back in REST camelCase, as Gemini sent it.
+    model_parts = export_gemini(thread)["contents"][1]["parts"]
+    assert model_parts[0] == {
+        "executableCode": {"language": "PYTHON", "code": "print(sum(range(11)))"}
+    }
+    assert model_parts[1] == {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "55\n"}}
+
+
+def test_openai_writes_an_uploaded_file_back_by_its_file_id() -> None:
+    content = [{"type": "file", "file": {"file_id": "file-abc"}}, text("summarise")]
+    (thread,) = import_openai([{"role": "user", "content": content}])
+    assert thread.messages[0]["parts"][0]["url"] == "openai-file://file-abc"
+    thread.messages[0]["parts"][0].pop("sourceFields", None)
+    assert export_openai(thread)["messages"][0]["content"] == content
+
+
+def test_anthropic_keeps_redacted_thinking_in_its_place_and_drops_kept_fields_once_edited() -> None:
+    turn = {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "hm", "signature": "sig1"},
+            {"type": "redacted_thinking", "data": "ENCRYPTED"},
+            {"type": "text", "text": "done", "cache_control": {"type": "ephemeral"}},
+        ],
+    }
+    body = {"messages": [{"role": "user", "content": "go"}, turn]}
+    (thread,) = import_anthropic(body)
+    assert [p["type"] for p in thread.messages[1]["parts"]] == ["reasoning"] * 2 + ["text"]
+    assert through_json(export_anthropic(thread)) == body
+    thread.messages[1]["parts"][2]["text"] = "edited"
+    assert export_anthropic(thread)["messages"][1]["content"][2] == text("edited")
+
+
+def test_anthropic_still_exports_thinking_blocks_an_earlier_import_kept_in_metadata() -> None:
+    blocks = [
+        {"type": "thinking", "thinking": "hm", "signature": "sig1"},
+        {"type": "redacted_thinking", "data": "ENCRYPTED"},
+    ]
+    reasoning = {"type": "reasoning", "text": "hm", "signature": "sig1"}
+    metadata = {"extra": {"claude": {"thinking_blocks": blocks}}}
+    thread = linear_thread(
+        [
+            make_message("u", None, "user", [text("go")]),
+            make_message("a", None, "assistant", [reasoning, text("done")], metadata=metadata),
+        ]
+    )
+    assert export_anthropic(thread)["messages"][1]["content"] == [*blocks, text("done")]

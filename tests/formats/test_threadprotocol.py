@@ -1,9 +1,11 @@
-"""ThreadProtocol v1.0.0: every validation rule, the spec's example, and branch export."""
+"""ThreadProtocol v1.0.0: every validation rule, the spec's example, lossless round trips,
+UUID ids and branch export."""
 
 from __future__ import annotations
 
 import copy
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,16 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.formats.helpers import keep_metadata, rekeyed, through_json
 from tests.formats.strategies import Features, linear_threads, tree_threads
+from tests.formats.threadprotocol_strategies import threadprotocol_threads
 from transcripts.errors import FormatError
 from transcripts.formats.document import TreeThread, active_path, leaves, make_message
-from transcripts.formats.threadprotocol import export_threadprotocol, import_threadprotocol
+from transcripts.formats.threadprotocol import (
+    export_threadprotocol,
+    export_threadprotocol_branches,
+    import_threadprotocol,
+)
+from transcripts.formats.threadprotocol_read import ACTION_STEP
+from transcripts.ids import new_ulid, ulid_to_uuid, uuid_to_ulid
 
 EXAMPLE = json.loads(
     (Path(__file__).parent / "fixtures" / "threadprotocol_example.json").read_text()
@@ -42,7 +51,8 @@ def broken(change: Any) -> dict[str, Any]:
 
 def test_it_reads_the_spec_example() -> None:
     (thread,) = import_threadprotocol(EXAMPLE)
-    assert thread.id == "550e8400-e29b-41d4-a716-446655440000"
+    # The thread's id is the ULID with the document's UUID bits.
+    assert thread.id == uuid_to_ulid("550e8400-e29b-41d4-a716-446655440000")
     assert [m["role"] for m in thread.messages] == [
         "user",
         "assistant",
@@ -211,6 +221,105 @@ def test_it_reports_paths_inside_a_list_of_threads() -> None:
     assert paths_of([EXAMPLE, broken(lambda d: d.update(version=1))]) == ["$[1].version"]
 
 
+def exported(thread: TreeThread) -> Any:
+    """The thread's ThreadProtocol export after a trip through JSON."""
+    return through_json(export_threadprotocol(thread))
+
+
+def round_trip(document: Any) -> Any:
+    """export(import(document)), each side through JSON as files carry them."""
+    (thread,) = import_threadprotocol(through_json(document))
+    thread.messages = through_json(thread.messages)
+    thread.metadata = through_json(thread.metadata)
+    return exported(thread)
+
+
+def test_the_spec_example_exports_back_identical() -> None:
+    assert round_trip(EXAMPLE) == EXAMPLE
+
+
+def test_an_action_keeps_its_own_timestamp_inside_a_message() -> None:
+    (thread,) = import_threadprotocol(EXAMPLE)
+    # The tool call (10:00:02) shares a message with the text before it (10:00:01).
+    assert [p["type"] for p in thread.messages[1]["parts"]] == ["text", "tool-call"]
+    assert exported(thread)["actions"][2]["timestamp"] == "2025-01-15T10:00:02Z"
+
+
+def test_action_ids_metadata_and_unknown_fields_come_back() -> None:
+    def enrich(document: dict[str, Any]) -> None:
+        document["actions"][0]["action_id"] = "6f1c1f9e-8a57-4d1e-9a36-0c0f2bb1f0a1"
+        document["actions"][2]["metadata"] = {"latency_ms": 12}
+        document["actions"][3]["x_vendor"] = [1, {"a": None}]
+        document["metadata"] = {"project": "weather", "extra": "theirs"}
+        document["parent_thread_id"] = None
+
+    document = broken(enrich)
+    assert round_trip(document) == document
+
+
+def test_content_arrays_attachments_and_prompts_keep_their_shape() -> None:
+    def shape(document: dict[str, Any]) -> None:
+        document["actions"][0]["content"] = [
+            {"type": "text", "text": "What's this?"},
+            {"type": "image", "image_base64": "iVBORw0KGgo=", "media_type": "image/png"},
+            {"type": "file", "url": "https://example.com/a.pdf", "name": "a.pdf"},
+            {"type": "video"},
+        ]
+        document["actions"][0]["attachments"] = [
+            {"name": "notes.txt", "data": "aGk=", "media_type": "text/plain", "size_bytes": 2}
+        ]
+        document["actions"][1]["content"] = [{"type": "text", "text": ""}]
+        document["actions"][5] = {
+            "action_type": "system.prompt",
+            "timestamp": "2025-01-15T10:00:05Z",
+            "sequence": 6,
+            "data": {"content": "Be brief.", "agent_id": "agent_002"},
+        }
+
+    document = broken(shape)
+    (thread,) = import_threadprotocol(document)
+    assert [p["type"] for p in thread.messages[0]["parts"]] == ["text", "file", "file", "file"]
+    assert thread.messages[0]["parts"][1]["url"] == "data:image/png;base64,iVBORw0KGgo="
+    assert thread.messages[4]["role"] == "system"
+    assert round_trip(document) == document
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(threadprotocol_threads())
+def test_export_of_import_is_the_document(document: dict[str, Any]) -> None:
+    assert round_trip(document) == document
+
+
+def test_ids_we_mint_are_uuids_holding_ulids() -> None:
+    thread_id, user, answer = new_ulid(), new_ulid(), new_ulid()
+    messages = [
+        make_message(user, None, "user", [{"type": "text", "text": "hi"}]),
+        make_message(
+            answer,
+            user,
+            "assistant",
+            [{"type": "text", "text": "let me look"}, tool_call("c1")],
+            metadata={"agentId": "bot"},
+        ),
+    ]
+    document = exported(TreeThread(title="t", messages=messages, active_leaf=answer, id=thread_id))
+    assert document["thread_id"] == ulid_to_uuid(thread_id)
+    ids = [action["action_id"] for action in document["actions"]]
+    assert all(uuid_to_ulid(value) is not None for value in ids)
+    # A message's actions are numbered on from its own id: import reads them as one message.
+    assert ids[1] == ulid_to_uuid(answer)
+    assert uuid.UUID(ids[2]).int == uuid.UUID(ids[1]).int + ACTION_STEP
+    (back,) = import_threadprotocol(document)
+    assert [m["id"] for m in back.messages] == [user, answer]
+    assert back.id == thread_id
+    assert "#" not in json.dumps(document)
+
+
+def tool_call(call_id: str) -> dict[str, Any]:
+    """A tool-call part."""
+    return {"type": "tool-call", "toolCallId": call_id, "toolName": "search", "input": {}}
+
+
 def branched_thread() -> TreeThread:
     """u1 → a1 (active) and u1 → a2 (a regenerated branch)."""
     messages = [
@@ -234,18 +343,43 @@ def branched_thread() -> TreeThread:
     return TreeThread(title="Branches", messages=messages, active_leaf="a1", id="t-1")
 
 
+def test_a_thread_exports_as_one_document_of_its_active_path() -> None:
+    document = exported(branched_thread())
+    assert isinstance(document, dict)
+    assert [a["content"] for a in document["actions"]] == ["hi", "one"]
+    assert uuid_to_ulid(document["thread_id"]) is not None
+
+
 def test_it_exports_other_branches_as_child_threads() -> None:
-    main, child = export_threadprotocol(branched_thread())
-    assert main["thread_id"] == "t-1"
-    assert [a["content"] for a in main["actions"]] == ["hi", "one"]
-    assert child["parent_thread_id"] == "t-1"
-    assert child["metadata"]["fork_from_message_id"] == "u1"
+    main, child = through_json(export_threadprotocol_branches(branched_thread()))
+    assert main == exported(branched_thread())
+    assert child["parent_thread_id"] == main["thread_id"]
+    assert child["metadata"]["fork_from_action_id"] == main["actions"][0]["action_id"]
     assert [a["content"] for a in child["actions"]] == ["hi", "two"]
     assert child["actions"][1]["agent_id"] == "assistant"
-    assert set(main["agents"]) == {"bot"}
-    threads = import_threadprotocol(through_json([main, child]))
-    assert [t.parent_thread_id for t in threads] == [None, "t-1"]
-    assert [m["id"] for m in threads[1].messages] == ["u1", "a2"]
+    assert set(main["agents"]) == set(child["agents"]) == {"bot", "assistant"}
+    assert child["actions"][0] == main["actions"][0]
+
+
+def test_child_threads_read_back_as_branches_of_one_tree() -> None:
+    documents = through_json(export_threadprotocol_branches(branched_thread()))
+    (thread,) = import_threadprotocol(documents)
+    assert len(thread.messages) == 3 and len(leaves(thread)) == 2
+    assert [m["parts"][0]["text"] for m in active_path(thread)] == ["hi", "one"]
+    thread.messages = through_json(thread.messages)
+    assert through_json(export_threadprotocol_branches(thread)) == documents
+
+
+def test_a_child_thread_that_would_not_export_back_stays_a_thread_of_its_own() -> None:
+    main, child = through_json(export_threadprotocol_branches(branched_thread()))
+    child["title"] = "Renamed"
+    threads = import_threadprotocol([main, child])
+    assert len(threads) == 2
+    assert exported(threads[1]) == child
+
+
+def test_one_thread_id_twice_in_a_file_is_refused() -> None:
+    assert paths_of([EXAMPLE, EXAMPLE]) == ["$[1].thread_id"]
 
 
 def test_it_exports_annotations_as_system_actions_and_reads_them_back() -> None:
@@ -253,7 +387,7 @@ def test_it_exports_annotations_as_system_actions_and_reads_them_back() -> None:
     thread.messages[1]["metadata"]["annotations"] = [
         {"action_type": "system.tool_grant", "data": {"agent_id": "bot", "tool_name": "search"}}
     ]
-    main = export_threadprotocol(thread)[0]
+    main = export_threadprotocol(thread)
     assert main["actions"][-1]["action_type"] == "system.tool_grant"
     (back,) = import_threadprotocol(main)
     assert (
@@ -264,11 +398,10 @@ def test_it_exports_annotations_as_system_actions_and_reads_them_back() -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(linear_threads(Features(user_files=("image/png", "application/pdf"))))
 def test_its_exports_validate_and_read_back_the_same_messages(thread: TreeThread) -> None:
-    exported = through_json(export_threadprotocol(thread))
-    assert len(exported) == 1
-    (back,) = import_threadprotocol(exported)
+    document = exported(thread)
+    (back,) = import_threadprotocol(document)
     expected = copy.deepcopy(thread.messages)
-    clock = exported[0]["created_at"]
+    clock = document["created_at"]
     for message in expected:
         # Documented: a missing timestamp takes the previous one, a missing agent is "assistant".
         clock = message["createdAt"] = message["createdAt"] or clock
@@ -277,8 +410,16 @@ def test_its_exports_validate_and_read_back_the_same_messages(thread: TreeThread
     keep_metadata(expected, ("agentId", "finishReason", "usage"))
     got = copy.deepcopy(back.messages)
     keep_metadata(got, ("agentId", "finishReason", "usage"))
+    for message in got + expected:
+        message["createdAt"] = times_of(message["createdAt"])
     assert rekeyed(got) == rekeyed(expected)
-    assert [m["id"] for m in back.messages] == [m["id"] for m in thread.messages]
+
+
+def times_of(stamp: str | None) -> Any:
+    """A timestamp as the instant it names."""
+    from transcripts.times import parse_iso_utc
+
+    return parse_iso_utc(stamp)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -288,12 +429,31 @@ def test_every_branch_of_any_tree_exports_as_a_valid_thread(thread: TreeThread) 
         {"action_type": "system.note", "data": {"agent_id": "a1"}},
         {"action_type": "not-a-system-action", "data": None},
     ]
-    exported = through_json(export_threadprotocol(thread))
+    documents = through_json(export_threadprotocol_branches(thread))
     main_path = active_path(thread)
     # An active leaf inside the tree still gets its own (main) thread.
-    assert len(exported) == len(leaves(thread)) + (main_path[-1]["id"] not in leaves(thread))
-    threads = import_threadprotocol(exported)
-    assert all(t.parent_thread_id == exported[0]["thread_id"] for t in threads[1:])
+    assert len(documents) == len(leaves(thread)) + (main_path[-1]["id"] not in leaves(thread))
+    threads = import_threadprotocol(documents)
     # Tool messages answering calls off the path turn into system actions; the rest stay.
-    kept = [m["id"] for m in main_path if m["role"] != "tool"]
-    assert [m["id"] for m in threads[0].messages if m["role"] != "tool"] == kept
+    kept = [m["parts"] for m in main_path if m["role"] != "tool"]
+    assert [m["parts"] for m in active_path(threads[0]) if m["role"] != "tool"] == kept
+    # A child joins the main thread as a branch, unless such a system action would come back
+    # as an annotation of the message before it: then it stays a thread, and either way
+    # every document exports back as it was.
+    separate = threads[1:]
+    if not any(
+        action["action_type"] == "system.orphan_tool_return"
+        for document in documents
+        for action in document["actions"]
+    ):
+        assert separate == []
+    for thread in threads:
+        thread.messages = through_json(thread.messages)
+    joined = through_json(export_threadprotocol_branches(threads[0]))
+    alone = [exported(thread) for thread in separate]
+    assert sorted_documents(joined + alone) == sorted_documents(documents)
+
+
+def sorted_documents(documents: list[Any]) -> list[str]:
+    """Documents as sorted JSON texts (key order aside)."""
+    return sorted(json.dumps(document, sort_keys=True) for document in documents)

@@ -16,6 +16,7 @@ from transcripts.admin import (
     projects,
     reports,
     runs,
+    shares,
     threads,
     tokens,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "projects",
     "reports",
     "runs",
+    "shares",
     "threads",
     "tokens",
 ]

@@ -16,6 +16,7 @@ from transcripts.admin.actions import (
     changelist_url,
     conversation_url,
 )
+from transcripts.admin.filters import recent_values
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.models import AuditRecord
 from transcripts.selectors import ellipsize
@@ -62,7 +63,12 @@ class AuditRecordAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[AuditRec
         "reason_preview",
         "project",
     )
-    list_filter = (ProjectFilter, "action", "target_type", "created_at")
+    list_filter = (
+        ProjectFilter,
+        recent_values("action"),
+        recent_values("target_type", "target type"),
+        "created_at",
+    )
     list_select_related = ("project",)  # a nullable foreign key: not joined by default
     search_fields = ("actor_name", "target_id", "thread_id", "reason")
     readonly_fields = (

@@ -25,6 +25,7 @@ from transcripts.admin.actions import (
     run_each,
     search_by_id,
 )
+from transcripts.admin.filters import recent_values
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.ids import is_ulid
 from transcripts.ledger import moderation
@@ -96,7 +97,14 @@ class MessageAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Message]):
         "redacted_at",
         "created_at",
     )
-    list_filter = (ProjectFilter, "role", "active", FlaggedFilter, RedactedFilter, "created_at")
+    list_filter = (
+        ProjectFilter,
+        recent_values("role"),
+        "active",
+        FlaggedFilter,
+        RedactedFilter,
+        "created_at",
+    )
     list_select_related = ("thread", "thread__project")
     search_fields = ()
     readonly_fields = (

@@ -16,6 +16,7 @@ from transcripts.admin.actions import (
     object_link,
     search_by_id,
 )
+from transcripts.admin.filters import recent_values
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.ledger import moderation
 from transcripts.models import Run
@@ -39,7 +40,14 @@ class RunAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Run]):
         "created_at",
         "timeline",
     )
-    list_filter = (ProjectFilter, "status", "origin", "generator", "model", "created_at")
+    list_filter = (
+        ProjectFilter,
+        "status",
+        "origin",
+        recent_values("generator"),
+        recent_values("model"),
+        "created_at",
+    )
     list_select_related = ("thread", "thread__project")
     search_fields = ("thread__title",)
     readonly_fields = (

@@ -18,6 +18,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest
 
+from transcripts.admin.paging import BoundedCountPaginator
 from transcripts.permissions import Role, project_ids, projects_of
 
 M = TypeVar("M", bound=Model)
@@ -30,6 +31,10 @@ class ProjectScopedAdmin(admin.ModelAdmin[M]):
     project_field = "project_id"
     # The role in a record's project that lets a member see it here.
     view_role = Role.MODERATOR
+    # Lists of millions of rows: count at most 10,000, estimate past it (see paging.py), and
+    # never count the whole unfiltered table beside a filtered list ("N total").
+    paginator = BoundedCountPaginator
+    show_full_result_count = False
 
     def project_ids(self, request: HttpRequest, role: Role | None = None) -> list[int] | None:
         """The projects where the user holds role (default: view_role); None means all."""

@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TypeVar
 
+from django.core.validators import slug_re
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
 from transcripts import permissions
 from transcripts.api.auth import Principal
-from transcripts.errors import NotFound, PermissionDenied
+from transcripts.errors import InvalidInput, NotFound, PermissionDenied
 from transcripts.ids import is_ulid
 from transcripts.ledger import moderation
 from transcripts.models import ImportJob, Project, Run, Thread
@@ -201,3 +202,23 @@ def readable_threads(request: HttpRequest) -> QuerySet[Thread]:
 def readable_runs(request: HttpRequest, runs: QuerySet[Run]) -> QuerySet[Run]:
     """runs, narrowed to those whose thread the caller may read (403 without read)."""
     return _reachable(require_scope(request, READ), runs, "thread__")
+
+
+def get_project_for_caller(
+    request: HttpRequest, slug: str | None, *, needs: Iterable[str]
+) -> Project:
+    """The project called slug (for a token, its own also when slug is omitted), NotFound
+    when the caller is not in it, then PermissionDenied without the scopes of needs."""
+    principal = caller(request)
+    if slug:
+        project = Project.objects.filter(slug=slug).first() if slug_re.match(slug) else None
+    elif principal.project_id is not None:
+        project = Project.objects.filter(pk=principal.project_id).first()
+    else:
+        raise InvalidInput("a browser session must name the project", field="project")
+    if project is None or not _in_project(principal, project.pk):
+        raise NotFound(f"project {slug} does not exist", project=slug)
+    missing = _lacking(_own_project_rights(principal), needs)
+    if missing is not None:
+        raise _refuse_scope(missing)
+    return project

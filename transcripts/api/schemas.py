@@ -337,6 +337,10 @@ class ClaimOut(Schema):
 class ImportOut(Schema):
     format: str
     threadIds: list[Id] = Field(validation_alias="thread_ids")
+    report: JsonObject = Field(
+        description="threads, messages, branches, filesInlined, labelled, skipped [{where, "
+        "what, why}] (the first 500) and skippedTotal"
+    )
 
 
 # Read from an ImportJob row.
@@ -349,4 +353,5 @@ class ImportJobOut(Schema):
     bytesDone: int = Field(validation_alias="bytes_done")
     progress: float
     threadIds: list[Id] = Field(validation_alias="thread_ids")
+    report: JsonObject = Field(description="as the 201 answer's, once the job is done")
     error: JsonObject | None

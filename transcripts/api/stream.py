@@ -8,6 +8,9 @@ with an `event: status` carrying the run's final status once the run is closed.
 When the database goes away mid-stream, the stream ends cleanly with a retry hint and an
 `event: unavailable` (the API's error shape); while it is down, a new stream is refused 503
 with Retry-After. Clients reconnect with Last-Event-ID and continue where they stopped.
+
+`follow_events` is that machinery without the framing; `follow_run` frames it as our events,
+the AI SDK chat backend (`chat_stream.py`) as UI message chunks.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -79,10 +83,37 @@ def unavailable_frame() -> str:
     return f"retry: {RETRY_AFTER_SECONDS * 1000}\nevent: unavailable\ndata: {body}\n\n"
 
 
-async def follow_run(run_id: str, after_seq: int) -> AsyncGenerator[str, None]:
-    """SSE frames of run_id's events after after_seq, live until the run closes or the
-    database goes away. The first frame (a retry hint) comes once the stream listens: a
-    database that cannot be reached raises before it."""
+@dataclass(frozen=True)
+class StoredEvent:
+    """One event of the run, as stored (its data still JSON text)."""
+
+    seq: int
+    kind: str
+    data_json: str
+    at: Any
+
+
+@dataclass(frozen=True)
+class RunEnded:
+    """The run is closed and every event of it was read."""
+
+    status: str
+    last_seq: int
+    error_json: str | None
+
+
+# What follow_events yields besides events: it listens now; nothing new for a while; the
+# database went away.
+LISTENING = "listening"
+IDLE = "idle"
+UNAVAILABLE = "unavailable"
+RunItem = StoredEvent | RunEnded | str
+
+
+async def follow_events(run_id: str, after_seq: int) -> AsyncGenerator[RunItem, None]:
+    """run_id's events after after_seq, live until the run closes (RunEnded) or the database
+    goes away (UNAVAILABLE). LISTENING comes once the stream listens: a database that cannot
+    be reached raises before it. IDLE comes after KEEPALIVE_SECONDS without news."""
     run_uuid = to_uuid(run_id)
     # A connection of its own: a pooled one would be held for the whole life of the stream.
     conn = await psycopg.AsyncConnection.connect(
@@ -95,14 +126,14 @@ async def follow_run(run_id: str, after_seq: int) -> AsyncGenerator[str, None]:
         await conn.close()
         raise
     try:
-        yield "retry: 1000\n\n"
+        yield LISTENING
         while True:
             while True:
                 cursor = await conn.execute(_EVENTS_AFTER, (run_uuid, after_seq, BATCH))
                 rows = await cursor.fetchall()
                 for seq, kind, data_json, at in rows:
                     after_seq = seq
-                    yield event_frame(seq, kind, data_json, at)
+                    yield StoredEvent(seq, kind, data_json, at)
                 if len(rows) < BATCH:
                     break
             cursor = await conn.execute(_RUN_STATE, (run_uuid,))
@@ -111,7 +142,7 @@ async def follow_run(run_id: str, after_seq: int) -> AsyncGenerator[str, None]:
                 return
             status, last_seq, error_json = state
             if status not in OPEN_STATUSES and after_seq >= last_seq:
-                yield status_frame(status, last_seq, error_json)
+                yield RunEnded(status, last_seq, error_json)
                 return
             woken = False
             while not woken:
@@ -120,14 +151,35 @@ async def follow_run(run_id: str, after_seq: int) -> AsyncGenerator[str, None]:
                 async for _ in conn.notifies(timeout=KEEPALIVE_SECONDS, stop_after=1):
                     woken = True
                 if not woken:
-                    yield ": keep-alive\n\n"
+                    yield IDLE
     except psycopg.Error as exc:
         if not is_outage(exc):
             raise
         logger.warning("a stream of run %s ended: %s", run_id, describe(exc))
-        yield unavailable_frame()
+        yield UNAVAILABLE
     finally:
         await conn.close()
+
+
+async def follow_run(run_id: str, after_seq: int) -> AsyncGenerator[str, None]:
+    """SSE frames of run_id's events after after_seq, live until the run closes or the
+    database goes away. The first frame (a retry hint) comes once the stream listens: a
+    database that cannot be reached raises before it."""
+    items = follow_events(run_id, after_seq)
+    try:
+        async for item in items:
+            if isinstance(item, StoredEvent):
+                yield event_frame(item.seq, item.kind, item.data_json, item.at)
+            elif isinstance(item, RunEnded):
+                yield status_frame(item.status, item.last_seq, item.error_json)
+            elif item == LISTENING:
+                yield "retry: 1000\n\n"
+            elif item == IDLE:
+                yield ": keep-alive\n\n"
+            else:
+                yield unavailable_frame()
+    finally:
+        await items.aclose()
 
 
 async def _starting_with(first: str, rest: AsyncGenerator[str, None]) -> AsyncIterator[str]:

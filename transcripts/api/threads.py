@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
 from ninja import Router, Status
 from ninja.params.functions import Query
 
@@ -20,6 +20,7 @@ from transcripts.api.access import (
     rights,
 )
 from transcripts.api.auth import ingest_auth, read_auth
+from transcripts.api.chat import ui_messages
 from transcripts.api.errors import ERRORS
 from transcripts.api.schemas import (
     MAX_INT,
@@ -120,14 +121,28 @@ def _path_position(cursor: str) -> int:
     return after_depth
 
 
-@router.get("/threads/{threadId}/messages", response={200: MessagePage, **ERRORS})
+@router.get(
+    "/threads/{threadId}/messages",
+    response={200: MessagePage, **ERRORS},
+    openapi_extra={
+        "responses": {
+            200: {
+                "description": "A page of canonical messages; with format=ai-sdk the whole"
+                " path as an array of AI SDK UIMessages (for useChat({messages}))"
+            }
+        }
+    },
+)
 def thread_messages(
     request: HttpRequest,
     threadId: str,
     leaf: str | None = Query(None, description="Show the path to this message instead"),
     limit: int = Query(200, ge=1, le=1000),
     cursor: str | None = Query(None, max_length=200, description="nextCursor of the last page"),
-) -> dict[str, Any]:
+    format: Literal["canonical", "ai-sdk"] = Query(
+        "canonical", description="ai-sdk: the whole path as UIMessage[] (no pages)"
+    ),
+) -> dict[str, Any] | JsonResponse:
     """Canonical messages of the active path (or of the path to leaf), root first."""
     thread = get_thread_for_caller(request, threadId, needs=[READ])
     leaf_message = None
@@ -136,6 +151,8 @@ def thread_messages(
             leaf_message = Message.objects.filter(pk=leaf, thread=thread).first()
         if leaf_message is None:
             raise NotFound(f"message {leaf} is not in this thread", leaf=leaf)
+    if format == "ai-sdk":
+        return JsonResponse(ui_messages(thread, leaf_message), safe=False)
     after_depth = _path_position(cursor) if cursor else -1
     page = selectors.path_page(thread, leaf=leaf_message, after_depth=after_depth, limit=limit + 1)
     more = len(page) > limit

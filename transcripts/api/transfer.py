@@ -37,10 +37,16 @@ def export(
     format: str = Query("canonical", description=", ".join(transfer.EXPORT_FORMATS)),
     leaf: str | None = Query(None, description="export the path to this message"),
     events: bool = Query(False, description="canonical: include every run's events"),
+    branches: str | None = Query(
+        None,
+        description="threadprotocol: 'all' adds a child thread per other branch (JSON Lines)",
+    ),
 ) -> StreamingHttpResponse:
     """Download a thread in a format (canonical: every branch; others: one path)."""
     thread = get_thread_for_caller(request, threadId, needs=[READ])
-    exported = transfer.export_thread(thread, format, leaf=leaf, with_events=events)
+    exported = transfer.export_thread(
+        thread, format, leaf=leaf, with_events=events, branches=branches
+    )
     content_type = exported.content_type
     if "charset=" not in content_type:  # some formats name it already: say it once
         content_type += "; charset=utf-8"
@@ -58,7 +64,9 @@ def max_import_bytes() -> int:
 
 _IMPORT_BODY = {
     "required": True,
-    "description": "The file to import, as the raw request body (any content type).",
+    "description": "The file to import, as the raw request body (any content type): a "
+    "document in one of the formats, or an export zip (ChatGPT, Claude.ai, or one zipped JSON "
+    "file).",
     "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
 }
 
@@ -73,8 +81,8 @@ def create_import(
     request: HttpRequest,
     format: str | None = Query(None, description="detected when omitted"),
 ) -> Status[ImportJob | transfer.ImportResult]:
-    """Import a file into the token's project: small files at once (201), large ones by a
-    worker (202, poll the job)."""
+    """Import a file into the token's project: small files at once (201, with the import
+    report), large ones by a worker (202, poll the job for its report)."""
     require_scope(request, INGEST)
     project = caller_project(request)
     name = request.headers.get("X-Filename", "upload.json")

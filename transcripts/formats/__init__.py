@@ -12,20 +12,27 @@ from .ai_sdk_messages import export_ai_sdk, import_ai_sdk
 from .anthropic import export_anthropic, import_anthropic
 from .canonical import FORMAT_NAME, export_canonical, import_canonical
 from .chatgpt import import_chatgpt, iter_chatgpt
+from .claude_ai import import_claude_ai
 from .document import TreeThread
 from .gemini import export_gemini, import_gemini
+from .librechat import import_librechat
 from .markdown import export_markdown
+from .open_webui import import_open_webui
 from .openai import export_openai, import_openai
 from .pydantic_ai import export_pydantic_ai, import_pydantic_ai
+from .sources import Skipped, Skips
 from .threadprotocol import export_threadprotocol, import_threadprotocol
 
-Importer = Callable[[Any], list[TreeThread]]
+# Readers of chat-app exports also take a Skips log (see `reports_skips`).
+Importer = Callable[..., list[TreeThread]]
 Exporter = Callable[[TreeThread], Any]
 
 __all__ = [
     "FORMATS",
     "FormatError",
     "FormatSpec",
+    "Skipped",
+    "Skips",
     "TreeThread",
     "detect_format",
     "iter_chatgpt",
@@ -42,6 +49,8 @@ class FormatSpec:
     exporter: Exporter | None
     content_type: str
     extension: str
+    # The importer takes a Skips log as its second argument and records what it left out.
+    reports_skips: bool = False
 
 
 _JSON = "application/json"
@@ -73,7 +82,40 @@ FORMATS: dict[str, FormatSpec] = {
         ),
         FormatSpec("gemini", "Google Gemini", import_gemini, export_gemini, _JSON, "json"),
         FormatSpec(
-            "chatgpt", "ChatGPT export (conversations.json)", import_chatgpt, None, _JSON, "json"
+            "chatgpt",
+            "ChatGPT export (zip or conversations.json)",
+            import_chatgpt,
+            None,
+            _JSON,
+            "json",
+            reports_skips=True,
+        ),
+        FormatSpec(
+            "claude-ai",
+            "Claude.ai export (zip or conversations.json)",
+            import_claude_ai,
+            None,
+            _JSON,
+            "json",
+            reports_skips=True,
+        ),
+        FormatSpec(
+            "open-webui",
+            "Open WebUI chat export",
+            import_open_webui,
+            None,
+            _JSON,
+            "json",
+            reports_skips=True,
+        ),
+        FormatSpec(
+            "librechat",
+            "LibreChat conversation export",
+            import_librechat,
+            None,
+            _JSON,
+            "json",
+            reports_skips=True,
         ),
         FormatSpec(
             "pydantic-ai",
@@ -108,8 +150,9 @@ def detect_format(data: Any) -> str | None:
             return "canonical"
         if "actions" in first and "version" in first:
             return "threadprotocol"
-        if "mapping" in first:
-            return "chatgpt"
+        source = _detect_chat_app(first)
+        if source is not None:
+            return source
         if first.get("kind") in ("request", "response") and "parts" in first:
             return "pydantic-ai"
         if (
@@ -130,7 +173,14 @@ def _detect_object(data: dict[str, Any]) -> str | None:
         return "canonical"
     if "actions" in data and "version" in data:
         return "threadprotocol"
-    if "mapping" in data or isinstance(data.get("conversations"), list):
+    source = _detect_chat_app(data)
+    if source is not None:
+        return source
+    conversations = data.get("conversations")
+    if isinstance(conversations, list):
+        first = conversations[0] if conversations else None
+        if isinstance(first, dict) and "chat_messages" in first:
+            return "claude-ai"
         return "chatgpt"
     if "contents" in data:
         return "gemini"
@@ -144,6 +194,22 @@ def _detect_object(data: dict[str, Any]) -> str | None:
                 return "ai-sdk"
             return _detect_messages(messages)
         return None
+    return None
+
+
+def _detect_chat_app(item: dict[str, Any]) -> str | None:
+    """The chat app whose export (or one conversation of it) item is, if any."""
+    if "mapping" in item:
+        return "chatgpt"
+    if "chat_messages" in item:
+        return "claude-ai"
+    chat = item.get("chat")
+    if isinstance(chat, dict) and ("history" in chat or "messages" in chat):
+        return "open-webui"
+    if "conversationId" in item and (
+        isinstance(item.get("messages"), list) or isinstance(item.get("messagesTree"), list)
+    ):
+        return "librechat"
     return None
 
 

@@ -7,8 +7,9 @@ followed by a `tool` message holding the results of its calls (keys `<id>`, `<id
 canonical parts cannot hold (part states, step starts, sources, data parts, provider
 metadata, the UIMessage id and metadata) rides in `metadata.extra.ai_sdk` of the first
 message of the chain, so an import followed by an export gives back the same UIMessages.
-Canonical message metadata travels in the UIMessage `metadata` under `transcripts`. Lost on
-export: the JSON type of error outputs (`errorText` is text).
+Canonical message metadata travels in the UIMessage `metadata` under `transcripts`, with
+its time unless the import had to make one up (`untimed`). Lost on export: the JSON type of
+error outputs (`errorText` is text).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def _export_group(group: list[dict[str, Any]]) -> dict[str, Any]:
     segments = [_segment_metadata(message) for message in group]
     if any(segments):
         metadata["transcripts"] = segments
-    if metadata:
+    if metadata or "metadata" in stored:
         ui["metadata"] = metadata
     layout = stored.get("layout")
     parts = _from_layout(group, layout) if isinstance(layout, list) else None
@@ -84,13 +85,18 @@ def _export_group(group: list[dict[str, Any]]) -> dict[str, Any]:
 def _segment_metadata(message: dict[str, Any]) -> dict[str, Any]:
     metadata = copy.deepcopy(message["metadata"])
     metadata.pop("schemaVersion", None)
+    # The ledger's note of the key an import gave the message: the UIMessage id says it.
+    metadata.pop("sourceMessageId", None)
     extra = metadata.get("extra", {})
+    untimed = False
     if isinstance(extra, dict):
-        extra.pop("ai_sdk", None)
+        stored = extra.pop("ai_sdk", None)
+        untimed = isinstance(stored, dict) and stored.get("untimed") is True
         if not extra:
             metadata.pop("extra", None)
     segment: dict[str, Any] = {}
-    if message["createdAt"] is not None:
+    # An imported message without a time got the time of the import: not the UIMessage's.
+    if message["createdAt"] is not None and not untimed:
         segment["createdAt"] = message["createdAt"]
     if metadata:
         segment["metadata"] = metadata
@@ -290,7 +296,8 @@ def _import_ui_message(raw: dict[str, Any], path: str, problems: Problems) -> li
         kept = dict(ui_metadata)
         if per_segment is not None:
             kept.pop("transcripts")
-        if kept:
+        # An empty object is kept too: the UIMessage had `metadata: {}`.
+        if kept or per_segment is None:
             extra["metadata"] = copy.deepcopy(kept)
     out: list[dict[str, Any]] = []
     step = 1
@@ -312,6 +319,8 @@ def _import_ui_message(raw: dict[str, Any], path: str, problems: Problems) -> li
                 created_at = saved["createdAt"]
         if n == 0:
             metadata.setdefault("extra", {})["ai_sdk"] = extra
+        if created_at is None:
+            metadata.setdefault("extra", {}).setdefault("ai_sdk", {})["untimed"] = True
         out.append(make_message(key, None, segment_role, parts, created_at, metadata))
     return out
 

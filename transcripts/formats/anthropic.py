@@ -1,14 +1,19 @@
 """Anthropic Messages API request body `{"system"?, "messages": [...]}`.
 
-Thinking and redacted thinking blocks travel through `metadata.extra.claude.thinking_blocks`
-(each reasoning part also keeps its signature). Export merges consecutive same-role turns
-(a tool message becomes a user turn of `tool_result` blocks), so a round trip joins
-consecutive user or assistant messages into one and gathers system messages into the one
-top-level `system`. Also lost on export: message ids, timestamps, metadata, the names of
-images, file parts in assistant messages, non-object tool inputs (wrapped as
-`{"input": value}`), and the JSON type of tool outputs (sent as text). Other top-level keys
-of an imported body (model, max_tokens, tools, …) stay in the thread's
-`metadata.extra.anthropic` and come back on export.
+An imported body comes back exactly. A thinking block is a reasoning part with its
+signature; a redacted thinking block a reasoning part without text. What a block has beyond
+its canonical part (the redacted `data`, `cache_control`, a tool result's block content or
+`is_error: false`, …) rides in the part's `sourceFields.anthropic`, a string content or
+system prompt in `metadata.extra.anthropic`, and the body's other keys (model, max_tokens,
+tools, …) in the thread's `metadata.extra.anthropic`. Consecutive turns of one role become
+one turn on export (as the API merges them); what a server tool gave back
+(`web_search_tool_result`, …) is a tool result in the assistant message, and other blocks
+without a canonical part are skipped.
+
+Canonical content from elsewhere loses on export: message ids, timestamps, metadata, the
+names of images, file parts in assistant messages, non-object tool inputs (wrapped as
+`{"input": value}`), and the JSON type of tool outputs (sent as text); system messages are
+gathered into the one top-level `system`.
 """
 
 from __future__ import annotations
@@ -22,83 +27,106 @@ from .document import (
     data_url,
     extra_of,
     file_part,
+    keep_source_fields,
     linear_thread,
     make_message,
     output_text,
     parse_data_url,
+    restore_source_fields,
     set_extra,
     tool_call_part,
     tool_result_part,
 )
 from .validation import Problems
 
+FORMAT = "anthropic"
 _DOCUMENT_TYPES = ("application/pdf", "text/plain")
 
 
 def export_anthropic(thread: TreeThread) -> dict[str, Any]:
     """The active path as a Messages API request body."""
     body: dict[str, Any] = dict(thread.metadata.get("extra", {}).get("anthropic", {}))
-    system: list[str] = []
+    system: list[dict[str, Any]] = []
+    system_blocks = False
     turns: list[dict[str, Any]] = []
+    # The messages each turn was made of: a turn of one message may go back to a string.
+    sources: list[list[dict[str, Any]]] = []
     for message in active_path(thread):
         if message["role"] == "system":
-            system.extend(part["text"] for part in message["parts"] if part["type"] == "text")
+            system.extend(
+                restore_source_fields(part, FORMAT, {"type": "text", "text": part["text"]})
+                for part in message["parts"]
+                if part["type"] == "text"
+            )
+            system_blocks = system_blocks or extra_of(message, FORMAT).get("system") == "blocks"
             continue
         role = "assistant" if message["role"] == "assistant" else "user"
         blocks = _export_blocks(message)
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
+            sources[-1].append(message)
         else:
             turns.append({"role": role, "content": blocks})
-    for turn in turns:
+            sources.append([message])
+    for turn, messages in zip(turns, sources, strict=True):
         # The API wants tool results first in a user turn.
         turn["content"].sort(key=lambda block: block["type"] != "tool_result")
-    if system:
-        body["system"] = "\n\n".join(system)
+        blocks = turn["content"]
+        as_text = len(messages) == 1 and extra_of(messages[0], FORMAT).get("content") == "text"
+        if as_text and len(blocks) == 1 and set(blocks[0]) == {"type", "text"}:
+            turn["content"] = blocks[0]["text"]
+    if system_blocks:
+        body["system"] = system
+    elif system:
+        body["system"] = "\n\n".join(block["text"] for block in system)
     body["messages"] = turns
     return body
 
 
 def _export_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    stored = extra_of(message, "claude").get("thinking_blocks")
-    if isinstance(stored, list) and stored:
-        blocks.extend(copy.deepcopy(stored))
+    # Earlier imports kept a message's thinking blocks in its metadata: those are written.
+    legacy = extra_of(message, "claude").get("thinking_blocks")
+    if isinstance(legacy, list) and legacy:
+        blocks.extend(copy.deepcopy(legacy))
     for part in message["parts"]:
-        part_type = part["type"]
-        if part_type == "reasoning":
-            if not stored:
-                blocks.append(
-                    {
-                        "type": "thinking",
-                        "thinking": part["text"],
-                        "signature": part.get("signature", ""),
-                    }
-                )
-        elif part_type == "text":
-            blocks.append({"type": "text", "text": part["text"]})
-        elif part_type == "tool-call":
-            value = part["input"]
-            blocks.append(
-                {
-                    "type": "tool_use",
-                    "id": part["toolCallId"],
-                    "name": part["toolName"],
-                    "input": value if isinstance(value, dict) else {"input": value},
-                }
-            )
-        elif part_type == "tool-result":
-            block: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": part["toolCallId"],
-                "content": output_text(part["output"]),
-            }
-            if part["isError"]:
-                block["is_error"] = True
-            blocks.append(block)
-        elif part_type == "file" and message["role"] != "assistant":
-            blocks.append(_file_block(part))
+        if legacy and part["type"] == "reasoning":
+            continue
+        if part["type"] == "file" and message["role"] == "assistant":
+            continue
+        blocks.append(restore_source_fields(part, FORMAT, _block(part)))
     return blocks
+
+
+def _block(part: dict[str, Any]) -> dict[str, Any]:
+    """The block a canonical part becomes, before the source's own fields are put back."""
+    part_type = part["type"]
+    if part_type == "reasoning":
+        return {
+            "type": "thinking",
+            "thinking": part["text"],
+            "signature": part.get("signature", ""),
+        }
+    if part_type == "text":
+        return {"type": "text", "text": part["text"]}
+    if part_type == "tool-call":
+        value = part["input"]
+        return {
+            "type": "tool_use",
+            "id": part["toolCallId"],
+            "name": part["toolName"],
+            "input": value if isinstance(value, dict) else {"input": value},
+        }
+    if part_type == "tool-result":
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": part["toolCallId"],
+            "content": output_text(part["output"]),
+        }
+        if part["isError"]:
+            block["is_error"] = True
+        return block
+    return _file_block(part)
 
 
 def _file_block(part: dict[str, Any]) -> dict[str, Any]:
@@ -137,13 +165,15 @@ def import_anthropic(data: Any) -> list[TreeThread]:
     system = body.get("system")
     if system is not None:
         parts = _text_blocks(system, "$.system", problems)
-        messages.append(make_message("m0", None, "system", parts))
+        metadata = {"extra": {FORMAT: {"system": "blocks"}}} if isinstance(system, list) else {}
+        messages.append(make_message("m0", None, "system", parts, metadata=metadata))
     for path, turn in problems.objects(turns, base):
         role = turn.get("role")
         if role not in ("user", "assistant"):
             problems.add(f"{path}.role", "expected user or assistant")
             continue
         content = turn.get("content")
+        as_text = isinstance(content, str)
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
         blocks = problems.array(content, f"{path}.content") or []
@@ -151,6 +181,8 @@ def import_anthropic(data: Any) -> list[TreeThread]:
             messages.append(_assistant(blocks, path, problems, tool_names, f"m{len(messages)}"))
         else:
             messages.extend(_user(blocks, path, problems, tool_names, len(messages)))
+        if as_text:
+            set_extra(messages[-1]["metadata"], FORMAT, {"content": "text"})
     problems.raise_if_any()
     extra = {key: value for key, value in body.items() if key not in ("messages", "system")}
     return [linear_thread(messages, metadata={"extra": {"anthropic": extra}} if extra else {})]
@@ -164,36 +196,39 @@ def _assistant(
     key: str,
 ) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
-    thinking: list[dict[str, Any]] = []
     for bpath, block in problems.objects(blocks, f"{path}.content"):
         block_type = block.get("type")
+        part: dict[str, Any] | None = None
         if block_type == "thinking":
             text = problems.req_string(block, "thinking", bpath)
             signature = problems.opt_string(block.get("signature"), f"{bpath}.signature")
             if text is not None:
-                part: dict[str, Any] = {"type": "reasoning", "text": text}
+                part = {"type": "reasoning", "text": text}
                 if signature:
                     part["signature"] = signature
-                parts.append(part)
-                thinking.append(copy.deepcopy(block))
         elif block_type == "redacted_thinking":
+            # Encrypted reasoning: no text to show; its data rides in the part's source fields.
             if problems.req_string(block, "data", bpath) is not None:
-                thinking.append(copy.deepcopy(block))
+                part = {"type": "reasoning", "text": ""}
         elif block_type in ("tool_use", "server_tool_use"):
             call_id = problems.req_string(block, "id", bpath)
             name = problems.req_string(block, "name", bpath)
             if call_id is not None and name is not None:
                 tool_names[call_id] = name
-                parts.append(tool_call_part(call_id, name, copy.deepcopy(block.get("input"))))
+                part = tool_call_part(call_id, name, copy.deepcopy(block.get("input")))
+        elif isinstance(block_type, str) and block_type.endswith("_tool_result"):
+            # What a server tool (web search, code execution, …) gave back, in the same turn.
+            call_id = problems.req_string(block, "tool_use_id", bpath)
+            if call_id is not None:
+                output = copy.deepcopy(block.get("content"))
+                part = tool_result_part(call_id, tool_names.get(call_id, ""), output)
         else:
-            part_or_none = _common_block(block, bpath, problems)
-            if part_or_none is not None:
-                parts.append(part_or_none)
-    metadata: dict[str, Any] = {}
-    # Kept verbatim: Claude wants thinking blocks sent back unchanged, redacted ones included.
-    if thinking:
-        set_extra(metadata, "claude", {"thinking_blocks": thinking})
-    return make_message(key, None, "assistant", parts, metadata=metadata)
+            part = _common_block(block, bpath, problems)
+        if part is not None:
+            # Claude wants thinking blocks back unchanged: signatures and redacted data too.
+            keep_source_fields(part, FORMAT, block, _block(part))
+            parts.append(part)
+    return make_message(key, None, "assistant", parts)
 
 
 def _user(
@@ -219,12 +254,13 @@ def _user(
                     output = "".join(strings) if len(strings) == len(texts) else content
             name = tool_names.get(call_id, "")
             is_error = block.get("is_error") is True
-            results.append(
-                tool_result_part(call_id, name, copy.deepcopy(output), is_error=is_error)
-            )
+            result = tool_result_part(call_id, name, copy.deepcopy(output), is_error=is_error)
+            keep_source_fields(result, FORMAT, block, _block(result))
+            results.append(result)
             continue
         part = _common_block(block, bpath, problems)
         if part is not None:
+            keep_source_fields(part, FORMAT, block, _block(part))
             parts.append(part)
     out: list[dict[str, Any]] = []
     if results:
@@ -279,5 +315,7 @@ def _text_blocks(value: Any, path: str, problems: Problems) -> list[dict[str, An
     for where, block in problems.objects(blocks, path):
         text = problems.req_string(block, "text", where)
         if text is not None:
-            parts.append({"type": "text", "text": text})
+            part = {"type": "text", "text": text}
+            keep_source_fields(part, FORMAT, block, {"type": "text", "text": text})
+            parts.append(part)
     return parts

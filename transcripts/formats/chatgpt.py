@@ -3,13 +3,14 @@
 Every node of `mapping` is kept except the null-message root nodes, whose children move up
 to the nearest kept ancestor; `current_node` becomes the active leaf. Messages ChatGPT's UI
 does not show (system messages, messages flagged visually hidden, assistant messages
-addressed to a tool) are kept with `metadata.hidden = true`. An assistant message addressed
-to a tool (`code` and the like) becomes a tool call named after the recipient, and the tool
-message answering it a tool result joined to that call. Image asset pointers become file
-parts whose url is the pointer itself (`file-service://…`, `sediment://…`) with mimeType
-`image/*` unless the export says more. The raw content and message metadata of anything
-not plain stay in `metadata.extra.chatgpt`. `iter_chatgpt` reads a file conversation by
-conversation, so memory stays flat whatever its size.
+addressed to a tool, web pages, browsing displays, memory) are kept with
+`metadata.hidden = true`. An assistant message addressed to a tool (`code`, Canvas `canmore.*`
+with its JSON payload as input, and the like) becomes a tool call named after the recipient,
+and the tool message answering it a tool result joined to that call. How each content type
+becomes parts, and how asset pointers and Canvas documents are found in the export's zip, is
+in `chatgpt_parts.py`. The raw content and message metadata of anything not plain stay in
+`metadata.extra.chatgpt`. `iter_chatgpt` reads a file conversation by conversation, so
+memory stays flat whatever its size.
 """
 
 from __future__ import annotations
@@ -26,39 +27,53 @@ from transcripts.canonical import ROLES
 from transcripts.errors import FormatError
 from transcripts.times import epoch_to_iso
 
-from .document import TreeThread, file_part, make_message, tool_call_part, tool_result_part
+from .chatgpt_parts import ExportContext, canvas_document, canvas_input, content_parts
+from .document import TreeThread, make_message, tool_call_part, tool_result_part
+from .sources import Prefixed, Skips, skip_blank
 from .validation import Problems
 
-_HIDDEN_CONTENT = ("user_editable_context", "model_editable_context", "reasoning_recap")
+_HIDDEN_CONTENT = (
+    "user_editable_context",
+    "model_editable_context",
+    "reasoning_recap",
+    "sonic_webpage",
+    "tether_browsing_display",
+)
 
 
-def import_chatgpt(data: Any) -> list[TreeThread]:
+def import_chatgpt(
+    data: Any, skips: Skips | None = None, *, context: ExportContext | None = None
+) -> list[TreeThread]:
     """Threads from a parsed conversations.json (a list, `{"conversations": […]}` or one)."""
+    ctx = context or ExportContext(skips=skips if skips is not None else Skips())
     problems = Problems()
     base = "$"
     if isinstance(data, dict) and "conversations" in data:
         data, base = data["conversations"], "$.conversations"
     elif isinstance(data, dict) and "mapping" in data:
-        single = _conversation(data, "$", problems)
+        single = _conversation(data, "$", problems, ctx)
         problems.raise_if_any()
         return [single] if single is not None else []
     items = problems.array(data, base) or []
     threads = []
     for index, item in enumerate(items):
-        thread = _conversation(item, f"{base}[{index}]", problems)
+        thread = _conversation(item, f"{base}[{index}]", problems, ctx)
         if thread is not None:
             threads.append(thread)
     problems.raise_if_any()
     return threads
 
 
-def iter_chatgpt(fp: BinaryIO) -> Iterator[TreeThread]:
+def iter_chatgpt(
+    fp: BinaryIO, skips: Skips | None = None, *, context: ExportContext | None = None
+) -> Iterator[TreeThread]:
     """Threads from a conversations.json file, parsed incrementally one conversation at a time.
 
     An array or `{"conversations": [...]}` (that key first) streams; any other object, such
     as a single conversation, is small enough to be read whole.
     """
-    first = _skip_blank(fp)
+    ctx = context or ExportContext(skips=skips if skips is not None else Skips())
+    first = skip_blank(fp)
     if not first:
         return
     if first not in (b"[", b"{"):
@@ -72,17 +87,17 @@ def iter_chatgpt(fp: BinaryIO) -> Iterator[TreeThread]:
                 document = json.loads(prefix + fp.read())
             except (ValueError, UnicodeDecodeError, RecursionError) as error:
                 raise FormatError([("$", f"invalid JSON: {error}")]) from error
-            yield from import_chatgpt(document)
+            yield from import_chatgpt(document, context=ctx)
             return
     base = "$" if first == b"[" else "$.conversations"
     index = 0
     try:
         items = ijson.items(
-            _Prefixed(prefix, fp), "item" if first == b"[" else "conversations.item", use_float=True
+            Prefixed(prefix, fp), "item" if first == b"[" else "conversations.item", use_float=True
         )
         for item in items:
             problems = Problems()
-            thread = _conversation(item, f"{base}[{index}]", problems)
+            thread = _conversation(item, f"{base}[{index}]", problems, ctx)
             problems.raise_if_any()
             if thread is not None:
                 yield thread
@@ -91,14 +106,6 @@ def iter_chatgpt(fp: BinaryIO) -> Iterator[TreeThread]:
         raise
     except (ijson.JSONError, UnicodeDecodeError, ValueError, RecursionError) as error:
         raise FormatError([(f"{base}[{index}]", f"invalid JSON: {error}")]) from error
-
-
-def _skip_blank(fp: BinaryIO) -> bytes:
-    """The first byte that is not whitespace or a UTF-8 byte order mark (b"" at the end)."""
-    while True:
-        byte = fp.read(1)
-        if not byte or not (byte.isspace() or byte in (b"\xef", b"\xbb", b"\xbf")):
-            return byte
 
 
 def _first_key(fp: BinaryIO) -> bytes:
@@ -115,24 +122,6 @@ def _first_key(fp: BinaryIO) -> bytes:
             return read
 
 
-class _Prefixed:
-    """A binary reader that replays bytes already consumed before the rest of the file."""
-
-    def __init__(self, prefix: bytes, fp: BinaryIO) -> None:
-        self.prefix = prefix
-        self.fp = fp
-
-    def read(self, size: int = -1) -> bytes:
-        """Bytes from the replayed prefix, then from the file."""
-        # ijson probes with read(0) to tell bytes from text: that must not consume the prefix.
-        if self.prefix and size != 0:
-            head, self.prefix = self.prefix, b""
-            if size < 0:
-                return head + self.fp.read()
-            return head + (self.fp.read(size - len(head)) if size > len(head) else b"")
-        return self.fp.read(size)
-
-
 def _time(value: Any) -> str | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         try:
@@ -142,7 +131,9 @@ def _time(value: Any) -> str | None:
     return None
 
 
-def _conversation(value: Any, path: str, problems: Problems) -> TreeThread | None:
+def _conversation(
+    value: Any, path: str, problems: Problems, ctx: ExportContext
+) -> TreeThread | None:
     conversation = problems.obj(value, path)
     if conversation is None:
         return None
@@ -178,7 +169,7 @@ def _conversation(value: Any, path: str, problems: Problems) -> TreeThread | Non
             kept[key] = anchor
             continue
         message = _message(
-            raw, key, anchor, f"{path}.mapping.{key}.message", problems, calls, messages
+            raw, key, anchor, f"{path}.mapping.{key}.message", problems, calls, messages, ctx
         )
         if message is None:
             kept[key] = anchor
@@ -234,6 +225,7 @@ def _message(
     problems: Problems,
     calls: dict[str, dict[str, Any]],
     messages: list[dict[str, Any]],
+    ctx: ExportContext,
 ) -> dict[str, Any] | None:
     raw = problems.obj(value, path)
     if raw is None:
@@ -243,6 +235,8 @@ def _message(
     if author is None or content is None:
         return None
     role = author.get("role")
+    # Plugin answers of older exports come from the "function" role: they are tool output.
+    role = "tool" if role == "function" else role
     if role not in ROLES:
         problems.add(f"{path}.author.role", f"expected one of {', '.join(ROLES)}")
         return None
@@ -267,7 +261,7 @@ def _message(
     finish = raw_meta.get("finish_details")
     if isinstance(finish, dict) and isinstance(finish.get("type"), str):
         metadata["finishReason"] = finish["type"]
-    parts = _parts(content, content_type, extra)
+    parts = content_parts(content, content_type, extra, ctx.where(path), ctx)
     hidden = (
         role == "system"
         or raw_meta.get("is_visually_hidden_from_conversation") is True
@@ -275,17 +269,23 @@ def _message(
     )
     if role == "assistant" and isinstance(recipient, str) and recipient != "all":
         hidden = True
-        code = content.get("text") if isinstance(content.get("text"), str) else _joined(parts)
+        text = content.get("text")
+        code = text if isinstance(text, str) else _joined(parts)
         tool_input: dict[str, Any] = {"code" if content_type == "code" else "text": code}
         if isinstance(content.get("language"), str):
             tool_input["language"] = content["language"]
-        tool_call = tool_call_part(key, recipient, tool_input)
+        canvas = canvas_input(recipient, code)
+        tool_call = tool_call_part(key, recipient, canvas if canvas is not None else tool_input)
         parts = [tool_call]
         calls[key] = tool_call
     elif role == "tool":
         call = _answered_call(parent, author_name, calls, messages)
         if call is not None or content_type == "execution_output":
-            output = content.get("text") if isinstance(content.get("text"), str) else _joined(parts)
+            output = (
+                content["text"]
+                if isinstance(content.get("text"), str) and content_type != "sonic_webpage"
+                else _joined(parts)
+            )
             aggregate = raw_meta.get("aggregate_result")
             status = aggregate.get("status") if isinstance(aggregate, dict) else None
             result = tool_result_part(
@@ -296,7 +296,7 @@ def _message(
                 or (isinstance(status, str) and status != "success"),
             )
             files = [part for part in parts if part["type"] == "file"]
-            parts = [result, *files]
+            parts = [result, *files, *canvas_document(raw_meta, ctx.where(path), ctx)]
     if hidden:
         metadata["hidden"] = True
     metadata["extra"] = {"chatgpt": extra}
@@ -333,78 +333,3 @@ def _answered_call(
             return None
         current = message["parentMessageId"]
     return None
-
-
-def _parts(
-    content: dict[str, Any], content_type: str, extra: dict[str, Any]
-) -> list[dict[str, Any]]:
-    items = content.get("parts")
-    if content_type == "text":
-        return [
-            {"type": "text", "text": item}
-            for item in (items if isinstance(items, list) else [])
-            if isinstance(item, str) and item
-        ]
-    extra["content"] = copy.deepcopy(content)
-    if content_type == "multimodal_text":
-        return _multimodal(items if isinstance(items, list) else [])
-    if content_type in ("code", "execution_output", "system_error", "tether_quote"):
-        text = content.get("text")
-        return [{"type": "text", "text": text}] if isinstance(text, str) and text else []
-    if content_type == "thoughts":
-        thoughts = content.get("thoughts")
-        if isinstance(thoughts, str):
-            return [{"type": "reasoning", "text": thoughts}]
-        out = []
-        for thought in thoughts if isinstance(thoughts, list) else []:
-            if isinstance(thought, str):
-                out.append({"type": "reasoning", "text": thought})
-            elif isinstance(thought, dict):
-                pieces = [thought.get("summary"), thought.get("content")]
-                text = "\n\n".join(piece for piece in pieces if isinstance(piece, str) and piece)
-                out.append({"type": "reasoning", "text": text})
-        return out
-    if content_type == "reasoning_recap":
-        text = content.get("content")
-        return [{"type": "reasoning", "text": text}] if isinstance(text, str) else []
-    if content_type == "tether_browsing_display":
-        pieces = [content.get("summary"), content.get("result")]
-        text = "\n\n".join(piece for piece in pieces if isinstance(piece, str) and piece)
-        return [{"type": "text", "text": text}] if text else []
-    if content_type == "user_editable_context":
-        pieces = [content.get("user_profile"), content.get("user_instructions")]
-        text = "\n\n".join(piece for piece in pieces if isinstance(piece, str) and piece)
-        return [{"type": "text", "text": text}] if text else []
-    # Unknown content types: whatever text they carry, the rest stays in extra.
-    texts = [item for item in (items if isinstance(items, list) else []) if isinstance(item, str)]
-    if isinstance(content.get("text"), str):
-        texts.append(content["text"])
-    return [{"type": "text", "text": text} for text in texts if text]
-
-
-def _multimodal(items: list[Any]) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for item in items:
-        if isinstance(item, str):
-            if item:
-                parts.append({"type": "text", "text": item})
-            continue
-        if not isinstance(item, dict):
-            continue
-        item_type = item.get("content_type")
-        pointer = item.get("asset_pointer")
-        if isinstance(pointer, str):
-            kind = "image" if item_type == "image_asset_pointer" else "audio"
-            if item_type not in ("image_asset_pointer", "audio_asset_pointer"):
-                kind = "application"
-            mime = item.get("mime_type") or item.get("format")
-            mime = mime if isinstance(mime, str) and "/" in mime else f"{kind}/*"
-            if kind == "application" and mime == "application/*":
-                mime = "application/octet-stream"
-            metadata = item.get("metadata")
-            name = metadata.get("file_name") if isinstance(metadata, dict) else None
-            parts.append(file_part(mime, pointer, name))
-        elif isinstance(item.get("text"), str) and item["text"]:
-            # audio_transcription and other text-bearing items.
-            parts.append({"type": "text", "text": item["text"]})
-    return parts

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -185,3 +187,95 @@ def dump_json_text(value: Any) -> str:
 def output_text(value: Any) -> str:
     """A tool output as text: strings as they are, anything else as JSON."""
     return value if isinstance(value, str) else dump_json_text(value)
+
+
+# --- a source's own fields, kept on the part they belong to --------------------------------
+
+# The part field holding, per format, what turns our export of the part back into the
+# block the source had: {"set": {field: value}, "unset": [field], "for": fingerprint}.
+SOURCE_FIELDS = "sourceFields"
+
+
+def part_fingerprint(part: dict[str, Any]) -> str:
+    """A short digest of a part's content, so kept source fields follow only that content."""
+    content = {key: value for key, value in part.items() if key != SOURCE_FIELDS}
+    text = json.dumps(
+        _as_stored(content), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _as_stored(value: Any) -> Any:
+    """value as PostgreSQL jsonb gives it back: -0.0 is 0.0 there, and a float of 1e16 or
+    more (written with an exponent) an integer, so a digest survives a trip through it."""
+    if isinstance(value, float):
+        if abs(value) >= 1e16 and value.is_integer():
+            return int(value)
+        return value + 0.0
+    if isinstance(value, dict):
+        return {key: _as_stored(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_stored(item) for item in value]
+    return value
+
+
+def keep_source_fields(
+    part: dict[str, Any], fmt: str, source: dict[str, Any], rebuilt: dict[str, Any]
+) -> None:
+    """Record on part what turns rebuilt (the export of part) into source (the source's block)."""
+    record = _difference(source, rebuilt)
+    if record:
+        record["for"] = part_fingerprint(part)
+        part.setdefault(SOURCE_FIELDS, {})[fmt] = record
+
+
+def restore_source_fields(
+    part: dict[str, Any], fmt: str, rebuilt: dict[str, Any]
+) -> dict[str, Any]:
+    """rebuilt with the source's own fields put back, while the part is as it was imported."""
+    kept = part.get(SOURCE_FIELDS)
+    record = kept.get(fmt) if isinstance(kept, dict) else None
+    if not isinstance(record, dict) or record.get("for") != part_fingerprint(part):
+        return rebuilt
+    return _patched(rebuilt, record)
+
+
+def _difference(source: dict[str, Any], rebuilt: dict[str, Any]) -> dict[str, Any]:
+    """What turns rebuilt into source; objects in both are compared key by key, so a changed
+    detail does not copy the content beside it (an image's data next to its `detail`)."""
+    changed: dict[str, Any] = {}
+    nested: dict[str, Any] = {}
+    for key, value in source.items():
+        if key in rebuilt and rebuilt[key] == value:
+            continue
+        if isinstance(value, dict) and isinstance(rebuilt.get(key), dict):
+            nested[key] = _difference(value, rebuilt[key])
+        else:
+            changed[key] = copy.deepcopy(value)
+    missing = [key for key in rebuilt if key not in source]
+    record: dict[str, Any] = {}
+    if changed:
+        record["set"] = changed
+    if missing:
+        record["unset"] = missing
+    if nested:
+        record["within"] = nested
+    return record
+
+
+def _patched(rebuilt: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    unset = record.get("unset")
+    out = {
+        key: value
+        for key, value in rebuilt.items()
+        if not (isinstance(unset, list) and key in unset)
+    }
+    within = record.get("within")
+    if isinstance(within, dict):
+        for key, inner in within.items():
+            if isinstance(out.get(key), dict) and isinstance(inner, dict):
+                out[key] = _patched(out[key], inner)
+    changed = record.get("set")
+    if isinstance(changed, dict):
+        out.update(copy.deepcopy(changed))
+    return out

@@ -2,11 +2,16 @@
 
 Export writes REST camelCase; import also reads the SDK's snake_case. Thought signatures
 ride in `metadata.extra.gemini.thought_signatures`, a map from the index of a canonical part
-to the signature Gemini attached to it. Tool results are `functionResponse` parts in a user
-content with `response` = `{"output": value}` (or `{"error": value}` when isError), which
-import unwraps. Lost on export: message ids, timestamps, metadata, file names, reasoning
-signatures of other providers, and non-object tool inputs (wrapped as `{"input": value}`).
-Other top-level keys (generationConfig, tools, …) stay in the thread's
+to the signature Gemini attached to it; what else a part has beyond its canonical part (a
+call or response without an `id`, …) in the part's `sourceFields.gemini`. Tool results are
+`functionResponse` parts in a user content with `response` = `{"output": value}` (or
+`{"error": value}` when isError), which import unwraps. Code Gemini ran itself
+(`executableCode`, `codeExecutionResult`) becomes a `code_execution` tool call and its
+result. So an imported body comes back exactly, but for newer part kinds without a canonical
+part, which are skipped.
+Canonical content from elsewhere loses on export: message ids, timestamps, metadata, file
+names, reasoning signatures of other providers, and non-object tool inputs (wrapped as
+`{"input": value}`). Other top-level keys (generationConfig, tools, …) stay in the thread's
 `metadata.extra.gemini` and come back on export.
 """
 
@@ -21,15 +26,20 @@ from .document import (
     data_url,
     extra_of,
     file_part,
+    keep_source_fields,
     linear_thread,
     make_message,
     parse_data_url,
+    restore_source_fields,
     set_extra,
     tool_call_part,
     tool_result_part,
 )
 from .validation import Problems
 
+FORMAT = "gemini"
+# The tool name of code run by Gemini's own code execution tool.
+CODE_EXECUTION = "code_execution"
 _SNAKE = {
     "system_instruction": "systemInstruction",
     "function_call": "functionCall",
@@ -40,6 +50,8 @@ _SNAKE = {
     "file_uri": "fileUri",
     "thought_signature": "thoughtSignature",
     "display_name": "displayName",
+    "executable_code": "executableCode",
+    "code_execution_result": "codeExecutionResult",
 }
 
 
@@ -66,41 +78,47 @@ def _export_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
     signatures = extra_of(message, "gemini").get("thought_signatures", {})
     out: list[dict[str, Any]] = []
     for index, part in enumerate(message["parts"]):
-        part_type = part["type"]
-        item: dict[str, Any]
-        if part_type == "text":
-            item = {"text": part["text"]}
-        elif part_type == "reasoning":
-            item = {"text": part["text"], "thought": True}
-        elif part_type == "tool-call":
-            value = part["input"]
-            item = {
-                "functionCall": {
-                    "id": part["toolCallId"],
-                    "name": part["toolName"],
-                    "args": value if isinstance(value, dict) else {"input": value},
-                }
-            }
-        elif part_type == "tool-result":
-            key = "error" if part["isError"] else "output"
-            item = {
-                "functionResponse": {
-                    "id": part["toolCallId"],
-                    "name": part["toolName"],
-                    "response": {key: part["output"]},
-                }
-            }
-        else:
-            inline = parse_data_url(part["url"])
-            if inline is not None:
-                item = {"inlineData": {"mimeType": part["mimeType"], "data": inline[1]}}
-            else:
-                item = {"fileData": {"mimeType": part["mimeType"], "fileUri": part["url"]}}
+        item = restore_source_fields(part, FORMAT, _export_part(part))
         signature = signatures.get(str(index)) if isinstance(signatures, dict) else None
         if isinstance(signature, str):
             item["thoughtSignature"] = signature
         out.append(item)
     return out
+
+
+def _export_part(part: dict[str, Any]) -> dict[str, Any]:
+    """The Gemini part a canonical part becomes, before the source's own fields are put back."""
+    part_type = part["type"]
+    item: dict[str, Any]
+    if part_type == "text":
+        item = {"text": part["text"]}
+    elif part_type == "reasoning":
+        item = {"text": part["text"], "thought": True}
+    elif part_type == "tool-call":
+        value = part["input"]
+        item = {
+            "functionCall": {
+                "id": part["toolCallId"],
+                "name": part["toolName"],
+                "args": value if isinstance(value, dict) else {"input": value},
+            }
+        }
+    elif part_type == "tool-result":
+        key = "error" if part["isError"] else "output"
+        item = {
+            "functionResponse": {
+                "id": part["toolCallId"],
+                "name": part["toolName"],
+                "response": {key: part["output"]},
+            }
+        }
+    else:
+        inline = parse_data_url(part["url"])
+        if inline is not None:
+            item = {"inlineData": {"mimeType": part["mimeType"], "data": inline[1]}}
+        else:
+            item = {"fileData": {"mimeType": part["mimeType"], "fileUri": part["url"]}}
+    return item
 
 
 def _camel(value: Any) -> Any:
@@ -161,8 +179,12 @@ def _import_content(
 ) -> list[dict[str, Any]]:
     # Each run of parts of one canonical role becomes a message: results split from prompts.
     groups: list[tuple[str, list[dict[str, Any]], dict[str, str]]] = []
+    code_call: list[str] = []
     for ipath, raw in problems.objects(items, f"{path}.parts"):
-        part = _import_part(raw, ipath, problems)
+        if "executableCode" in raw or "codeExecutionResult" in raw:
+            part = _code_part(raw, ipath, problems, code_call)
+        else:
+            part = _import_part(raw, ipath, problems)
         if part is None:
             continue
         target = "assistant" if role == "model" else "user"
@@ -171,8 +193,12 @@ def _import_content(
         if not groups or groups[-1][0] != target:
             groups.append((target, [], {}))
         signature = raw.get("thoughtSignature")
+        rebuilt = _export_part(part)
         if isinstance(signature, str):
             groups[-1][2][str(len(groups[-1][1]))] = signature
+            rebuilt["thoughtSignature"] = signature
+        # A call without an id (Gemini often sends none), a file's display name, …
+        keep_source_fields(part, FORMAT, raw, rebuilt)
         groups[-1][1].append(part)
     if not groups:
         groups.append(("assistant" if role == "model" else "user", [], {}))
@@ -182,6 +208,27 @@ def _import_content(
         set_extra(metadata, "gemini", {"thought_signatures": signatures} if signatures else {})
         out.append(make_message(f"m{start + offset}", None, target, parts, metadata=metadata))
     return out
+
+
+def _code_part(
+    raw: dict[str, Any], path: str, problems: Problems, code_call: list[str]
+) -> dict[str, Any] | None:
+    """Code Gemini ran (its code execution tool) as a tool call, and what it gave back as the
+    call's result; code_call holds the id of the content's latest code, which a result answers.
+    """
+    if "executableCode" in raw:
+        code = problems.obj(raw["executableCode"], f"{path}.executableCode")
+        if code is None:
+            return None
+        # Gemini gives code no id: its place in the document names it.
+        code_call[:] = [f"code{path[1:]}"]
+        return tool_call_part(code_call[0], CODE_EXECUTION, copy.deepcopy(code))
+    result = problems.obj(raw["codeExecutionResult"], f"{path}.codeExecutionResult")
+    if result is None:
+        return None
+    call_id = code_call[0] if code_call else f"code{path[1:]}"
+    failed = result.get("outcome") not in (None, "OUTCOME_OK")
+    return tool_result_part(call_id, CODE_EXECUTION, copy.deepcopy(result), is_error=failed)
 
 
 def _import_part(raw: dict[str, Any], path: str, problems: Problems) -> dict[str, Any] | None:
@@ -229,5 +276,5 @@ def _import_part(raw: dict[str, Any], path: str, problems: Problems) -> dict[str
         if text is None:
             return None
         return {"type": "reasoning" if raw.get("thought") is True else "text", "text": text}
-    # executableCode, codeExecutionResult and newer part kinds have no canonical part.
+    # Newer part kinds have no canonical part.
     return None

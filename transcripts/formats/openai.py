@@ -1,16 +1,23 @@
 """OpenAI Chat Completions `messages`.
 
-Export is the request body `{"messages": [...]}` and uses only fields the API accepts, so
-some canonical content has no place in it and is dropped: reasoning parts, message ids,
-timestamps, metadata other than `agentId` (sent as `name` when it fits the API's pattern),
-the `isError` flag of tool results, file parts in assistant or tool messages, and file
-names of images and audio. Tool outputs that are not strings are sent as JSON text, and in
-assistant messages text comes before tool calls. Import keeps the body's other top-level
-keys (model, tools, …) in `metadata.extra.openai` and puts them back on export.
+Export is the request body `{"messages": [...]}` and uses only fields the API accepts. An
+imported body comes back exactly: the shape of each content (string, list, null, missing),
+`refusal`, argument text, the message's other fields (an assistant's `audio`, …), and each
+content part's and tool message's own fields (image `detail`, a list content) ride in
+`metadata.extra.openai` and the parts' `sourceFields`, and the body's other keys (model,
+tools, …) in the thread's `metadata.extra.openai`. Only a deprecated `function_call` comes
+back changed, as `tool_calls`.
+
+Canonical content from elsewhere that has no place in the API is dropped on export:
+reasoning parts, message ids, timestamps, metadata other than `agentId` (sent as `name` when
+it fits the API's pattern), the `isError` flag of tool results, file parts in assistant or
+tool messages, and file names of images and audio. Tool outputs that are not strings are
+sent as JSON text, and in assistant messages text comes before tool calls.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -21,11 +28,13 @@ from .document import (
     dump_json_text,
     extra_of,
     file_part,
+    keep_source_fields,
     linear_thread,
     make_message,
     output_text,
     parse_data_url,
     parse_json_text,
+    restore_source_fields,
     set_extra,
     tool_call_part,
     tool_result_part,
@@ -33,6 +42,13 @@ from .document import (
 from .validation import Problems
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+FORMAT = "openai"
+_FILE_ID_URL = "openai-file://"
+_ABSENT = object()
+# The message fields import reads into canonical ones.
+_READ = ("role", "content", "name", "refusal", "tool_calls", "function_call")
+# How an assistant message without text had its content: what the hint names, written back.
+_EMPTY_CONTENT: dict[str, Any] = {"null": None, "absent": _ABSENT, "empty": ""}
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
@@ -51,27 +67,32 @@ def _export_message(message: dict[str, Any]) -> list[dict[str, Any]]:
     parts = message["parts"]
     if role == "tool":
         return [
-            {
-                "role": "tool",
-                "tool_call_id": part["toolCallId"],
-                "content": output_text(part["output"]),
-            }
+            restore_source_fields(part, FORMAT, _tool_message(part))
             for part in parts
             if part["type"] == "tool-result"
         ]
-    texts = [part["text"] for part in parts if part["type"] == "text"]
+    hints = extra_of(message, FORMAT)
+    texts = [part for part in parts if part["type"] == "text"]
+    refusal = None
+    if role == "assistant" and hints.get("refusal") is True and texts:
+        # Import put the message's refusal after its content: the last text.
+        refusal = texts.pop()
     result: dict[str, Any] = {"role": role}
     if role == "system":
-        result["role"] = extra_of(message, "openai").get("role", "system")
-        result["content"] = _text_content(texts)
+        result["role"] = hints.get("role", "system")
+        result["content"] = _text_content(texts, hints)
     elif role == "user":
-        content = [_user_part(part) for part in parts if part["type"] in ("text", "file")]
-        if len(content) == 1 and content[0]["type"] == "text":
+        content = [
+            restore_source_fields(part, FORMAT, _user_part(part))
+            for part in parts
+            if part["type"] in ("text", "file")
+        ]
+        if len(content) == 1 and content[0]["type"] == "text" and hints.get("content") != "list":
             result["content"] = content[0]["text"]
         else:
             result["content"] = content
     else:
-        raw_arguments = extra_of(message, "openai").get("arguments", {})
+        raw_arguments = hints.get("arguments", {})
         calls = [
             {
                 "id": part["toolCallId"],
@@ -84,13 +105,25 @@ def _export_message(message: dict[str, Any]) -> list[dict[str, Any]]:
             for part in parts
             if part["type"] == "tool-call"
         ]
-        if texts or not calls:
-            result["content"] = _text_content(texts) if texts else ""
+        shape = hints.get("content")
+        if texts or shape == "list":
+            result["content"] = _text_content(texts, hints)
+        elif shape in _EMPTY_CONTENT:
+            if _EMPTY_CONTENT[shape] is not _ABSENT:
+                result["content"] = _EMPTY_CONTENT[shape]
+        elif not calls:
+            result["content"] = ""
+        if refusal is not None:
+            result["refusal"] = refusal["text"]
         if calls:
             result["tool_calls"] = calls
     agent = message["metadata"].get("agentId")
     if role != "tool" and isinstance(agent, str) and _NAME.match(agent):
         result["name"] = agent
+    others = hints.get("fields")
+    if isinstance(others, dict):
+        for key, value in others.items():
+            result.setdefault(key, copy.deepcopy(value))
     return [result]
 
 
@@ -102,16 +135,30 @@ def _arguments(part: dict[str, Any], raw_arguments: Any) -> str:
     return dump_json_text(part["input"])
 
 
-def _text_content(texts: list[str]) -> str | list[dict[str, Any]]:
-    if len(texts) == 1:
-        return texts[0]
-    return [{"type": "text", "text": text} for text in texts]
+def _text_content(texts: list[dict[str, Any]], hints: dict[str, Any]) -> Any:
+    """One text as a string (unless the source had a list), else a list of text parts."""
+    if len(texts) == 1 and hints.get("content") != "list":
+        return texts[0]["text"]
+    return [
+        restore_source_fields(part, FORMAT, {"type": "text", "text": part["text"]})
+        for part in texts
+    ]
+
+
+def _tool_message(part: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": "tool",
+        "tool_call_id": part["toolCallId"],
+        "content": output_text(part["output"]),
+    }
 
 
 def _user_part(part: dict[str, Any]) -> dict[str, Any]:
     if part["type"] == "text":
         return {"type": "text", "text": part["text"]}
     mime, url = part["mimeType"], part["url"]
+    if url.startswith(_FILE_ID_URL):
+        return {"type": "file", "file": {"file_id": url[len(_FILE_ID_URL) :]}}
     if mime.startswith("image/"):
         return {"type": "image_url", "image_url": {"url": url}}
     inline = parse_data_url(url)
@@ -174,24 +221,35 @@ def _import_message(
             return None
         tool_name = tool_names.get(call_id, name if isinstance(name, str) else "")
         part = tool_result_part(call_id, tool_name, content)
+        # A list content, a name: what the tool message had beyond its text rides on the part.
+        keep_source_fields(part, FORMAT, raw, _tool_message(part))
         return make_message(key, None, "tool", [part], metadata=metadata)
+    content = raw.get("content")
+    if isinstance(content, list):
+        set_extra(metadata, FORMAT, {"content": "list"})
+    # Fields of the message no canonical field holds (an assistant's `audio`, …).
+    others = {key: copy.deepcopy(value) for key, value in raw.items() if key not in _READ}
+    set_extra(metadata, FORMAT, {"fields": others} if others else {})
     if role in ("system", "developer"):
         if role == "developer":
-            set_extra(metadata, "openai", {"role": "developer"})
-        parts = _content_parts(raw.get("content"), f"{path}.content", problems)
+            set_extra(metadata, FORMAT, {"role": "developer"})
+        parts = _content_parts(content, f"{path}.content", problems)
         return make_message(key, None, "system", parts, metadata=metadata)
     if role == "user":
-        parts = _content_parts(raw.get("content"), f"{path}.content", problems)
+        parts = _content_parts(content, f"{path}.content", problems)
         return make_message(key, None, "user", parts, metadata=metadata)
     if role == "assistant":
         parts = []
-        if raw.get("content") is not None:
-            parts = _content_parts(raw["content"], f"{path}.content", problems)
+        if content is not None:
+            parts = _content_parts(content, f"{path}.content", problems)
             parts = [part for part in parts if part["type"] != "text" or part["text"]]
+        shape = "absent" if "content" not in raw else "null" if content is None else "empty"
+        if content is None or content == "":
+            set_extra(metadata, FORMAT, {"content": shape})
         refusal = raw.get("refusal")
         if isinstance(refusal, str) and refusal:
             parts.append({"type": "text", "text": refusal})
-            set_extra(metadata, "openai", {"refusal": True})
+            set_extra(metadata, FORMAT, {"refusal": True})
         calls = raw.get("tool_calls") or []
         if not isinstance(calls, list):
             problems.add(f"{path}.tool_calls", "expected an array")
@@ -199,6 +257,7 @@ def _import_message(
         legacy = raw.get("function_call")
         if isinstance(legacy, dict):
             calls = [*calls, {"id": f"{key}-call", "function": legacy}]
+        raw_arguments: dict[str, str] = {}
         for index, call in enumerate(calls):
             call_part = _tool_call(call, f"{path}.tool_calls[{index}]", problems)
             if call_part is not None:
@@ -206,8 +265,8 @@ def _import_message(
                 parts.append(call_part)
                 arguments = call["function"].get("arguments")
                 if isinstance(arguments, str) and arguments != dump_json_text(call_part["input"]):
-                    raw = {call_part["toolCallId"]: arguments}
-                    set_extra(metadata, "openai", {"arguments": raw})
+                    raw_arguments[call_part["toolCallId"]] = arguments
+        set_extra(metadata, FORMAT, {"arguments": raw_arguments} if raw_arguments else {})
         return make_message(key, None, "assistant", parts, metadata=metadata)
     problems.add(f"{path}.role", "expected system, developer, user, assistant or tool")
     return None
@@ -256,6 +315,13 @@ def _content_part(value: Any, path: str, problems: Problems) -> dict[str, Any] |
     item = problems.obj(value, path)
     if item is None:
         return None
+    part = _content_item(item, path, problems)
+    if part is not None:
+        keep_source_fields(part, FORMAT, item, _user_part(part))
+    return part
+
+
+def _content_item(item: dict[str, Any], path: str, problems: Problems) -> dict[str, Any] | None:
     part_type = item.get("type")
     if part_type in ("text", "refusal"):
         text = problems.req_string(item, part_type, path)

@@ -2,8 +2,9 @@
 
 A request becomes one canonical message per run of same-role parts (system prompts, each
 user prompt, tool returns and retries); a response becomes one assistant message. Fields
-with no canonical place (run ids, provider details, the raw usage, …) ride in
-`metadata.extra.pydantic_ai` and are written back on export. Export writes an error tool
+with no canonical place (run ids, provider details, the raw usage, each timestamp's own
+text, …) ride in `metadata.extra.pydantic_ai` and are written back on export, so an
+imported history comes back exactly, through the database too. Export writes an error tool
 result as a `retry-prompt` when its output is text, else as a `tool-return` with
 `outcome: "failed"`. Lost on export: `agentId` and `hidden`, file names, and assistant file
 parts that are not data URLs.
@@ -72,8 +73,13 @@ def _with_leftovers(parts: list[dict[str, Any]], extra: dict[str, Any]) -> list[
         elif kind == "retry-prompt" and isinstance(part.get("content"), str | list):
             part["part_kind"] = kind
             part.pop("outcome", None)
+        failed = part.get("outcome") in _ERROR_OUTCOMES
         for key, value in leftover.items():
-            part.setdefault(key, copy.deepcopy(value))
+            # The source's own timestamp text wins over createdAt, as for a response, and its
+            # outcome over ours while both say the same about failure.
+            wins = key == "timestamp" or (key == "outcome" and (value in _ERROR_OUTCOMES) == failed)
+            if wins or key not in part:
+                part[key] = copy.deepcopy(value)
     return parts
 
 
@@ -99,7 +105,8 @@ def _request_parts(message: dict[str, Any], extra: dict[str, Any]) -> list[dict[
             for entry, leftover in zip(items, stored, strict=True):
                 if isinstance(entry, dict) and isinstance(leftover, dict):
                     entry.update(copy.deepcopy(leftover))
-        content: Any = items[0] if len(items) == 1 and isinstance(items[0], str) else items
+        single = len(items) == 1 and isinstance(items[0], str) and not isinstance(stored, list)
+        content: Any = items[0] if single else items
         parts = [{"part_kind": "user-prompt", "content": content, **stamp}]
     else:
         for part in message["parts"]:
@@ -185,7 +192,8 @@ def _response(message: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     if message["createdAt"]:
         response["timestamp"] = message["createdAt"]
     for key, value in extra.get("response", {}).items():
-        response.setdefault(key, copy.deepcopy(value))
+        if key == "timestamp" or key not in response:
+            response[key] = copy.deepcopy(value)
     return response
 
 
@@ -232,7 +240,7 @@ def _import_request(
             if text is not None:
                 target = group("system", stamp)
                 target["parts"].append({"type": "text", "text": text})
-                target["left"].append(_leftover(part, ("content", "part_kind", "timestamp")))
+                target["left"].append(_leftover(part, ("content", "part_kind")))
         elif kind == "user-prompt":
             converted = _user_content(part.get("content"), f"{ppath}.content", problems)
             target = group("user", stamp, fresh=True)
@@ -243,7 +251,7 @@ def _import_request(
                 target["items"] = [
                     _leftover(item, used_keys) if isinstance(item, dict) else {} for item in content
                 ]
-            target["left"].append(_leftover(part, ("content", "part_kind", "timestamp")))
+            target["left"].append(_leftover(part, ("content", "part_kind")))
         elif kind in ("tool-return", "retry-prompt"):
             call_id = problems.req_string(part, "tool_call_id", ppath)
             name = part.get("tool_name")
@@ -252,7 +260,7 @@ def _import_request(
                 text = content if isinstance(content, str) else dump_json_text(content)
                 target = group("user", stamp, fresh=True)
                 target["parts"].append({"type": "text", "text": text})
-                target["left"].append(_leftover(part, ("content", "timestamp")))
+                target["left"].append(_leftover(part, ("content",)))
                 continue
             tool_name = problems.string(name, f"{ppath}.tool_name")
             if tool_name is None or call_id is None:
@@ -261,7 +269,7 @@ def _import_request(
             output = copy.deepcopy(part.get("content"))
             target = group("tool", stamp)
             target["parts"].append(tool_result_part(call_id, tool_name, output, is_error=is_error))
-            used = ("content", "timestamp", "tool_name", "tool_call_id")
+            used = ("content", "tool_name", "tool_call_id")
             target["left"].append(_leftover(part, used))
         elif isinstance(kind, str):
             # Newer request parts (instruction deltas, retry feedback, …) are kept as they are.
@@ -280,7 +288,8 @@ def _import_request(
             extra["parts"] = item["left"]
         if item["other"]:
             extra["other_parts"] = item["other"]
-        if any(item.get("items", [])):
+        if "items" in item:
+            # Kept even when empty: it says the prompt was a list, not one string.
             extra["items"] = item["items"]
         key = f"m{start + offset}"
         metadata = {"extra": {"pydantic_ai": extra}}
@@ -345,7 +354,7 @@ def _import_response(
                 signature = problems.opt_string(part.get("signature"), f"{ppath}.signature")
                 if signature is not None:
                     converted["signature"] = signature
-                used = ("part_kind", "content", "signature")
+                    used = ("part_kind", "content", "signature")
         elif kind in ("tool-call", "builtin-tool-call"):
             name = problems.req_string(part, "tool_name", ppath)
             call_id = problems.req_string(part, "tool_call_id", ppath)
@@ -395,9 +404,9 @@ def _import_response(
         metadata["usage"] = mapped
         extra["usage"] = copy.deepcopy(usage)
     stamp = raw.get("timestamp")
-    extra["response"] = _leftover(
-        raw, ("kind", "parts", "usage", "model_name", "finish_reason", "timestamp")
-    )
+    # model_name and finish_reason are kept for when metadata has none (null, a reason we do
+    # not map); the timestamp's own text wins over createdAt, which a database trip rewrites.
+    extra["response"] = _leftover(raw, ("kind", "parts", "usage"))
     if any(leftovers):
         extra["parts"] = leftovers
     if others:

@@ -1,391 +1,352 @@
 """ThreadProtocol v1.0.0: flat, sequenced actions with a multi-agent registry.
 
-Export returns a LIST of ThreadProtocol threads: the first is the main thread (the active
-path); every other leaf of the tree becomes a child thread holding the whole path from the
-root to that leaf (so it validates on its own, tool calls included), linked by
-`parent_thread_id` and naming its fork point in `metadata.fork_from_message_id`. Each action
-carries `action_id` = `<message id>#<n>`, which import uses to rebuild message boundaries;
-without it, consecutive actions of one agent form one assistant message. System messages
-travel as `system.prompt` actions, and `metadata.annotations` of a message
-(`[{"action_type": "system.…", "data": …}]`) as the `system.*` actions after it. Assistant
-messages without an agent are attributed to an `assistant` agent added to the registry;
-messages without a timestamp (or with one earlier than the message before) take the
-previous one, since action times must not go back. A tool result whose call is not on the
-path is written as a `system.orphan_tool_return` action. Import checks every rule of the
-specification first (`threadprotocol_rules`).
+A thread exports as ONE ThreadProtocol `Thread`: its active path (or the path to a chosen
+leaf). `export_threadprotocol_branches` adds one child `Thread` per other branch, holding the
+whole path from the root to that branch's leaf (so it validates on its own), with
+`parent_thread_id` set and `metadata.fork_from_action_id` naming the last action it shares
+with the main thread; they are written as JSON Lines.
+
+Import keeps everything (`threadprotocol_read`), so exporting an imported thread gives back
+the same document. What was not imported is written from the canonical messages: system
+messages as `system.prompt`, `metadata.annotations` as the `system.*` actions after their
+message, assistant messages without an agent attributed to an `assistant` agent added to the
+registry, a missing or earlier timestamp replaced by the one before (action times must not go
+back), and a tool result whose call is not on the path as `system.orphan_tool_return`. Ids
+are UUIDs holding a ULID's 128 bits: the thread's id, and for a message's actions its id, then
+that number stepped on by 2^64 per action (`ACTION_STEP`), which import reads as one message.
 """
 
 from __future__ import annotations
 
-import copy
-import json
+import dataclasses
 import uuid
 from typing import Any
 
-from transcripts.times import parse_iso
+from transcripts.ids import derived_ulid, is_ulid, ulid_to_uuid
+from transcripts.times import parse_iso, parse_iso_utc
 
-from .document import (
-    TreeThread,
-    active_path,
-    file_part,
-    leaves,
-    linear_thread,
-    make_message,
-    path_to,
-    tool_call_part,
-    tool_result_part,
-)
-from .threadprotocol_rules import FINISH_REASONS, SYSTEM_ACTION, VERSION, validate_thread
-from .validation import Problems, is_int
+from .document import TreeThread, active_path, leaves, path_to
+from .threadprotocol_derive import DEFAULT_AGENT, message_actions
+from .threadprotocol_parts import RECORD, has_record, json_copy, recorded_actions
+from .threadprotocol_read import ACTION_STEP, read_thread
+from .threadprotocol_rules import VERSION, validate_thread
+from .validation import Problems
 
-DEFAULT_AGENT = "assistant"
 EPOCH = "1970-01-01T00:00:00Z"
-_NAMESPACE = uuid.UUID("8d6d8f3e-3f1c-4c55-9d0e-5a7c2f0b9e11")
+_UUID_SPACE = 1 << 128
 
 
-def export_threadprotocol(thread: TreeThread) -> list[dict[str, Any]]:
+def export_threadprotocol(thread: TreeThread) -> dict[str, Any]:
+    """The thread's active path as one ThreadProtocol thread."""
+    return _Export(thread).main
+
+
+def export_threadprotocol_branches(thread: TreeThread) -> list[dict[str, Any]]:
     """The main thread (active path) first, then one child thread per other branch."""
-    main_id = thread.id or str(uuid.uuid5(_NAMESPACE, repr((thread.title, thread.created_at))))
-    main_path = active_path(thread)
-    out = [_export_path(thread, main_path, main_id, thread.parent_thread_id, {})]
-    main_keys = {message["id"] for message in main_path}
-    active_leaf = main_path[-1]["id"] if main_path else None
-    for leaf in leaves(thread):
-        if leaf == active_leaf:
-            continue
-        path = path_to(thread, leaf)
-        shared = [message["id"] for message in path if message["id"] in main_keys]
-        fork = {"fork_from_message_id": shared[-1] if shared else None, "leaf_message_id": leaf}
-        child_id = str(uuid.uuid5(_NAMESPACE, f"{main_id}/{leaf}"))
-        out.append(_export_path(thread, path, child_id, main_id, fork))
-    return out
-
-
-def _export_path(
-    thread: TreeThread,
-    path: list[dict[str, Any]],
-    thread_id: str,
-    parent_id: str | None,
-    fork: dict[str, Any],
-) -> dict[str, Any]:
-    created = thread.created_at or next((m["createdAt"] for m in path if m["createdAt"]), EPOCH)
-    agents = {key: _agent_config(key, config, created) for key, config in thread.agents.items()}
-    actions: list[dict[str, Any]] = []
-    clock = created
-    called: set[str] = set()
-    for message in path:
-        clock = _later(clock, message["createdAt"])
-        new = _message_actions(message, called)
-        for action in new:
-            agent = action.get("agent_id")
-            if agent is not None and agent not in agents:
-                agents[agent] = {
-                    "agent_id": agent,
-                    "agent_identifier": agent,
-                    "agent_name": agent,
-                    "created_at": created,
-                }
-        for n, action in enumerate(new):
-            action["action_id"] = f"{message['id']}#{n}"
-            action["timestamp"] = clock
-            action["sequence"] = len(actions) + 1
-            actions.append(action)
-    result: dict[str, Any] = {
-        "version": VERSION,
-        "thread_id": thread_id,
-        "created_at": created,
-        "updated_at": thread.updated_at or clock,
-        "title": thread.title,
-        "metadata": {**copy.deepcopy(thread.metadata), **fork},
-        "agents": agents,
-        "actions": actions,
-    }
-    if parent_id is not None:
-        result["parent_thread_id"] = parent_id
-    return result
-
-
-def _agent_config(key: str, config: Any, created: str) -> dict[str, Any]:
-    """A registry entry with every required field, filled from the key where missing."""
-    entry = copy.deepcopy(config) if isinstance(config, dict) else {}
-    entry["agent_id"] = key
-    for field, default in (("agent_identifier", key), ("agent_name", key), ("created_at", created)):
-        if not isinstance(entry.get(field), str):
-            entry[field] = default
-    return entry
-
-
-def _later(clock: str, stamp: str | None) -> str:
-    """stamp when it is a timestamp not before clock: action times never go back."""
-    if stamp is None:
-        return clock
-    moment, current = parse_iso(stamp), parse_iso(clock)
-    if moment is None or (current is not None and moment < current):
-        return clock
-    return stamp
-
-
-def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    if len(parts) == 1 and parts[0]["type"] == "text":
-        return str(parts[0]["text"])
-    content: list[dict[str, Any]] = []
-    for part in parts:
-        if part["type"] == "text":
-            content.append({"type": "text", "text": part["text"]})
-        else:
-            kind = part["mimeType"].split("/")[0]
-            entry: dict[str, Any] = {
-                "type": kind if kind in ("image", "audio", "video") else "file",
-                "url": part["url"],
-                "media_type": part["mimeType"],
-            }
-            if "name" in part:
-                entry["name"] = part["name"]
-            content.append(entry)
-    return content
-
-
-def _message_actions(message: dict[str, Any], called: set[str]) -> list[dict[str, Any]]:
-    metadata = message["metadata"]
-    role = message["role"]
-    agent = metadata.get("agentId") or DEFAULT_AGENT
-    actions: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
-
-    def flush_content() -> None:
-        if not pending:
-            return
-        if role == "user":
-            actions.append({"action_type": "user_message", "content": _content(pending)})
-        elif role == "system":
-            data = {"content": _content(pending)}
-            actions.append({"action_type": "system.prompt", "data": data})
-        else:
-            actions.append(
-                {
-                    "action_type": "assistant_message",
-                    "agent_id": agent,
-                    "content": _content(pending),
-                }
-            )
-        pending.clear()
-
-    for part in message["parts"]:
-        part_type = part["type"]
-        if part_type in ("text", "file"):
-            pending.append(part)
-            continue
-        flush_content()
-        if part_type == "reasoning":
-            thinking = {
-                "action_type": "thinking",
-                "agent_id": agent,
-                "content": part["text"],
-                "provider_name": metadata.get("extra", {})
-                .get("threadprotocol", {})
-                .get("provider_name", "unknown"),
-            }
-            if "signature" in part:
-                thinking["signature"] = part["signature"]
-            actions.append(thinking)
-        elif part_type == "tool-call":
-            called.add(part["toolCallId"])
-            actions.append(
-                {
-                    "action_type": "tool_call",
-                    "agent_id": agent,
-                    "tool_name": part["toolName"],
-                    "tool_call_id": part["toolCallId"],
-                    "args": copy.deepcopy(part["input"]),
-                }
-            )
-        elif part_type == "tool-result" and part["toolCallId"] not in called:
-            # A result whose call is not on this path would break the matching rule.
-            actions.append(
-                {"action_type": "system.orphan_tool_return", "data": copy.deepcopy(part)}
-            )
-        elif part_type == "tool-result":
-            actions.append(
-                {
-                    "action_type": "tool_return",
-                    "tool_call_id": part["toolCallId"],
-                    "tool_name": part["toolName"],
-                    "status": "error" if part["isError"] else "success",
-                    "content": copy.deepcopy(part["output"]),
-                }
-            )
-    flush_content()
-    if not actions and role != "tool":
-        # An empty message still needs an action to keep its place in the thread.
-        pending.append({"type": "text", "text": ""})
-        flush_content()
-    for action in actions:
-        if action["action_type"] == "assistant_message":
-            if metadata.get("finishReason") in FINISH_REASONS:
-                action["finish_reason"] = metadata["finishReason"]
-            usage = metadata.get("usage")
-            if isinstance(usage, dict) and is_int(usage.get("inputTokens")):
-                action["usage"] = {
-                    "input_tokens": usage["inputTokens"],
-                    "output_tokens": usage.get("outputTokens", 0),
-                }
-                if is_int(usage.get("totalTokens")):
-                    action["usage"]["total_tokens"] = usage["totalTokens"]
-    annotations = metadata.get("annotations")
-    for annotation in annotations if isinstance(annotations, list) else []:
-        action_type = annotation.get("action_type") if isinstance(annotation, dict) else None
-        if isinstance(action_type, str) and SYSTEM_ACTION.match(action_type):
-            actions.append(
-                {"action_type": annotation["action_type"], "data": annotation.get("data")}
-            )
-    return actions
+    export = _Export(thread)
+    return [export.main, *(export.branch(leaf) for leaf in export.other_leaves())]
 
 
 def import_threadprotocol(data: Any) -> list[TreeThread]:
-    """Threads from one ThreadProtocol thread or a list of them; every rule is checked."""
+    """Threads from one ThreadProtocol thread or a list of them; every rule is checked first.
+
+    A child thread (its `parent_thread_id` names an earlier thread of the list) that exports
+    back exactly as a branch of that thread joins it as a branch; any other is a thread of
+    its own.
+    """
     problems = Problems()
     documents = data if isinstance(data, list) else [data]
-    threads = []
+    seen: dict[str, int] = {}
     for index, document in enumerate(documents):
         path = f"$[{index}]" if isinstance(data, list) else "$"
         before = len(problems.items)
         validate_thread(document, path, problems)
-        if len(problems.items) == before:
-            threads.append(_read_thread(document))
+        if len(problems.items) > before:
+            continue
+        thread_id = document["thread_id"]
+        if thread_id in seen:
+            problems.add(
+                f"{path}.thread_id", f"thread_id {thread_id!r} is also $[{seen[thread_id]}]"
+            )
+        seen.setdefault(thread_id, index)
     problems.raise_if_any()
+    threads: list[TreeThread] = []
+    by_thread_id: dict[str, TreeThread] = {}
+    for index, document in enumerate(documents):
+        child = read_thread(document, scope=f"{index}." if index else "")
+        parent = by_thread_id.get(document.get("parent_thread_id") or "")
+        if parent is not None and _join(parent, child, document):
+            continue
+        threads.append(child)
+        by_thread_id[document["thread_id"]] = child
     return threads
 
 
-def _read_parts(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    parts: list[dict[str, Any]] = []
-    for item in content:
-        if item["type"] == "text":
-            parts.append({"type": "text", "text": item["text"]})
-            continue
-        mime = item.get("media_type")
-        mime = mime if isinstance(mime, str) else f"{item['type']}/*"
-        url = item.get("url") or item.get("image_url")
-        if not isinstance(url, str):
-            data = item.get("image_base64") or item.get("data")
-            url = f"data:{mime};base64,{data}" if isinstance(data, str) else ""
-        parts.append(file_part(mime, url, item.get("name")))
-    return parts
+def document_thread_id(thread: TreeThread) -> str | None:
+    """The thread_id of the ThreadProtocol thread that thread was imported from, if any."""
+    extra = thread.metadata.get("extra")
+    record = extra.get(RECORD) if isinstance(extra, dict) else None
+    fields = record.get("fields") if isinstance(record, dict) else None
+    thread_id = fields.get("thread_id") if isinstance(fields, dict) else None
+    return thread_id if isinstance(thread_id, str) else None
 
 
-def _system_parts(content: Any) -> list[dict[str, Any]]:
-    """Text parts of a system.prompt action, whose data no rule constrains."""
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if isinstance(content, list) and all(
-        isinstance(item, dict) and isinstance(item.get("text"), str) for item in content
-    ):
-        return [{"type": "text", "text": item["text"]} for item in content]
-    return [{"type": "text", "text": json.dumps(content, ensure_ascii=False)}]
+def _join(parent: TreeThread, child: TreeThread, document: dict[str, Any]) -> bool:
+    """Add child's path to parent as a branch when it then exports back as document."""
+    by_id = {message["id"]: message for message in parent.messages}
+    previous: str | None = None
+    added: list[dict[str, Any]] = []
+    for message in child.messages:
+        existing = by_id.get(message["id"])
+        if existing is not None and not added:
+            if existing.get("parentMessageId") != previous or _body(existing) != _body(message):
+                return False
+        elif existing is not None:
+            return False
+        else:
+            added.append({**message, "parentMessageId": previous})
+        previous = message["id"]
+    if not added:
+        return False
+    joined = dataclasses.replace(parent, messages=parent.messages + added)
+    if _Export(joined).branch(added[-1]["id"]) != document:
+        return False
+    parent.messages.extend(added)
+    return True
 
 
-def _read_thread(thread: dict[str, Any]) -> TreeThread:
-    """A validated ThreadProtocol thread as a linear TreeThread."""
-    messages: list[dict[str, Any]] = []
-    current: dict[str, Any] | None = None
-    current_source: str | None = None
-    annotations: list[dict[str, Any]] = []
-    for action in thread["actions"]:
-        action_type = action["action_type"]
-        action_id = action.get("action_id")
-        source = (
-            action_id.rsplit("#", 1)[0] if isinstance(action_id, str) and "#" in action_id else None
+def _body(message: dict[str, Any]) -> tuple[Any, ...]:
+    return message["role"], message["parts"], message["metadata"], message["createdAt"]
+
+
+def _written(original: Any, stored: str | None) -> str | None:
+    """original (the document's spelling) when it names the same instant as stored."""
+    same = isinstance(original, str) and parse_iso_utc(original) == parse_iso_utc(stored)
+    return original if same and stored is not None else stored
+
+
+def _later(clock: str, stamp: str | None) -> str:
+    """stamp when it is a timestamp not before clock: action times never go back."""
+    moment, current = parse_iso(stamp), parse_iso(clock)
+    if stamp is None or moment is None or (current is not None and moment < current):
+        return clock
+    return stamp
+
+
+def _agent_config(key: str, config: Any, created: str) -> dict[str, Any]:
+    """A registry entry with every required field, filled from the key where missing."""
+    entry = json_copy(config) if isinstance(config, dict) else {}
+    entry["agent_id"] = key
+    for name, default in (("agent_identifier", key), ("agent_name", key), ("created_at", created)):
+        if not isinstance(entry.get(name), str):
+            entry[name] = default
+    return entry
+
+
+def _minted(seed: str, moment: str | None) -> int:
+    """A UUID number holding a ULID made from seed (and the time, to keep ULID order)."""
+    parsed = parse_iso_utc(moment)
+    millis = int(parsed.timestamp() * 1000) if parsed is not None else 0
+    return uuid.UUID(ulid_to_uuid(derived_ulid(millis, 0, seed))).int
+
+
+def _uuid(number: int) -> str:
+    return str(uuid.UUID(int=number % _UUID_SPACE))
+
+
+class _Export:
+    """The documents of one thread: the thread fields and each message's actions, once."""
+
+    def __init__(self, thread: TreeThread) -> None:
+        self.thread = thread
+        extra = thread.metadata.get("extra")
+        record = extra.get(RECORD) if isinstance(extra, dict) else None
+        self.record: dict[str, Any] = record if isinstance(record, dict) else {}
+        fields = self.record.get("fields")
+        self.fields: dict[str, Any] = fields if isinstance(fields, dict) else {}
+        self.path = active_path(thread)
+        first_time = next((m["createdAt"] for m in self.path if m["createdAt"]), None)
+        self.created = _written(self.fields.get("created_at"), thread.created_at) or (
+            first_time or EPOCH
         )
-        if action_type.startswith("system.") and action_type != "system.prompt":
-            annotation = {"action_type": action_type, "data": copy.deepcopy(action["data"])}
-            if messages:
-                messages[-1]["metadata"].setdefault("annotations", []).append(annotation)
+        # One time and one registry for every document of the thread, so its branches agree.
+        latest = max(
+            (m["createdAt"] for m in thread.messages if parse_iso_utc(m["createdAt"])),
+            key=lambda stamp: parse_iso_utc(stamp) or 0,
+            default=None,
+        )
+        self.updated = _written(self.fields.get("updated_at"), thread.updated_at) or _later(
+            self.created, latest
+        )
+        self.agents = {
+            key: _agent_config(key, config, self.created) for key, config in thread.agents.items()
+        }
+        for message in thread.messages:
+            agent = _derived_agent(message)
+            if agent is not None and agent not in self.agents:
+                self.agents[agent] = _agent_config(agent, None, self.created)
+        self.thread_id = self._thread_id()
+        self.actions: dict[str, list[dict[str, Any]]] = {}
+        self.main = self._document(self.path)
+
+    def _thread_id(self) -> str:
+        kept = self.fields.get("thread_id")
+        if isinstance(kept, str):
+            return kept
+        if is_ulid(self.thread.id):
+            return ulid_to_uuid(str(self.thread.id))
+        seed = self.thread.id or repr((self.thread.title, self.thread.created_at))
+        return _uuid(_minted(seed, self.thread.created_at))
+
+    def _title(self) -> str:
+        title = self.thread.title
+        original = self.record.get("title")
+        # A title longer than the database keeps comes back whole.
+        if isinstance(original, str) and title and original.startswith(title):
+            return original
+        return title
+
+    def _metadata(self) -> tuple[bool, Any]:
+        """(whether the document has metadata, the metadata)."""
+        metadata = json_copy(self.thread.metadata)
+        extra = metadata.get("extra")
+        if isinstance(extra, dict) and RECORD in extra:
+            if "extra" in self.record:
+                metadata["extra"] = json_copy(self.record["extra"])
             else:
-                annotations.append(annotation)
-            continue
-        role, agent = _role_of(action)
-        continues = (
-            current is not None
-            and current["role"] == role
-            and current["metadata"].get("agentId") == agent
-            and (source == current_source if source or current_source else role != "user")
-        )
-        if not continues:
-            key = source or f"m{len(messages)}"
-            metadata = {"agentId": agent} if agent else {}
-            current = make_message(key, None, role, [], action["timestamp"], metadata)
-            current_source = source
-            messages.append(current)
-        assert current is not None
-        _add_action(current, action)
-    result = linear_thread(messages, title=thread["title"])
-    thread_metadata: dict[str, Any] = copy.deepcopy(thread.get("metadata") or {})
-    if annotations:
-        thread_metadata["annotations"] = annotations
-    result.metadata = thread_metadata
-    result.agents = copy.deepcopy(thread["agents"])
-    result.id = thread["thread_id"]
-    result.parent_thread_id = thread.get("parent_thread_id")
-    result.created_at = thread["created_at"]
-    result.updated_at = thread["updated_at"]
-    return result
+                del metadata["extra"]
+        shape = self.record.get("metadata")
+        if isinstance(shape, dict) and not metadata:
+            return not shape.get("absent"), None
+        return True, metadata
+
+    def other_leaves(self) -> list[str]:
+        """The leaves of every other branch, oldest first."""
+        main_leaf = self.path[-1]["id"] if self.path else None
+        by_id = {message["id"]: message for message in self.thread.messages}
+
+        def age(leaf: str) -> tuple[float, str]:
+            moment = parse_iso_utc(by_id[leaf]["createdAt"])
+            return (moment.timestamp() if moment else 0.0), self._anchor(leaf)
+
+        return sorted((leaf for leaf in leaves(self.thread) if leaf != main_leaf), key=age)
+
+    def _anchor(self, leaf: str, last: bool = False) -> str:
+        """The id of the first (or last) action of a message, else the message's id."""
+        if leaf not in self.actions:
+            self._path_actions(path_to(self.thread, leaf))
+        ids = [a["action_id"] for a in self.actions[leaf] if isinstance(a.get("action_id"), str)]
+        return (ids[-1] if last else ids[0]) if ids else leaf
+
+    def branch(self, leaf: str) -> dict[str, Any]:
+        """The child thread holding the path from the root to leaf."""
+        path = path_to(self.thread, leaf)
+        main_ids = {message["id"] for message in self.path}
+        shared = [message for message in path if message["id"] in main_ids]
+        document = self._document(path, child=True)
+        fork = self._anchor(shared[-1]["id"], last=True) if shared else None
+        anchor = self._anchor(leaf)
+        moment = next((a["timestamp"] for a in self.actions[leaf]), self.created)
+        document["thread_id"] = _uuid(_minted(f"{self.thread_id}/{anchor}", moment))
+        document["metadata"] = {**(document.get("metadata") or {}), "fork_from_action_id": fork}
+        document["parent_thread_id"] = self.thread_id
+        return document
+
+    def _document(self, path: list[dict[str, Any]], child: bool = False) -> dict[str, Any]:
+        """The thread holding path: the thread's own fields, unless it is a child thread."""
+        agents = json_copy(self.agents)
+        actions = self._path_actions(path)
+        for action in actions:
+            agent = action.get("agent_id")
+            if isinstance(agent, str) and agent not in agents:
+                agents[agent] = _agent_config(agent, None, self.created)
+        if not path and isinstance(self.record.get("actions"), list):
+            actions = json_copy(self.record["actions"])
+        first = self.record.get("first_sequence", 1)
+        for offset, action in enumerate(actions):
+            action["sequence"] = first + offset
+        document: dict[str, Any] = {
+            "version": VERSION,
+            "thread_id": self.thread_id,
+            "created_at": self.created,
+            "updated_at": self.updated,
+            "title": self._title(),
+            "agents": agents,
+            "actions": actions,
+        }
+        has_metadata, metadata = self._metadata()
+        if has_metadata:
+            document["metadata"] = metadata
+        if child:
+            return document
+        document.update({k: json_copy(v) for k, v in self.fields.items()})
+        # The times as written, unless the thread's own times changed since the import.
+        document.update(created_at=self.created, updated_at=self.updated)
+        if "parent_thread_id" not in self.fields and self.thread.parent_thread_id is not None:
+            parent = self.thread.parent_thread_id
+            document["parent_thread_id"] = ulid_to_uuid(parent) if is_ulid(parent) else parent
+        return document
+
+    def _path_actions(self, path: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        actions: list[dict[str, Any]] = []
+        clock = self.created
+        called: set[str] = set()
+        for message in path:
+            # A message's actions go into one document as they are, into others as copies.
+            fresh = message["id"] not in self.actions
+            for action in self._message_actions(message, called, clock):
+                clock = _later(clock, action["timestamp"])
+                actions.append(action if fresh else json_copy(action))
+        return actions
+
+    def _message_actions(
+        self, message: dict[str, Any], called: set[str], clock: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The message's actions: as recorded at import, else written from its parts."""
+        cached = self.actions.get(message["id"])
+        if cached is None:
+            cached = recorded_actions(message)
+            # A result whose call is gone (its message was redacted) is written as an orphan.
+            if cached is None or not _calls_known(cached, called):
+                cached = self._derived(message, called, clock or self.created)
+            self.actions[message["id"]] = cached
+        for action in cached:
+            if action["action_type"] == "tool_call":
+                called.add(action["tool_call_id"])
+        return cached
+
+    def _derived(
+        self, message: dict[str, Any], called: set[str], clock: str
+    ) -> list[dict[str, Any]]:
+        actions = message_actions(message, called)
+        moment = _later(clock, message["createdAt"])
+        key = message["id"]
+        base = uuid.UUID(ulid_to_uuid(key)).int if is_ulid(key) else _minted(key, moment)
+        for offset, action in enumerate(actions):
+            action["action_id"] = _uuid(base + offset * ACTION_STEP)
+            action["timestamp"] = moment
+        return actions
 
 
-def _role_of(action: dict[str, Any]) -> tuple[str, str | None]:
-    action_type = action["action_type"]
-    if action_type == "user_message":
-        return "user", None
-    if action_type == "system.prompt":
-        return "system", None
-    if action_type == "tool_return":
-        return "tool", None
-    return "assistant", action["agent_id"]
+def _calls_known(actions: list[dict[str, Any]], called: set[str]) -> bool:
+    """Whether every tool_return of actions answers a call in called or before it."""
+    own: set[str] = set()
+    for action in actions:
+        if action["action_type"] == "tool_call":
+            own.add(action["tool_call_id"])
+        elif action["action_type"] == "tool_return":
+            call = action["tool_call_id"]
+            if call not in own and call not in called:
+                return False
+    return True
 
 
-def _add_action(message: dict[str, Any], action: dict[str, Any]) -> None:
-    action_type = action["action_type"]
-    parts = message["parts"]
-    metadata = message["metadata"]
-    if action_type == "system.prompt":
-        data = action["data"]
-        content = data.get("content") if isinstance(data, dict) else data
-        parts.extend(_system_parts(content))
-    elif action_type in ("user_message", "assistant_message"):
-        parts.extend(part for part in _read_parts(action["content"]) if part.get("text") != "")
-        for attachment in action.get("attachments", []):
-            url = attachment.get("url")
-            if not isinstance(url, str):
-                url = f"data:{attachment['media_type']};base64,{attachment['data']}"
-            parts.append(file_part(attachment["media_type"], url, attachment["name"]))
-        if "finish_reason" in action and action["finish_reason"] is not None:
-            metadata["finishReason"] = action["finish_reason"]
-        usage = action.get("usage")
-        if isinstance(usage, dict):
-            metadata["usage"] = {
-                "inputTokens": usage["input_tokens"],
-                "outputTokens": usage["output_tokens"],
-                "totalTokens": usage.get(
-                    "total_tokens", usage["input_tokens"] + usage["output_tokens"]
-                ),
-            }
-    elif action_type == "thinking":
-        part = {"type": "reasoning", "text": action.get("content") or ""}
-        if isinstance(action.get("signature"), str):
-            part["signature"] = action["signature"]
-        parts.append(part)
-        metadata.setdefault("extra", {}).setdefault("threadprotocol", {})["provider_name"] = action[
-            "provider_name"
-        ]
-    elif action_type == "tool_call":
-        args = copy.deepcopy(action["args"])
-        parts.append(tool_call_part(action["tool_call_id"], action["tool_name"], args))
-    elif action_type == "tool_return":
-        output = copy.deepcopy(action["content"])
-        is_error = action["status"] != "success"
-        call_id, name = action["tool_call_id"], action["tool_name"]
-        parts.append(tool_result_part(call_id, name, output, is_error=is_error))
-        if action["status"] == "validation_error":
-            metadata.setdefault("extra", {}).setdefault("threadprotocol", {})["status"] = (
-                "validation_error"
-            )
+def _derived_agent(message: dict[str, Any]) -> str | None:
+    """The agent a message not imported from ThreadProtocol is written with, if any."""
+    if has_record(message):
+        return None
+    if message["role"] == "assistant" or any(
+        part["type"] in ("reasoning", "tool-call") for part in message["parts"]
+    ):
+        return str(message["metadata"].get("agentId") or DEFAULT_AGENT)
+    return None

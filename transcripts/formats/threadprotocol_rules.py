@@ -166,16 +166,16 @@ def _validate_core(
         problems.req_string(action, "provider_name", path)
         problems.opt_string(action.get("thinking_id"), f"{path}.thinking_id")
     elif action_type == "tool_call":
-        name = problems.req_string(action, "tool_name", path)
-        call_id = problems.req_string(action, "tool_call_id", path)
+        name = _name(action, "tool_name", path, problems)
+        call_id = _name(action, "tool_call_id", path, problems)
         problems.required(action, "args", path)
         if call_id is not None and call_id in calls:
             problems.add(f"{path}.tool_call_id", f"duplicate tool_call_id {call_id!r}")
         elif call_id is not None and name is not None:
             calls[call_id] = name
     elif action_type == "tool_return":
-        name = problems.req_string(action, "tool_name", path)
-        call_id = problems.req_string(action, "tool_call_id", path)
+        name = _name(action, "tool_name", path, problems)
+        call_id = _name(action, "tool_call_id", path, problems)
         if action.get("status") not in STATUSES:
             problems.add(f"{path}.status", f"expected one of {', '.join(STATUSES)}")
         problems.required(action, "content", path)
@@ -183,6 +183,15 @@ def _validate_core(
             problems.add(f"{path}.tool_call_id", f"no earlier tool_call has id {call_id!r}")
         elif call_id is not None and name is not None and calls[call_id] != name:
             problems.add(f"{path}.tool_name", f"the call {call_id!r} was to {calls[call_id]!r}")
+
+
+def _name(action: dict[str, Any], key: str, path: str, problems: Problems) -> str | None:
+    """A tool name or call id: a string, and (as every stored tool call has one) not empty."""
+    value = problems.req_string(action, key, path)
+    if value == "":
+        problems.add(f"{path}.{key}", "must not be empty")
+        return None
+    return value
 
 
 def _validate_content(value: Any, path: str, problems: Problems) -> None:

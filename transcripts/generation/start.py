@@ -86,15 +86,14 @@ def start_generation(
     return run
 
 
-def _user_message_event(text: str) -> dict[str, Any]:
+def _user_message_event(text: str, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
     text = text.strip()
     if not text:
         raise InvalidInput("the message is empty", field="text")
-    return {
-        "seq": 1,
-        "kind": "message",
-        "data": {"role": "user", "parts": [{"type": "text", "text": text}]},
-    }
+    data: dict[str, Any] = {"role": "user", "parts": [{"type": "text", "text": text}]}
+    if metadata:
+        data["metadata"] = dict(metadata)
+    return {"seq": 1, "kind": "message", "data": data}
 
 
 def start_regenerate(*, message: Message, **options: Any) -> Run:
@@ -114,9 +113,17 @@ def start_edit(*, message: Message, text: str, **options: Any) -> Run:
     )
 
 
-def start_reply(*, thread: Thread, text: str, fork_from: Any = ledger.HEAD, **options: Any) -> Run:
-    """Reply at the head (or below fork_from): the user's message is committed, then answered."""
-    event = _user_message_event(text)
+def start_reply(
+    *,
+    thread: Thread,
+    text: str,
+    fork_from: Any = ledger.HEAD,
+    message_metadata: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> Run:
+    """Reply at the head (or below fork_from): the user's message (with message_metadata) is
+    committed, then answered."""
+    event = _user_message_event(text, message_metadata)
     with transaction.atomic():
         turn, _ = ledger.begin_run(
             thread=thread, fork_from=fork_from, generator="user", origin=RunOrigin.WEB

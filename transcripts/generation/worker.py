@@ -208,12 +208,14 @@ def _reap_expired_runs() -> list[str]:
 @dataclass(frozen=True)
 class Sweep:
     """What one sweep did: the runs it failed (or re-queued) and those it snapshotted, the task
-    rows of dead workers it gave back, and the retention purges it ran."""
+    rows of dead workers it gave back, the retention purges it ran and the share links whose
+    expiry it audited."""
 
     expired: list[str]
     snapshotted: list[str]
     purges: list[Purge] = field(default_factory=list)
     released: list[str] = field(default_factory=list)
+    expired_shares: list[str] = field(default_factory=list)
 
 
 def sweep(*, purge: bool = False, release: bool = False) -> Sweep:
@@ -225,4 +227,5 @@ def sweep(*, purge: bool = False, release: bool = False) -> Sweep:
         expired=reap_expired_runs(),
         snapshotted=ledger.store_due_snapshots(),
         purges=purge_expired() if purge else [],
+        expired_shares=ledger.audit_expired_shares(),
     )

@@ -11,7 +11,8 @@ this package is a facade over modules with one job each:
 - `notify.py`: LISTEN/NOTIFY channels of runs;
 - `moderation.py`, `reports.py`, `audit.py`, `ratings.py`: moderators' and readers' writes;
 - `import_plan.py`, `importing.py`: whole threads imported in one transaction;
-- `otel_tree.py`: LLM calls read from OpenTelemetry spans into the tree, exactly once.
+- `otel_tree.py`: LLM calls read from OpenTelemetry spans into the tree, exactly once;
+- `shares.py`: share links to one branch (created, revoked, expiries audited).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from transcripts.ledger.lifecycle import (
 from transcripts.ledger.notify import run_channel
 from transcripts.ledger.otel_tree import StoreResult, store_calls
 from transcripts.ledger.runs import HEAD, begin_run
+from transcripts.ledger.shares import audit_expired_shares, create_share, revoke_share
 from transcripts.ledger.snapshots import store_due_snapshots, store_snapshot, store_snapshot_if_due
 from transcripts.ledger.threads import create_thread
 
@@ -37,17 +39,20 @@ __all__ = [
     "AppendResult",
     "StoreResult",
     "append_events",
+    "audit_expired_shares",
     "begin_run",
     "cancel_run",
     "claim_run",
     "commit_run",
     "copy_event_rows",
     "copy_messages",
+    "create_share",
     "create_thread",
     "expire_leases",
     "fail_run",
     "renew_lease",
     "restore_run",
+    "revoke_share",
     "run_channel",
     "stop_run",
     "store_calls",

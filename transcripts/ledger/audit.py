@@ -16,6 +16,7 @@ from transcripts.models import (
     Project,
     Report,
     Run,
+    ShareLink,
     Thread,
 )
 from transcripts.permissions import User
@@ -36,7 +37,7 @@ def _project_id_of(thread_id: str) -> int | None:
 def record_audit(
     user: User,
     action: str,
-    target: Thread | Message | Report | Run | Project | Membership | ApiToken,
+    target: Thread | Message | Report | Run | Project | Membership | ApiToken | ShareLink,
     *,
     thread_id: str = "",
     project: Project | None = None,

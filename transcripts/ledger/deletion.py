@@ -62,6 +62,8 @@ def delete_threads(thread_ids: Sequence[str]) -> Deleted:
         cursor.execute(
             "UPDATE transcripts_thread SET head_id = NULL WHERE id = ANY(%(ids)s)", params
         )
+        # Share links point at the messages: they go first, and are not counted.
+        cursor.execute("DELETE FROM transcripts_sharelink WHERE thread_id = ANY(%(ids)s)", params)
         for name, statement in _DELETE:
             cursor.execute(statement, params)
             counts[name] = cursor.rowcount

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from transcripts.errors import Conflict, InvalidInput
 from transcripts.ids import require_ulid
@@ -53,4 +53,31 @@ def create_thread(
         if thread_id is not None:
             thread.id = thread_id
         thread.save(force_insert=True)
+    return thread, True
+
+
+MAX_EXTERNAL_ID = 500
+
+
+def thread_for_external_id(
+    *, project: Project, external_id: str, title: str = ""
+) -> tuple[Thread, bool]:
+    """The thread of project known by external_id (a client's chat id), created (with title)
+    on first use; True when created. Two first uses at once both get the one thread."""
+    if not isinstance(external_id, str) or not 1 <= len(external_id) <= MAX_EXTERNAL_ID:
+        raise InvalidInput(
+            f"the id must be a string of 1 to {MAX_EXTERNAL_ID} characters", field="id"
+        )
+    check_storable(external_id, "id")
+    existing = Thread.objects.filter(project=project, external_id=external_id).first()
+    if existing is not None:
+        return existing, False
+    title = " ".join(title.split())[:MAX_TITLE]
+    check_storable(title, "title")
+    try:
+        with transaction.atomic():
+            thread = Thread(project=project, external_id=external_id, title=title)
+            thread.save(force_insert=True)
+    except IntegrityError:  # the other first use won: (project, external_id) is unique
+        return Thread.objects.get(project=project, external_id=external_id), False
     return thread, True

@@ -4,7 +4,8 @@ A facade over modules with one subject each: `threads.py` (visibility, search, f
 pages, list stats), `paths.py` (the tree and paths through it), `runs.py` (a run, its events
 and projection), `trace.py` (a run's events as spans and readable segments), `compare.py`
 (the branches at a fork point), `messages.py` (one-line previews), `moderation.py` (the
-reports queue) and `ulids.py` (ids read from uuid columns).
+reports queue), `shares.py` (share links, the branch each shows) and `ulids.py` (ids read from
+uuid columns).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from transcripts.selectors.runs import (
     projector_for,
     replay,
 )
+from transcripts.selectors.shares import resolve_share, share_by_id, shared_path, thread_shares
 from transcripts.selectors.threads import (
     HIT_START,
     HIT_STOP,
@@ -93,6 +95,7 @@ __all__ = [
     "replay",
     "report_counts",
     "report_queue",
+    "resolve_share",
     "rival_run_ids",
     "run_messages",
     "run_projections",
@@ -101,8 +104,11 @@ __all__ = [
     "runs_without_messages",
     "search_hits",
     "search_threads",
+    "share_by_id",
+    "shared_path",
     "siblings_of",
     "thread_page",
+    "thread_shares",
     "thread_stats",
     "tree_rows",
     "ulid_from_hex",

@@ -1,7 +1,8 @@
 """Import and export of whole threads: the database side of transcripts.formats.
 
 A facade over `export.py` (a thread in any format), `imports.py` (documents and files into
-threads, through the ledger) and `jobs.py` (large imports queued for a worker).
+threads, through the ledger, with a report), `archives.py` (export zips) and `jobs.py` (large
+imports queued for a worker).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from transcripts.transfer.imports import (
     IMPORT_FORMATS,
     ImportResult,
     import_data,
+    import_report,
     import_stream,
     iter_threads,
     parse_document,
@@ -32,6 +34,7 @@ __all__ = [
     "chunks",
     "export_thread",
     "import_data",
+    "import_report",
     "import_stream",
     "iter_threads",
     "parse_document",

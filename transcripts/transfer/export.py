@@ -9,10 +9,12 @@ from typing import Any
 
 from transcripts.errors import FormatError, InvalidInput, NotFound
 from transcripts.formats import FORMATS, TreeThread
+from transcripts.formats.threadprotocol import export_threadprotocol_branches
 from transcripts.models import Event, Message, Run, Thread
 from transcripts.times import to_iso
 
 EXPORT_FORMATS = [key for key, spec in FORMATS.items() if spec.exporter is not None]
+JSON_LINES = "application/x-ndjson"
 
 
 def thread_tree(
@@ -73,25 +75,52 @@ class ExportFile:
 
 
 def export_thread(
-    thread: Thread, fmt: str, *, leaf: str | None = None, with_events: bool = False
+    thread: Thread,
+    fmt: str,
+    *,
+    leaf: str | None = None,
+    with_events: bool = False,
+    branches: str | None = None,
 ) -> ExportFile:
-    """The thread in format fmt (linear formats follow the active path, or the path to leaf)."""
+    """The thread in format fmt (linear formats follow the active path, or the path to leaf).
+
+    branches="all" (ThreadProtocol only) adds one child thread per other branch, as JSON Lines.
+    """
     spec = FORMATS.get(fmt)
     if spec is None or spec.exporter is None:
         raise InvalidInput(
             f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}",
             field="format",
         )
+    every_branch = _every_branch(branches, fmt)
     tree = thread_tree(thread, leaf=leaf, with_events=with_events and fmt == "canonical")
     try:
-        exported = spec.exporter(tree)
+        exported = export_threadprotocol_branches(tree) if every_branch else spec.exporter(tree)
     except FormatError as exc:
         raise InvalidInput(
             f"this thread cannot be written as {fmt}: {exc}",
             problems=[{"path": p, "message": m} for p, m in exc.problems],
         ) from None
+    if every_branch:
+        lines = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in exported)
+        return ExportFile(lines, JSON_LINES, f"thread-{thread.id}.jsonl")
     text = exported if isinstance(exported, str) else json.dumps(exported, ensure_ascii=False)
     return ExportFile(text, spec.content_type, f"thread-{thread.id}.{spec.extension}")
+
+
+def _every_branch(branches: str | None, fmt: str) -> bool:
+    """Whether branches asks for every branch, which only ThreadProtocol writes apart."""
+    if branches in (None, "", "active"):
+        return False
+    if branches != "all":
+        raise InvalidInput("branches must be 'active' or 'all'", field="branches", value=branches)
+    if fmt != "threadprotocol":
+        raise InvalidInput(
+            "branches=all is for format=threadprotocol (canonical JSON holds every branch "
+            "already; the other formats hold one path)",
+            field="branches",
+        )
+    return True
 
 
 def chunks(text: str, size: int = 65536) -> Iterator[str]:

@@ -1,32 +1,82 @@
-"""Import: parse an uploaded document, tell its format, write its threads through the ledger."""
+"""Import: parse an uploaded document or export zip, tell its format, write its threads through
+the ledger, and report what was created and what was not kept as it was."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from django.db.models import QuerySet
 
 from transcripts.errors import FormatError, InvalidInput
-from transcripts.formats import FORMATS, detect_format, iter_chatgpt
+from transcripts.formats import FORMATS, Skips, TreeThread, detect_format, iter_chatgpt
+from transcripts.formats.claude_ai import iter_claude_ai
+from transcripts.formats.document import leaves
+from transcripts.formats.zips import is_zip
 from transcripts.ledger.import_plan import check_tree
 from transcripts.ledger.importing import import_tree
 from transcripts.models import Project, Thread
+from transcripts.transfer.threadprotocol import parse_json_lines, refuse_reimports
 
 IMPORT_FORMATS = [key for key, spec in FORMATS.items() if spec.importer is not None]
+# The report lists this many skipped items; skippedTotal counts them all.
+REPORTED_SKIPS = 500
+
+# Reads the source once per pass, recording what it leaves out in the Skips it is given.
+TreeSource = Callable[[Skips], Iterable[TreeThread]]
+# Formats whose files are read one conversation at a time.
+_STREAMED: dict[str, Callable[[BinaryIO, Skips], Iterable[TreeThread]]] = {
+    "chatgpt": iter_chatgpt,
+    "claude-ai": iter_claude_ai,
+}
 
 
 @dataclass
 class ImportResult:
-    """What an import created."""
+    """What an import created, and its report (see `import_report`)."""
 
     format: str
     thread_ids: list[str] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
 
 
-def _format_error(exc: FormatError) -> InvalidInput:
+def import_report(source: str, trees: list[TreeThread] | None = None) -> dict[str, Any]:
+    """An empty report for source, with the counts of trees when given."""
+    report: dict[str, Any] = {
+        "source": source,
+        "threads": 0,
+        "messages": 0,
+        "branches": 0,
+        "filesInlined": 0,
+        "labelled": 0,
+        "skipped": [],
+        "skippedTotal": 0,
+    }
+    for tree in trees or []:
+        count_tree(report, tree)
+    return report
+
+
+def count_tree(report: dict[str, Any], tree: TreeThread) -> None:
+    """Add one imported thread to the report: its messages, and its branches (its leaves)."""
+    report["threads"] += 1
+    report["messages"] += len(tree.messages)
+    report["branches"] += len(leaves(tree)) if tree.messages else 0
+
+
+def add_skips(report: dict[str, Any], skips: Skips) -> None:
+    """Add what the readers logged: skipped items with why, files inlined, labelled parts."""
+    room = max(0, REPORTED_SKIPS - len(report["skipped"]))
+    report["skipped"].extend(item.as_dict() for item in skips.items[:room])
+    report["skippedTotal"] += len(skips.items)
+    report["filesInlined"] += skips.counts.get("assets", 0)
+    report["labelled"] += skips.counts.get("labelled", 0)
+
+
+def format_error(exc: FormatError) -> InvalidInput:
+    """A format reader's problems as the InvalidInput callers answer with (422)."""
     problems = [{"path": path, "message": message} for path, message in exc.problems]
     first = problems[0] if problems else {"path": "$", "message": "invalid document"}
     return InvalidInput(
@@ -54,6 +104,8 @@ def parse_document(raw: bytes | str) -> Any:
     except RecursionError:
         raise InvalidInput("the JSON is nested too deeply") from None
     except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # a value per line: JSON Lines (ThreadProtocol branches)
+            return parse_json_lines(raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw)
         raise InvalidInput(
             f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
             line=exc.lineno,
@@ -82,22 +134,66 @@ def resolve_format(data: Any, fmt: str | None) -> str:
     return detected
 
 
+def convert(data: Any, key: str, skips: Skips) -> list[TreeThread]:
+    """The threads of a parsed document in format key, or InvalidInput saying what is wrong."""
+    spec = FORMATS[key]
+    assert spec.importer is not None
+    try:
+        return spec.importer(data, skips) if spec.reports_skips else spec.importer(data)
+    except FormatError as exc:
+        raise format_error(exc) from None
+
+
 def import_data(data: Any, fmt: str | None = None, *, project: Project) -> ImportResult:
     """Import a parsed document into project: every thread in it, each in its own transaction.
 
-    The document is validated whole before anything is written, so invalid input changes
-    nothing.
+    Every thread is checked before the first is written, so invalid input changes nothing.
     """
     key = resolve_format(data, fmt)
-    importer = FORMATS[key].importer
-    assert importer is not None
+    skips = Skips()
+    trees = convert(data, key, skips)
+    if key == "threadprotocol":
+        refuse_reimports(trees, project=project)
+    return import_trees(key, lambda _: trees, skips=skips, project=project, locate=len(trees) > 1)
+
+
+def import_trees(
+    key: str,
+    source: TreeSource,
+    *,
+    project: Project,
+    skips: Skips | None = None,
+    progress: Callable[[int], None] | None = None,
+    locate: bool = True,
+) -> ImportResult:
+    """Check every thread source gives, then write them: two passes over source keep memory
+    flat for large exports and still change nothing on invalid input.
+
+    skips, when given, is the log the trees were already read with (source ignores its
+    argument); else each pass reads with a fresh log and the second's is reported. locate
+    puts a refused thread's problem paths inside its conversation (`$[3].messages[0]…`).
+    """
     try:
-        trees = importer(data)
+        for index, tree in enumerate(source(Skips())):
+            try:
+                check_tree(tree)
+            except InvalidInput as exc:
+                if not locate:
+                    raise
+                raise _in_conversation(exc, index) from None
     except FormatError as exc:
-        raise _format_error(exc) from None
-    result = ImportResult(key)
-    for tree in trees:
-        result.thread_ids.append(import_tree(tree, project=project).id)
+        raise format_error(exc) from None
+    log = skips if skips is not None else Skips()
+    result = ImportResult(key, report=import_report(key))
+    try:
+        for tree in source(log):
+            result.thread_ids.append(import_tree(tree, project=project).id)
+            count_tree(result.report, tree)
+            if progress is not None:
+                progress(len(result.thread_ids))
+    except FormatError as exc:  # the file changed between the passes
+        raise format_error(exc) from None
+    add_skips(result.report, log)
     return result
 
 
@@ -108,34 +204,29 @@ def import_stream(
     project: Project,
     progress: Callable[[int], None] | None = None,
 ) -> ImportResult:
-    """Import a file into project; a ChatGPT export is read one conversation at a time."""
+    """Import a file into project: an export zip (ChatGPT, Claude.ai, or one zipped JSON
+    file), a ChatGPT conversations.json read one conversation at a time, or a document."""
     head = fp.read(65536)
     fp.seek(0)
     if not head.strip(b" \t\r\n\xef\xbb\xbf"):
         raise InvalidInput("the file is empty")
-    if fmt is None:
-        fmt = "chatgpt" if b'"mapping"' in head else None
-    if fmt == "chatgpt":
-        # Two streamed passes keep memory flat and still change nothing on invalid input:
-        # the first checks every conversation, the second writes them.
-        try:
-            for index, tree in enumerate(iter_chatgpt(fp)):
-                try:
-                    check_tree(tree)
-                except InvalidInput as exc:
-                    raise _in_conversation(exc, index) from None
-        except FormatError as exc:
-            raise _format_error(exc) from None
-        fp.seek(0)
-        result = ImportResult("chatgpt")
-        try:
-            for tree in iter_chatgpt(fp):
-                result.thread_ids.append(import_tree(tree, project=project).id)
-                if progress is not None:
-                    progress(len(result.thread_ids))
-        except FormatError as exc:  # the file changed between the passes
-            raise _format_error(exc) from None
-        return result
+    if is_zip(head):
+        from transcripts.transfer.archives import import_zip
+
+        return import_zip(fp, fmt, project=project, progress=progress)
+    if fmt is None and b'"chat_messages"' in head:
+        fmt = "claude-ai"
+    elif fmt is None and b'"mapping"' in head:
+        fmt = "chatgpt"
+    # The exports of these two can be hundreds of MB: read one conversation at a time.
+    reader = _STREAMED.get(fmt or "")
+    if fmt is not None and reader is not None:
+
+        def conversations(skips: Skips) -> Iterable[TreeThread]:
+            fp.seek(0)
+            return reader(fp, skips)
+
+        return import_trees(fmt, conversations, project=project, progress=progress)
     result = import_data(parse_document(fp.read()), fmt, project=project)
     if progress is not None:
         progress(len(result.thread_ids))

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from transcripts.errors import DomainError
+from transcripts.formats.zips import is_zip
 from transcripts.models import ImportJob, ImportStatus, Project
 from transcripts.transfer.imports import import_stream, resolve_format
 
@@ -36,7 +37,9 @@ def queue_import(
         filename=filename[:300],
         size=size,
     )
-    job.file.save(f"{job.id}.json", File(content), save=False)
+    head = content.read(4)
+    content.seek(0)
+    job.file.save(f"{job.id}.{'zip' if is_zip(head) else 'json'}", File(content), save=False)
     with transaction.atomic():
         job.save(force_insert=True)
         from transcripts.generation import tasks
@@ -80,8 +83,19 @@ def run_import_job(job_id: str) -> ImportJob:
             job.status = ImportStatus.DONE
             job.format = result.format
             job.thread_ids = result.thread_ids
+            job.report = result.report
             job.bytes_done = job.size
     job.finished_at = timezone.now()
-    job.save(update_fields=["status", "format", "thread_ids", "bytes_done", "error", "finished_at"])
+    job.save(
+        update_fields=[
+            "status",
+            "format",
+            "thread_ids",
+            "report",
+            "bytes_done",
+            "error",
+            "finished_at",
+        ]
+    )
     job.file.delete(save=False)
     return job

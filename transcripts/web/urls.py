@@ -9,6 +9,7 @@ from django.views.generic import RedirectView
 from transcripts.web.views import (
     compare,
     conversation,
+    datasets,
     generation,
     health,
     imports,
@@ -16,6 +17,7 @@ from transcripts.web.views import (
     new_thread,
     projects,
     runs,
+    shares,
     threads,
     tree,
 )
@@ -31,6 +33,7 @@ urlpatterns = [
     path("projects/switch/", projects.switch, name="project_switch"),
     path("p/<slug:slug>/", projects.project_page, name="project"),
     path("p/<slug:slug>/audit/", projects.audit_log, name="project_audit"),
+    path("p/<slug:slug>/datasets/", datasets.datasets_page, name="project_datasets"),
     path("p/<slug:slug>/members/", projects.add_member, name="project_add_member"),
     path(
         "p/<slug:slug>/members/<int:user_id>/role/",
@@ -51,6 +54,9 @@ urlpatterns = [
     path("p/<slug:slug>/retention/", projects.set_retention, name="project_retention"),
     path("t/<str:thread_id>/", conversation.conversation, name="conversation"),
     path("t/<str:thread_id>/tree/", tree.tree, name="tree"),
+    path("t/<str:thread_id>/shares/", shares.thread_shares, name="thread_shares"),
+    path("t/<str:thread_id>/shares/<str:share_id>/revoke/", shares.revoke, name="share_revoke"),
+    path("s/<str:secret>/", shares.shared, name="shared"),
     path("runs/<str:run_id>/", runs.run_detail, name="run_detail"),
     path("runs/<str:run_id>/live/", runs.run_live, name="run_live"),
     path("import/", imports.import_page, name="import_page"),

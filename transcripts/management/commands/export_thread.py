@@ -21,6 +21,11 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=EXPORT_FORMATS, default="canonical")
         parser.add_argument("--leaf", help="export the path to this message instead")
         parser.add_argument("--events", action="store_true", help="canonical: include events")
+        parser.add_argument(
+            "--branches",
+            choices=["active", "all"],
+            help="threadprotocol: all adds a child thread per other branch (JSON Lines)",
+        )
         parser.add_argument("-o", "--output", help="write to this file instead of stdout")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -30,7 +35,11 @@ class Command(BaseCommand):
             raise CommandError(f"no thread {options['thread_id']!r}")
         try:
             exported = export_thread(
-                thread, options["format"], leaf=options["leaf"], with_events=options["events"]
+                thread,
+                options["format"],
+                leaf=options["leaf"],
+                with_events=options["events"],
+                branches=options["branches"],
             )
         except DomainError as exc:
             raise CommandError(exc.message) from None

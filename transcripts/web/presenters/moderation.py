@@ -48,6 +48,7 @@ ACTION_WORDS = {
     "resolve_report": ActionWords("Resolved", "resolved"),
     "dismiss_report": ActionWords("Dismissed", "dismissed"),
     "revoke_token": ActionWords("Revoked", "revoked"),
+    "revoke_share": ActionWords("Revoked", "revoked"),
 }
 
 

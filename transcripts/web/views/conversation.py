@@ -27,8 +27,15 @@ AROUND_AFTER = 35  # ... and this many below
 
 
 def export_formats() -> list[tuple[str, str]]:
-    """(key, label) of every format a thread can be exported to."""
-    return [(key, spec.label) for key, spec in FORMATS.items() if spec.exporter is not None]
+    """(query, label) of every export a thread offers: each format, and ThreadProtocol with
+    every branch as JSON Lines."""
+    choices = [
+        (f"format={key}", spec.label) for key, spec in FORMATS.items() if spec.exporter is not None
+    ]
+    choices.append(
+        ("format=threadprotocol&branches=all", "ThreadProtocol, every branch (JSON Lines)")
+    )
+    return choices
 
 
 def _items(thread: Thread, messages: list[Message]) -> list[MessageItem]:
@@ -100,6 +107,8 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "open_run": open_live_run(thread, items, access=access),
         "export_formats": export_formats(),
         "recent_threads": RecentThreads(threads_for_user(request, thread.project)[0], thread.id),
+        # Share links: editors open the panel of the branch being read (views/shares.py).
+        "shares_url": reverse("thread_shares", args=[thread.id]) if access.can_edit else "",
     }
     template = TEMPLATE
     if request.htmx:

@@ -1,5 +1,5 @@
-"""The import page: upload a file into the current project, watch a large import's progress,
-open the new threads."""
+"""The import page: upload a file or export zip into the current project, watch a large
+import's progress, read its report, open the new threads."""
 
 from __future__ import annotations
 

@@ -1,0 +1,301 @@
+"""Server time of every read at a tenth of a store's size and at its full size, and the ratio.
+
+Seeds a throwaway embedded PostgreSQL (or DATABASE_URL) with COPY through the ledger's bulk path
+(bench/scale_seed.py): by default 100,000 threads of 20 messages and 210 events (2M messages,
+21M events), first a tenth of it, measuring, then the rest, measuring again. Server time is the
+wall-clock time from the request sent to the full response read, through Django's test client
+in this process (no network, no uvicorn). Each figure: p50 and p95 of --repeat requests after
+two warm-ups; the ratio is full p50 over tenth p50 (medians: p95 of 20 requests on a shared
+machine is noisy). Goal: p95 <= 150 ms and ratio <= 1.3 for every figure.
+
+    .venv/bin/python bench/bench_scale.py            # 100k threads (and 10k)
+    .venv/bin/python bench/bench_scale.py --small    # 10k threads (and 1k)
+    .venv/bin/python bench/bench_scale.py --threads 2000 --repeat 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _setup import setup_django
+
+TARGET_MS = 150.0
+TARGET_RATIO = 1.3
+PER_PAGE = 25  # the thread list's page
+
+
+@dataclass(frozen=True)
+class Case:
+    """One figure: a GET by a member, the superuser (admin) or a read token (api)."""
+
+    label: str
+    url: str
+    who: str = "member"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """Server time (ms), and the queries of one request with their database time (ms)."""
+
+    p50: float
+    p95: float
+    queries: int
+    db_ms: float
+
+
+@dataclass
+class World:
+    """What the cases need: clients, and the special threads' ids."""
+
+    clients: dict[str, Any]
+    project_id: int
+    conversation: str
+    branches: str
+    siblings: str
+    prompt: str
+    export: str
+
+
+def seed_world(seeder: Any) -> dict[str, str]:
+    """The threads of a given shape the cases open (seeded once, before the others)."""
+    from scale_seed import special_thread
+
+    from transcripts.models import Message
+
+    siblings = special_thread(seeder, title="Ten answers", turns=2, siblings=10)
+    prompt = Message.objects.get(thread_id=siblings, depth=0).id
+    return {
+        "conversation": special_thread(seeder, title="200 messages", turns=100),
+        "branches": special_thread(seeder, title="1,000 branches", turns=1_000, alternatives=1_000),
+        "siblings": siblings,
+        "prompt": prompt,
+        "export": special_thread(seeder, title="5,000 messages", turns=2_500),
+    }
+
+
+def grow(seeder: Any, *, upto: int) -> None:
+    """Seed normal threads until upto are written (besides the special ones)."""
+    from scale_seed import normal_threads
+
+    first = seeder.threads_written - 4
+    count = upto - first
+    if count <= 0:
+        return
+    started = time.perf_counter()
+    events0, messages0 = seeder.events_written, seeder.messages_written
+    step = max(1, count // 10)
+    shown = 0
+    for written in normal_threads(seeder, first=first, count=count):
+        done = written - 4 - first
+        if done - shown >= step or done == count:
+            shown = done
+            elapsed = time.perf_counter() - started
+            print(f"  {written - 4:>9,} threads  {elapsed:7.1f} s", flush=True)
+    elapsed = time.perf_counter() - started
+    events = seeder.events_written - events0
+    messages = seeder.messages_written - messages0
+    print(
+        f"seeded {count:,} threads, {messages:,} messages, {events:,} events in {elapsed:.1f} s:"
+        f" {messages / elapsed:,.0f} messages/s, {events / elapsed:,.0f} events/s",
+        flush=True,
+    )
+    started = time.perf_counter()
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM (ANALYZE)")
+    print(f"VACUUM (ANALYZE) in {time.perf_counter() - started:.1f} s", flush=True)
+
+
+def cases(world: World) -> list[Case]:
+    """Every figure the issue asks for."""
+    from django.contrib import admin
+    from django.urls import reverse
+
+    from transcripts.models import Run, Thread
+    from transcripts.pagination import encode_cursor
+
+    visible = Thread.objects.filter(project_id=world.project_id, hidden=False).order_by(
+        "-updated_at", "-id"
+    )
+    total = visible.count()
+    page = min(500, max(2, total // PER_PAGE))
+    last_before = visible[max(0, min((page - 1) * PER_PAGE, total) - 1)]
+    cursor = encode_cursor(last_before.updated_at, last_before.id)
+    middle = visible[total // 2]
+    run = Run.objects.filter(thread_id=middle.id, status="committed").order_by("id")[3]
+    found: list[Case] = [
+        Case("thread list: first page", "/"),
+        Case("thread list: filtered (failed runs)", "/?failed=1"),
+        Case("thread list: filtered (agent or model)", "/?who=claude"),
+        Case(f"thread list: page {page} by cursor", f"/?cursor={cursor}"),
+        Case("search: a rare word", "/?q=zanzibarite"),
+        Case("search: a common word", "/?q=gradient"),
+        Case("search: a phrase", '/?q="reset+the+password"'),
+        Case("conversation: 200 messages", f"/t/{world.conversation}/"),
+        Case("tree map: 1,000 branches", f"/t/{world.branches}/tree/"),
+        Case("compare: 10 answers", f"/t/{world.siblings}/fork/{world.prompt}/compare/"),
+        Case("run replay page", f"/runs/{run.id}/"),
+        Case(
+            "export: 5,000 messages (canonical)",
+            f"/api/v1/threads/{world.export}/export?format=canonical",
+            who="api",
+        ),
+    ]
+    for model in admin.site._registry:
+        opts = model._meta
+        url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
+        found.append(Case(f"admin: {opts.verbose_name_plural}", url, who="admin"))
+    return found
+
+
+def measure(get: Callable[[], Any], repeat: int) -> Figure:
+    """p50 and p95 (ms) of get() after two warm-ups, then one more with its queries timed (the
+    part of the time that depends on the store's size; the rest renders the page)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for _ in range(2):
+        get()
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        get()
+        times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    with CaptureQueriesContext(connection) as captured:
+        get()
+    db_ms = sum(float(q["time"]) for q in captured.captured_queries) * 1000
+    return Figure(
+        statistics.median(times),
+        times[max(0, math.ceil(0.95 * len(times)) - 1)],
+        len(captured.captured_queries),
+        db_ms,
+    )
+
+
+def fetcher(world: World, case: Case) -> Callable[[], Any]:
+    client, headers = world.clients[case.who]
+
+    def get() -> Any:
+        response = client.get(case.url, headers=headers)
+        assert response.status_code == 200, (case.url, response.status_code)
+        if response.streaming:
+            return b"".join(response.streaming_content)
+        return response.content
+
+    return get
+
+
+def measure_all(world: World, repeat: int) -> dict[str, Figure]:
+    figures = {}
+    for case in cases(world):
+        figure = measure(fetcher(world, case), repeat)
+        # Labels of paged figures name the page, which differs between the sizes.
+        key = (
+            case.label.split(" page ")[0] + " page N by cursor"
+            if "cursor" in case.url
+            else case.label
+        )
+        figures[key] = figure
+        print(
+            f"  {case.label:<44} p50 {figure.p50:8.1f} ms  p95 {figure.p95:8.1f} ms"
+            f"  {figure.queries:3} queries {figure.db_ms:8.1f} ms",
+            flush=True,
+        )
+    return figures
+
+
+def report(small: dict[str, Figure], full: dict[str, Figure], sizes: tuple[int, int]) -> None:
+    header = (
+        f"{'figure':<44} {f'{sizes[0]:,} p50':>11} {'p95':>8} {f'{sizes[1]:,} p50':>12} "
+        f"{'p95':>8} {'ratio':>6} {'queries':>7} {'db ms':>15}  goal"
+    )
+    print()
+    print(header)
+    print("-" * len(header))
+    missed = 0
+    for label, big in full.items():
+        little = small[label]
+        ratio = big.p50 / little.p50 if little.p50 else float("inf")
+        ok = big.p95 <= TARGET_MS and ratio <= TARGET_RATIO
+        missed += not ok
+        print(
+            f"{label:<44} {little.p50:>11.1f} {little.p95:>8.1f} {big.p50:>12.1f} {big.p95:>8.1f}"
+            f" {ratio:>6.2f} {big.queries:>7} {little.db_ms:>6.1f} → {big.db_ms:>6.1f}"
+            f"  {'ok' if ok else 'MISSED'}"
+        )
+    print()
+    print(
+        f"goal: p95 <= {TARGET_MS:.0f} ms at {sizes[1]:,} threads and ratio <= {TARGET_RATIO}"
+        f" (p50 at {sizes[1]:,} over p50 at {sizes[0]:,}): "
+        + ("every figure met it" if not missed else f"{missed} figure(s) missed it")
+    )
+    print(
+        "queries and db ms: one request's queries and their database time at both sizes (the"
+        " part that grows with the store; the rest renders the page)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=100_000, help="threads at full size")
+    parser.add_argument("--small", action="store_true", help="a tenth: 10,000 threads")
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    # Stopped with SIGTERM, still run the exit handlers that stop and delete the database.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    full_size = 10_000 if args.small else args.threads
+    tenth = max(1, full_size // 10)
+    os.environ.setdefault("DJANGO_ALLOWED_HOSTS", "testserver")
+    setup_django()
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from scale_seed import Seeder
+
+    from transcripts.ledger.projects import set_member
+    from transcripts.ledger.tokens import issue_token
+    from transcripts.models import Project
+
+    project = Project.default()
+    users = get_user_model().objects
+    member = users.create_user("bench")
+    set_member(project=project, user=member, role="editor")
+    superuser = users.create_superuser("bench-admin", "bench@localhost", "bench")
+    _, token = issue_token(name="bench", scopes=["read"], project=project)
+    clients: dict[str, Any] = {}
+    for who, user in (("member", member), ("admin", superuser)):
+        client = Client()
+        client.force_login(user)
+        clients[who] = (client, {})
+    clients["api"] = (Client(), {"Authorization": f"Bearer {token}"})
+
+    seeder = Seeder(project_id=project.pk, reporter_id=member.pk)
+    started = time.perf_counter()
+    special = seed_world(seeder)
+    print(f"special threads in {time.perf_counter() - started:.1f} s", flush=True)
+    world = World(clients=clients, project_id=project.pk, **special)
+    print(f"seeding {tenth:,} threads", flush=True)
+    grow(seeder, upto=tenth)
+    print(f"measuring at {tenth:,} threads", flush=True)
+    small = measure_all(world, args.repeat)
+    print(f"seeding up to {full_size:,} threads", flush=True)
+    grow(seeder, upto=full_size)
+    print(f"measuring at {full_size:,} threads", flush=True)
+    full = measure_all(world, args.repeat)
+    report(small, full, (tenth, full_size))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""The reads behind a dataset: which threads, and each one's message tree, runs and ratings.
+
+Threads come in batches by id (a keyset walk, so memory holds one batch, never a project);
+hidden threads never enter, whoever asks, and deleted ones are gone from the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
+
+from transcripts.datasets.query import PREFERENCES, DatasetQuery
+from transcripts.models import Message, Project, Run, RunRating, RunStatus, Thread
+from transcripts.selectors.threads import filter_threads, search_threads
+from transcripts.selectors.ulids import ulid_of
+
+THREAD_BATCH = 50
+# Runs whose answers a dataset may hold: what was committed, kept or replaced.
+MATERIALIZED = (RunStatus.COMMITTED, RunStatus.SUPERSEDED)
+
+
+def dataset_threads(project: Project, query: DatasetQuery) -> QuerySet[Thread]:
+    """The project's visible threads that the query's thread filters keep."""
+    threads = Thread.objects.filter(project=project, hidden=False)
+    threads = search_threads(threads, query.search)
+    if query.dated == "updated":
+        threads = filter_threads(threads, since=query.since, until=query.until)
+    else:
+        if query.since is not None:
+            threads = threads.filter(created_at__date__gte=query.since)
+        if query.until is not None:
+            threads = threads.filter(created_at__date__lte=query.until)
+    if query.model:
+        runs = Run.objects.filter(thread_id=OuterRef("pk"), model__icontains=query.model)
+        threads = threads.filter(Exists(runs))
+    if query.agent:
+        agents = Message.objects.filter(
+            thread_id=OuterRef("pk"), metadata__agentId__icontains=query.agent
+        )
+        threads = threads.filter(Exists(agents) | Q(agents__icontains=query.agent))
+    if query.kind == PREFERENCES:
+        # A fork point leaves a message off the active path.
+        threads = filter_threads(threads, has_branches=True)
+    if query.rated_only:
+        threads = threads.filter(
+            Exists(RunRating.objects.filter(thread_id=OuterRef("pk"), preferred=True))
+        )
+    return threads
+
+
+@dataclass(frozen=True)
+class Node:
+    """A message of the tree with what a dataset reads of it."""
+
+    id: str
+    parent_id: str | None
+    run_id: str
+    depth: int
+    role: str
+    parts: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    active: bool
+    redacted: bool
+
+    def as_canonical(self) -> dict[str, Any]:
+        """The canonical message the format shapes read."""
+        return {
+            "id": self.id,
+            "parentMessageId": self.parent_id,
+            "role": self.role,
+            "parts": self.parts,
+            "metadata": self.metadata,
+        }
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a dataset reads of a run: its status, model and preferred marks."""
+
+    status: str
+    model: str
+    preferred: int = 0
+    last_preferred_at: datetime | None = None
+
+
+@dataclass
+class ThreadTree:
+    """One thread's messages as a tree, with its runs."""
+
+    thread: Thread
+    nodes: dict[str, Node] = field(default_factory=dict)
+    children: dict[str | None, list[Node]] = field(default_factory=dict)
+    runs: dict[str, RunFacts] = field(default_factory=dict)
+
+    def add(self, node: Node) -> None:
+        """Put node in the tree (children kept in id order, which is creation order)."""
+        self.nodes[node.id] = node
+        self.children.setdefault(node.parent_id, []).append(node)
+
+    def path_to(self, node: Node) -> list[Node]:
+        """The messages from the root down to node."""
+        path: list[Node] = []
+        current: Node | None = node
+        while current is not None:
+            path.append(current)
+            current = self.nodes.get(current.parent_id) if current.parent_id else None
+        path.reverse()
+        return path
+
+    def active_path(self) -> list[Node]:
+        """The thread's active messages, root first."""
+        return sorted((n for n in self.nodes.values() if n.active), key=lambda n: n.depth)
+
+    def leaves(self) -> list[Node]:
+        """Messages without children, in id order."""
+        return sorted(
+            (n for n in self.nodes.values() if n.id not in self.children), key=lambda n: n.id
+        )
+
+
+def _thread_batches(threads: QuerySet[Thread]) -> Iterator[list[Thread]]:
+    """threads in batches, by id."""
+    after: str | None = None
+    while True:
+        page = threads.order_by("id")
+        if after is not None:
+            page = page.filter(id__gt=after)
+        batch = list(page[:THREAD_BATCH])
+        if not batch:
+            return
+        yield batch
+        after = batch[-1].id
+
+
+def _runs_of(thread_ids: list[str]) -> dict[str, dict[str, RunFacts]]:
+    """thread id -> run id -> facts, for the materialized runs of the threads (two queries)."""
+    marks = {
+        ulid_of(run_id): (n, at)
+        for run_id, n, at in RunRating.objects.filter(thread_id__in=thread_ids, preferred=True)
+        .values("run_id")
+        .annotate(n=Count("id"), at=Max("created_at"))
+        .values_list("run_id", "n", "at")
+    }
+    result: dict[str, dict[str, RunFacts]] = {t: {} for t in thread_ids}
+    rows = Run.objects.filter(thread_id__in=thread_ids, status__in=MATERIALIZED).values_list(
+        "id", "thread_id", "status", "model"
+    )
+    for run_id, thread_id, status, model in rows:
+        count, at = marks.get(ulid_of(run_id), (0, None))
+        result[ulid_of(thread_id)][ulid_of(run_id)] = RunFacts(status, model, count, at)
+    return result
+
+
+def thread_trees(threads: QuerySet[Thread], *, active_only: bool = False) -> Iterator[ThreadTree]:
+    """Each thread's tree (only its active path with active_only), one batch of threads in
+    memory at a time."""
+    for batch in _thread_batches(threads):
+        ids = [t.id for t in batch]
+        trees = {t.id: ThreadTree(thread=t) for t in batch}
+        for thread_id, runs in _runs_of(ids).items():
+            trees[thread_id].runs = runs
+        messages = Message.objects.filter(thread_id__in=ids)
+        if active_only:
+            messages = messages.filter(active=True)
+        rows = messages.order_by("thread_id", "depth", "id").values_list(
+            "id",
+            "thread_id",
+            "parent_id",
+            "run_id",
+            "depth",
+            "role",
+            "parts",
+            "metadata",
+            "active",
+            "redacted_at",
+        )
+        for row in rows.iterator(chunk_size=2000):
+            message_id, thread_id, parent_id, run_id, depth, role = row[:6]
+            parts, metadata, active, redacted_at = row[6:]
+            metadata = metadata if isinstance(metadata, dict) else {}
+            trees[ulid_of(thread_id)].add(
+                Node(
+                    id=ulid_of(message_id),
+                    parent_id=ulid_of(parent_id) if parent_id else None,
+                    run_id=ulid_of(run_id),
+                    depth=depth,
+                    role=role,
+                    parts=parts if isinstance(parts, list) else [],
+                    metadata=metadata,
+                    active=active,
+                    redacted=redacted_at is not None or metadata.get("redacted") is True,
+                )
+            )
+        yield from (trees[t] for t in ids)

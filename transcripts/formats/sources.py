@@ -1,0 +1,161 @@
+"""What the chat-app exports (ChatGPT, Claude.ai, Open WebUI, LibreChat) share: the log of
+what a reader could not keep, their times, turning a parent-linked list into a tree, and
+reading a large file one conversation at a time."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from transcripts.times import epoch_to_iso, parse_iso, to_iso
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """One thing of the source that was not imported as it was, and why."""
+
+    where: str
+    what: str
+    why: str
+
+    def as_dict(self) -> dict[str, str]:
+        """The JSON form the import report carries."""
+        return {"where": self.where, "what": self.what, "why": self.why}
+
+
+@dataclass
+class Skips:
+    """Collects Skipped items while a reader converts a source (nothing dropped silently)."""
+
+    items: list[Skipped] = field(default_factory=list)
+    # Each reader counts what it turned into labelled text parts or resolved from a zip.
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, where: str, what: str, why: str) -> None:
+        """Record one item that was left out or only kept as a label."""
+        self.items.append(Skipped(where, what, why))
+
+    def count(self, key: str, amount: int = 1) -> None:
+        """Add to one of the source's own counters (assets resolved, labelled parts, ...)."""
+        self.counts[key] = self.counts.get(key, 0) + amount
+
+
+def labelled(label: str, body: str | None = None) -> dict[str, Any]:
+    """A text part standing for content that has no part type of its own: `[label]` first."""
+    text = f"[{label}]" if not body else f"[{label}]\n\n{body}"
+    return {"type": "text", "text": text}
+
+
+def iso_time(value: Any) -> str | None:
+    """ISO 8601 text for an ISO string or epoch seconds (milliseconds when that large)."""
+    if isinstance(value, str):
+        moment = parse_iso(value)
+        try:
+            return to_iso(moment) if moment is not None else None
+        except OverflowError:
+            return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        seconds = float(value) / 1000 if abs(value) > 1e11 else float(value)
+        try:
+            return epoch_to_iso(seconds)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
+
+
+def parents_first(
+    keys: Iterable[str],
+    parent_of: Callable[[str], str | None],
+) -> list[str]:
+    """Keys ordered so each comes after its parent, keeping the given order among siblings.
+
+    A parent that is not among keys, or a cycle, makes a key a root (parent_of decides).
+    """
+    ordered_keys = list(keys)
+    known = set(ordered_keys)
+    children: dict[str | None, list[str]] = {}
+    for key in ordered_keys:
+        parent = parent_of(key)
+        children.setdefault(parent if parent in known else None, []).append(key)
+    order: list[str] = []
+    seen: set[str] = set()
+    stack = list(reversed(children.get(None, [])))
+    while stack:
+        key = stack.pop()
+        if key in seen:
+            continue
+        seen.add(key)
+        order.append(key)
+        stack.extend(reversed(children.get(key, [])))
+    # Keys only reachable through a cycle: each becomes a root, in the given order.
+    for key in ordered_keys:
+        if key not in seen:
+            seen.add(key)
+            order.append(key)
+            stack = list(reversed(children.get(key, [])))
+            while stack:
+                child = stack.pop()
+                if child not in seen:
+                    seen.add(child)
+                    order.append(child)
+                    stack.extend(reversed(children.get(child, [])))
+    return order
+
+
+def orphaned(parent: str, known: Collection[str]) -> str:
+    """Why a message whose parent could not be placed before it became a root."""
+    if parent in known:
+        return f"parent {parent} closes a cycle: made a root"
+    return f"parent {parent} is not in the export: made a root"
+
+
+def newest_leaf(messages: list[dict[str, Any]]) -> str | None:
+    """The leaf created last (list order breaks ties and stands in for missing times)."""
+    parents = {message.get("parentMessageId") for message in messages}
+    best: tuple[str, int] | None = None
+    best_id: str | None = None
+    for index, message in enumerate(messages):
+        if message["id"] in parents:
+            continue
+        rank = (message.get("createdAt") or "", index)
+        if best is None or rank >= best:
+            best, best_id = rank, message["id"]
+    return best_id
+
+
+def string(value: Any) -> str | None:
+    """value when it is a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """value when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def skip_blank(fp: BinaryIO) -> bytes:
+    """The first byte that is not whitespace or a UTF-8 byte order mark (b"" at the end)."""
+    while True:
+        byte = fp.read(1)
+        if not byte or not (byte.isspace() or byte in (b"\xef", b"\xbb", b"\xbf")):
+            return byte
+
+
+class Prefixed:
+    """A binary reader that replays bytes already consumed before the rest of the file."""
+
+    def __init__(self, prefix: bytes, fp: BinaryIO) -> None:
+        self.prefix = prefix
+        self.fp = fp
+
+    def read(self, size: int = -1) -> bytes:
+        """Bytes from the replayed prefix, then from the file."""
+        # ijson probes with read(0) to tell bytes from text: that must not consume the prefix.
+        if self.prefix and size != 0:
+            head, self.prefix = self.prefix, b""
+            if size < 0:
+                return head + self.fp.read()
+            return head + (self.fp.read(size - len(head)) if size > len(head) else b"")
+        return self.fp.read(size)
