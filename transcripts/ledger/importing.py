@@ -8,6 +8,7 @@ every imported message replays from the event log. What to write is planned in
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +19,7 @@ from transcripts.events import CheckedEvent
 from transcripts.fields import to_uuid
 from transcripts.formats.document import TreeThread
 from transcripts.ids import derived_ulid, is_ulid, new_ulid
-from transcripts.ledger.bulk_copy import copy_event_rows, copy_messages
+from transcripts.ledger.bulk_copy import UuidCache, copy_event_rows, copy_message_rows
 from transcripts.ledger.import_plan import (
     active_keys,
     chains,
@@ -35,7 +36,7 @@ from transcripts.ledger.import_plan import (
 )
 from transcripts.ledger.threads import MAX_TITLE, create_thread
 from transcripts.models import Message, Project, Run, RunOrigin, RunStatus, Thread
-from transcripts.times import parse_iso_utc
+from transcripts.times import parse_iso, parse_iso_utc
 
 
 def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) -> Thread:
@@ -138,9 +139,13 @@ def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) ->
                 )
             )
         depth = depths(by_key)
-        messages: list[Message] = []
+        # Rows as tuples, straight to COPY: a Message instance per row cost more than the rest
+        # of the write (bench/bench_import.py); the columns are those of copy_messages.
+        message_rows: list[tuple[Any, ...]] = []
+        head: tuple[int, str] | None = None
+        uuid_of = UuidCache()
         event_rows: list[tuple[Any, ...]] = []
-        thread_uuid = to_uuid(thread.id)
+        thread_uuid = uuid_of(thread.id)
 
         def add_events(run: Run, stored: list[CheckedEvent]) -> None:
             run.last_seq = stored[-1].seq if stored else 0
@@ -156,29 +161,42 @@ def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) ->
             ranges = [(n, n) for n in range(1, len(recorded) + 1)] if kept is None else kept[1]
             parent = run.fork_from_id
             tool_names: dict[str, str] = {}
+            run_uuid = uuid_of(run.id)
             for position, (key, event) in enumerate(zip(chain.keys, recorded, strict=True)):
-                messages.append(
-                    Message.from_projection(
-                        projected_message(event.data, parent, tool_names),
-                        thread=thread,
-                        run=run,
-                        depth=depth[key],
-                        position=position,
-                        active=key in active,
-                        seq_range=ranges[position],
+                projected = projected_message(event.data, parent, tool_names)
+                message_id = projected["id"]
+                is_active = key in active
+                if is_active and (head is None or depth[key] > head[0]):
+                    head = (depth[key], message_id)
+                first_seq, last_seq = ranges[position]
+                message_rows.append(
+                    (
+                        uuid_of(message_id),
+                        uuid_of(parent) if parent else None,
+                        run_uuid,
+                        depth[key],
+                        position,
+                        projected["role"],
+                        json.dumps(projected["parts"], ensure_ascii=False),
+                        json.dumps(projected["metadata"], ensure_ascii=False),
+                        parse_iso(projected.get("createdAt")) or run.created_at,
+                        is_active,
+                        thread_uuid,
+                        first_seq,
+                        last_seq,
+                        "",
                     )
                 )
-                parent = event.data["id"]
+                parent = message_id
         for source, run in zip(empty, extra_runs, strict=True):
             events_in = source.get("events")
             if keep_ids and run.id == source.get("id") and isinstance(events_in, list):
                 add_events(run, checked_events(events_in, "runs[].events"))
         Run.objects.bulk_create(runs + extra_runs, batch_size=500)
         copy_event_rows(event_rows)
-        copy_messages(messages)
-        head = max((m for m in messages if m.active), key=lambda m: m.depth, default=None)
+        copy_message_rows(message_rows)
         Thread.objects.filter(pk=thread.pk).update(
-            head_id=head.id if head else None,
+            head_id=head[1] if head else None,
             created_at=thread.created_at,
             updated_at=thread.updated_at,
         )
