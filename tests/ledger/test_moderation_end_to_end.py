@@ -188,7 +188,7 @@ def test_the_admin_pages_link_related_objects_and_the_links_filter(
     links = {
         "run": f"?thread__id__exact={thread.id}",
         "message": f"?thread__id__exact={thread.id}",
-        "event": f"?thread__id__exact={thread.id}",
+        "event": f"?run__thread__id__exact={thread.id}",
         "report": f"?thread__id__exact={thread.id}",
         "auditrecord": f"?thread_id={thread.id}",
     }

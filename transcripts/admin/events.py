@@ -75,7 +75,7 @@ class EventAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Event]):
             return search_by_id(queryset, search_term, "run__id", "thread__id"), False
         return super().get_search_results(request, queryset, search_term)
 
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         # A thread's events are found through its runs: the log has no thread_id index.
         return lookup == "run__thread__id__exact" or super().lookup_allowed(lookup, value, request)
 

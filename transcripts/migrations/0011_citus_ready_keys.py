@@ -285,5 +285,5 @@ class Migration(migrations.Migration):
                 fields=("secret_hash", "thread"), name="share_secret_uniq"
             ),
         ),
-        migrations.RunSQL(KEYS_FORWARD, KEYS_BACKWARD),
+        migrations.RunSQL(";\n".join(KEYS_FORWARD), ";\n".join(KEYS_BACKWARD)),
     ]
