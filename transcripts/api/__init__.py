@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from ninja import NinjaAPI
 
-from transcripts.api import ai_sdk, events, otlp, runs, threads, transfer, workers
+from transcripts.api import (
+    ai_sdk,
+    chat,
+    datasets,
+    events,
+    otlp,
+    runs,
+    shares,
+    threads,
+    transfer,
+    workers,
+)
 from transcripts.api.docs import LocalSwagger
 from transcripts.api.errors import JsonBodyParser, install_handlers
 
@@ -24,3 +35,6 @@ api.add_router("", ai_sdk.router)
 api.add_router("", workers.router)
 api.add_router("", transfer.router)
 api.add_router("", otlp.router)
+api.add_router("", chat.router)
+api.add_router("", shares.router)
+api.add_router("", datasets.router)

@@ -1,0 +1,7 @@
+"""API router: datasets (being built)."""
+
+from __future__ import annotations
+
+from ninja import Router
+
+router = Router(tags=["datasets"])
