@@ -3,10 +3,12 @@
 Starts uvicorn (config.asgi, DEBUG off, several workers) on a loopback port, posts --events
 events per batch size (1, 16, 256) from --clients concurrent connections, and prints events/s
 and p50/p99 request latency, next to the ledger-only rate at the same batch size
-(append_events in-process) and raw COPY into the event table, measured in the same run. Then
-measures the time from an append's response to the event's arrival on an SSE subscriber, and
-says which targets were met.
-Targets: batch 256 >= 50,000 events/s; single-event append p99 <= 20 ms; append->SSE p95 <= 50 ms.
+(append_events in-process) and raw COPY into the event table, measured in the same run; then
+single-event appends from one client (the latency target's setting). Then measures the time
+from the moment an append request is sent to the event's arrival on an SSE subscriber (and,
+for comparison, from its response), and says which targets were met.
+Targets: batch 256 >= 50,000 events/s (4 clients); single-event append p99 <= 20 ms at 1 client;
+append->SSE p95 <= 50 ms from the request's send.
 
     .venv/bin/python bench/bench_api.py [--events 100000] [--workers 2] [--clients 4]
 """
@@ -251,9 +253,11 @@ def bench_sse(port: int, token: str, appends: int) -> dict[str, float]:
     listening.wait(10)
     conn = _connect(port)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    sent: dict[int, float] = {}
     responded: dict[int, float] = {}
     for seq in range(1, appends + 1):
         body = json.dumps({"events": [{"seq": seq, "kind": "text-delta", "data": {"delta": "x"}}]})
+        sent[seq] = time.perf_counter()
         conn.request("POST", f"/api/v1/runs/{run.id}/events", body, headers)
         conn.getresponse().read()
         responded[seq] = time.perf_counter()
@@ -261,10 +265,15 @@ def bench_sse(port: int, token: str, appends: int) -> dict[str, float]:
     conn.request("POST", f"/api/v1/runs/{run.id}/commit", b"", headers)
     conn.getresponse().read()
     reader.join(30)
-    delays = [max(0.0, arrived[s] - responded[s]) * 1000 for s in responded if s in arrived]
+    # From the send: the whole way (request, append, commit, NOTIFY, frame). From the
+    # response: what is left after the client hears back, often nothing (the frame is first).
+    delays = [(arrived[s] - sent[s]) * 1000 for s in sent if s in arrived]
+    after_response = [max(0.0, arrived[s] - responded[s]) * 1000 for s in sent if s in arrived]
     return {
         "p50": statistics.median(delays),
         "p95": _percentile(delays, 0.95),
+        "response_p50": statistics.median(after_response),
+        "response_p95": _percentile(after_response, 0.95),
         "lost": appends - len(delays),
     }
 
@@ -276,6 +285,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4, help="concurrent connections")
     parser.add_argument("--sizes", default="1,16,256", help="batch sizes")
     parser.add_argument("--sse-appends", type=int, default=300)
+    parser.add_argument(
+        "--single-events", type=int, default=2000, help="single-event appends from one client"
+    )
     parser.add_argument(
         "--conn-max-age",
         type=int,
@@ -314,12 +326,19 @@ def main() -> None:
             )
             if size == 256 and result["rate"] < TARGET_BATCH_256_RATE:
                 misses.append(f"batch 256 {result['rate']:,.0f} < {TARGET_BATCH_256_RATE:,} ev/s")
-            if size == 1 and result["p99"] > TARGET_SINGLE_P99_MS:
-                misses.append(f"single-event p99 {result['p99']:.1f} > {TARGET_SINGLE_P99_MS} ms")
+        single = bench_api(port, token, args.single_events, 1, 1)
+        print(
+            f"batch    1, 1 client: {single['rate']:>7,.0f} events/s"
+            f"  p50 {single['p50']:6.2f} ms  p99 {single['p99']:6.2f} ms"
+        )
+        if single["p99"] > TARGET_SINGLE_P99_MS:
+            misses.append(f"single-event p99 {single['p99']:.1f} > {TARGET_SINGLE_P99_MS} ms")
         sse = bench_sse(port, token, args.sse_appends)
         print(
-            f"append -> SSE: p50 {sse['p50']:.2f} ms  p95 {sse['p95']:.2f} ms"
-            f"  ({sse['lost']:.0f} of {args.sse_appends} not received)"
+            f"append -> SSE from the request's send: p50 {sse['p50']:.2f} ms"
+            f"  p95 {sse['p95']:.2f} ms  ({sse['lost']:.0f} of {args.sse_appends} not received);"
+            f" from its response: p50 {sse['response_p50']:.2f} ms"
+            f"  p95 {sse['response_p95']:.2f} ms"
         )
         if sse["p95"] > TARGET_SSE_P95_MS or sse["lost"]:
             misses.append(f"append->SSE p95 {sse['p95']:.1f} > {TARGET_SSE_P95_MS} ms or lost")

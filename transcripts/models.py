@@ -105,11 +105,25 @@ class Thread(models.Model):
     # The id the thread has elsewhere (an OpenTelemetry conversation or trace id; "" for none):
     # unique per project, so the same id in another project is another thread.
     external_id = models.CharField(max_length=500, blank=True, default="")
+    # Another thread, so another shard once distributed: kept by the ledger (deletion unlinks
+    # it), not by a database constraint.
     parent_thread = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_threads"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="child_threads",
+        db_constraint=False,
     )
+    # Foreign keys between thread-scoped tables are composite, with thread_id, and made by
+    # migration 0011 (Django's own cannot span two columns): db_constraint=False here.
     head = models.ForeignKey(
-        "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "Message",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_constraint=False,
     )
     hidden = models.BooleanField(default=False)
     locked = models.BooleanField(default=False)
@@ -159,13 +173,25 @@ class Run(models.Model):
     """One generation attempt inside a thread, with its own event log."""
 
     id = ULIDField(primary_key=True, default=new_ulid, editable=False)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="runs", db_constraint=False
+    )
     fork_from = models.ForeignKey(
-        "Message", null=True, blank=True, on_delete=models.CASCADE, related_name="forked_runs"
+        "Message",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="forked_runs",
+        db_constraint=False,
     )
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.STREAMING)
     superseded_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_runs"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="superseded_runs",
+        db_constraint=False,
     )
     last_seq = models.PositiveIntegerField(default=0)
     error = models.JSONField(null=True, blank=True)
@@ -206,18 +232,21 @@ class Run(models.Model):
 class Event(models.Model):
     """One entry of a run's append-only event log."""
 
-    id = models.BigAutoField(primary_key=True)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="+")
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
+    # The key is (run, seq); in the database it is (run_id, seq, thread_id), thread_id being
+    # the distribution column (migration 0011). No id, no other index and no foreign keys: the
+    # ledger reads thread_id from the run it locks for the append, and deletes events with
+    # their thread (ledger/deletion.py), so a per-row check would only cost the hot path.
+    pk = models.CompositePrimaryKey("run", "seq")
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False
+    )
     seq = models.PositiveIntegerField()
     kind = models.CharField(max_length=200)
     data = models.JSONField(default=dict)
     at = models.DateTimeField()
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["run", "seq"], name="event_run_seq_uniq"),
-        ]
 
     def __str__(self) -> str:
         return f"{self.run_id}#{self.seq} {self.kind}"
@@ -237,10 +266,19 @@ class Message(models.Model):
     """A canonical message materialized from a committed run."""
 
     id = ULIDField(primary_key=True, default=new_ulid, editable=False)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages")
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="messages", db_constraint=False
+    )
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="messages", db_constraint=False
+    )
     parent = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="children",
+        db_constraint=False,
     )
     depth = models.PositiveIntegerField()
     position = models.PositiveIntegerField(default=0)
@@ -399,8 +437,12 @@ class Report(models.Model):
         ("other", "Other"),
     ]
 
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="reports")
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="reports")
+    message = models.ForeignKey(
+        Message, on_delete=models.CASCADE, related_name="reports", db_constraint=False
+    )
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="reports", db_constraint=False
+    )
     reporter = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -426,8 +468,12 @@ class Report(models.Model):
 class RunRating(models.Model):
     """A reader's verdict on a run at a fork point: preferred or not, with a note."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="ratings")
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="ratings")
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="ratings", db_constraint=False
+    )
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="ratings", db_constraint=False
+    )
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     preferred = models.BooleanField(default=True)
     note = models.TextField(blank=True, default="")
@@ -435,7 +481,10 @@ class RunRating(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["run", "user"], name="run_rating_one_per_user"),
+            # thread first: a unique key holds the distribution column (migration 0011).
+            models.UniqueConstraint(
+                fields=["thread", "run", "user"], name="run_rating_one_per_user"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -489,9 +538,15 @@ class ShareLink(models.Model):
 
     id = ULIDField(primary_key=True, default=new_ulid, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="shares")
-    leaf = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
-    secret_hash = models.CharField(max_length=64, unique=True)
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="shares", db_constraint=False
+    )
+    leaf = models.ForeignKey(
+        Message, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
+    # Unique with thread_id (the distribution column, migration 0011); the index's leading
+    # column still finds a link by its secret alone.
+    secret_hash = models.CharField(max_length=64)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -507,6 +562,9 @@ class ShareLink(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["thread", "-created_at"], name="share_thread_idx")]
+        constraints = [
+            models.UniqueConstraint(fields=["secret_hash", "thread"], name="share_secret_uniq"),
+        ]
 
     def __str__(self) -> str:
         return f"Share {self.id} of {self.thread_id}"

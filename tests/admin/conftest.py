@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from tests.base import Team
 from tests.factories import ask, events, make_thread, say
 from transcripts import ledger
+from transcripts.admin.events import event_key
 from transcripts.ledger import moderation
 from transcripts.ledger.audit import record_audit
 from transcripts.ledger.tokens import issue_token
@@ -57,6 +58,8 @@ class Records:
         """The id of the record of model (a model name as in admin URLs)."""
         if model == "project":
             return self.project.pk
+        if model == "event":
+            return event_key(self.event)
         return getattr(self, model).pk
 
 

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from tests.admin.conftest import conversation_in
 from tests.base import Team
+from transcripts.admin.events import event_key
 from transcripts.models import AuditRecord, Event, Message, Report, Run, Thread
 
 pytestmark = pytest.mark.django_db
@@ -74,7 +75,7 @@ def test_change_pages_show_every_record_without_a_save_button(staff: Team, who: 
     pages = {
         **{model: obj.pk for model, (_, obj, _form) in targets.items()},
         "run": run.pk if run else None,
-        "event": event.pk if event else None,
+        "event": event_key(event) if event else None,
         "auditrecord": record.pk,
     }
     for model, pk in pages.items():

@@ -188,7 +188,7 @@ def test_the_admin_pages_link_related_objects_and_the_links_filter(
     links = {
         "run": f"?thread__id__exact={thread.id}",
         "message": f"?thread__id__exact={thread.id}",
-        "event": f"?thread__id__exact={thread.id}",
+        "event": f"?run__thread__id__exact={thread.id}",
         "report": f"?thread__id__exact={thread.id}",
         "auditrecord": f"?thread_id={thread.id}",
     }
@@ -202,7 +202,7 @@ def test_the_admin_pages_link_related_objects_and_the_links_filter(
     assert (
         other.id
         not in admin_browser.get(
-            reverse("admin:transcripts_event_changelist") + f"?thread__id__exact={thread.id}"
+            reverse("admin:transcripts_event_changelist") + f"?run__thread__id__exact={thread.id}"
         ).content.decode()
     )
     run_page = admin_browser.get(reverse("admin:transcripts_run_change", args=[secret.run_id]))

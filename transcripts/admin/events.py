@@ -5,10 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.contrib.admin.views.main import ChangeList
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
-from transcripts.admin.actions import NoDeleteMixin, ViewOnlyMixin, id_link, search_by_id
+from transcripts.admin.actions import (
+    NoDeleteMixin,
+    ViewOnlyMixin,
+    admin_url,
+    id_link,
+    search_by_id,
+)
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.events import KINDS
 from transcripts.ids import is_ulid
@@ -33,7 +40,19 @@ class EventKindFilter(admin.SimpleListFilter):
         return queryset.filter(kind=value)
 
 
-@admin.register(Event)
+def event_key(event: Event) -> str:
+    """The id of an event in admin URLs: its run's id and its seq, as `RUN.SEQ`."""
+    return f"{event.run_id}.{event.seq}"
+
+
+class EventChangeList(ChangeList):
+    """The event list, linking each row by its key (run, seq): events have no single id."""
+
+    def url_for_result(self, result: Model) -> str:
+        assert isinstance(result, Event)
+        return admin_url("event", event_key(result))
+
+
 class EventAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Event]):
     """The event log, read-only and paged; filter by run from the run's page."""
 
@@ -56,6 +75,23 @@ class EventAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Event]):
             return search_by_id(queryset, search_term, "run__id", "thread__id"), False
         return super().get_search_results(request, queryset, search_term)
 
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        # A thread's events are found through its runs: the log has no thread_id index.
+        return lookup == "run__thread__id__exact" or super().lookup_allowed(lookup, value, request)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return EventChangeList
+
+    def find_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Event | None:
+        """The event of a `RUN.SEQ` key among those the user may see; None (a 404) otherwise."""
+        run_id, _, seq = object_id.rpartition(".")
+        if not is_ulid(run_id) or not seq.isdigit() or len(seq) > 10:
+            return None
+        found = self.get_queryset(request).filter(run_id=run_id.upper(), seq=int(seq))
+        return found.first()
+
     @admin.display(description="run", ordering="run")
     def run_link(self, obj: Event) -> str:
         return id_link("run", obj.run_id)
@@ -67,3 +103,8 @@ class EventAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Event]):
     @admin.display(description="data")
     def payload(self, obj: Event) -> str:
         return str(obj.data)[:120]
+
+
+# Django 5.2's admin.register refuses a model with a composite primary key, for the URLs of
+# its rows; EventAdmin names each row by its own key (event_key), so it is registered directly.
+admin.site._registry[Event] = EventAdmin(Event, admin.site)

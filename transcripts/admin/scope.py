@@ -73,7 +73,7 @@ class ProjectScopedAdmin(admin.ModelAdmin[M]):
         # Django would redirect to the index saying the record does not exist. A 404 says so
         # to browsers and scripts alike, the same for other projects' records and deleted
         # ones; the 403 depends on the user's roles only, never on the id.
-        obj = super().get_object(request, object_id, from_field)
+        obj = self.find_object(request, object_id, from_field)
         if obj is not None:
             return obj
         if not self.has_view_permission(request):
@@ -82,6 +82,12 @@ class ProjectScopedAdmin(admin.ModelAdmin[M]):
                 f"{self.view_role.label} role in a project"
             )
         raise Http404(f"no {self.opts.verbose_name} with this id")
+
+    def find_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> M | None:
+        """The record of object_id among those the user may see, or None (Django's lookup)."""
+        return super().get_object(request, object_id, from_field)
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.holds(request, self.view_role)

@@ -191,7 +191,7 @@ class ThreadAdmin(ViewOnlyMixin, ProjectScopedAdmin[Thread]):
             (conversation_url(obj.id), "conversation"),
             (changelist_url("run", thread__id__exact=obj.id), "runs"),
             (changelist_url("message", thread__id__exact=obj.id), "messages"),
-            (changelist_url("event", thread__id__exact=obj.id), "events"),
+            (changelist_url("event", run__thread__id__exact=obj.id), "events"),
             (changelist_url("report", thread__id__exact=obj.id), "reports"),
             (changelist_url("auditrecord", thread_id=obj.id), "audit log"),
         )

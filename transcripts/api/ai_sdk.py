@@ -34,9 +34,10 @@ def _earlier_tool_names(run: Run, call_ids: list[str]) -> dict[str, str]:
     if not call_ids:
         return {}
     calls = (
-        Event.objects.filter(thread_id=run.thread_id, kind="tool-call")
+        # Through the thread's runs: the event log's only index is its key, (run_id, seq).
+        Event.objects.filter(run__thread_id=run.thread_id, kind="tool-call")
         .filter(data__toolCallId__in=call_ids[:1000])
-        .order_by("id")
+        .order_by("run_id", "seq")
         .values_list("data__toolCallId", "data__toolName")
     )
     return {call_id: name for call_id, name in calls if isinstance(name, str) and name}

@@ -31,38 +31,49 @@ _MESSAGE_COLUMNS = (
 )
 
 
-def copy_messages(messages: Iterable[Message]) -> None:
-    """COPY unsaved Message rows (as Message.from_projection makes them) into the table."""
-    # Each id is parsed once: a message's id is its child's parent, and a run's id and its
-    # thread's come back on every one of their messages.
-    uuids: dict[str, uuid.UUID] = {}
+class UuidCache:
+    """ULIDs parsed once each: a message's id is its child's parent, and a run's id and its
+    thread's come back on every one of their messages."""
 
-    def uuid_of(ulid: str) -> uuid.UUID:
-        parsed = uuids.get(ulid)
+    def __init__(self) -> None:
+        self._parsed: dict[str, uuid.UUID] = {}
+
+    def __call__(self, ulid: str) -> uuid.UUID:
+        parsed = self._parsed.get(ulid)
         if parsed is None:
-            parsed = uuids[ulid] = to_uuid(ulid)
+            parsed = self._parsed[ulid] = to_uuid(ulid)
         return parsed
 
+
+def copy_message_rows(rows: Iterable[tuple[Any, ...]]) -> None:
+    """COPY message rows, each a tuple in the order of message_row, into the table."""
     with (
         connection.cursor() as cursor,
         cursor.cursor.copy(f"COPY transcripts_message ({_MESSAGE_COLUMNS}) FROM STDIN") as copy,
     ):
-        for m in messages:
-            copy.write_row(
-                (
-                    uuid_of(m.id),
-                    uuid_of(m.parent_id) if m.parent_id else None,
-                    uuid_of(m.run_id),
-                    m.depth,
-                    m.position,
-                    m.role,
-                    json.dumps(m.parts, ensure_ascii=False),
-                    json.dumps(m.metadata, ensure_ascii=False),
-                    m.created_at,
-                    m.active,
-                    uuid_of(m.thread_id),
-                    m.first_seq,
-                    m.last_seq,
-                    m.flag_reason,
-                )
-            )
+        for row in rows:
+            copy.write_row(row)
+
+
+def copy_messages(messages: Iterable[Message]) -> None:
+    """COPY unsaved Message rows (as Message.from_projection makes them) into the table."""
+    uuid_of = UuidCache()
+    copy_message_rows(
+        (
+            uuid_of(m.id),
+            uuid_of(m.parent_id) if m.parent_id else None,
+            uuid_of(m.run_id),
+            m.depth,
+            m.position,
+            m.role,
+            json.dumps(m.parts, ensure_ascii=False),
+            json.dumps(m.metadata, ensure_ascii=False),
+            m.created_at,
+            m.active,
+            uuid_of(m.thread_id),
+            m.first_seq,
+            m.last_seq,
+            m.flag_reason,
+        )
+        for m in messages
+    )

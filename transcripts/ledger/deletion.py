@@ -35,9 +35,14 @@ class Deleted:
 
 # Children first; the foreign keys inside a thread (parents, heads, fork points, superseding
 # runs) are deferred to commit, by which time every row they point at is gone too. A thread
-# forked off a deleted one keeps living without its parent.
+# forked off a deleted one keeps living without its parent. The event log has no foreign keys
+# (Event): its rows go here, found by run through its key, (run_id, seq, thread_id).
 _DELETE = (
-    ("events", "DELETE FROM transcripts_event WHERE thread_id = ANY(%(ids)s)"),
+    (
+        "events",
+        "DELETE FROM transcripts_event WHERE thread_id = ANY(%(ids)s) AND run_id IN"
+        " (SELECT id FROM transcripts_run WHERE thread_id = ANY(%(ids)s))",
+    ),
     ("ratings", "DELETE FROM transcripts_runrating WHERE thread_id = ANY(%(ids)s)"),
     ("reports", "DELETE FROM transcripts_report WHERE thread_id = ANY(%(ids)s)"),
     ("messages", "DELETE FROM transcripts_message WHERE thread_id = ANY(%(ids)s)"),

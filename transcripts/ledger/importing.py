@@ -8,17 +8,20 @@ every imported message replays from the event log. What to write is planned in
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from transcripts.events import CheckedEvent
 from transcripts.fields import to_uuid
 from transcripts.formats.document import TreeThread
 from transcripts.ids import derived_ulid, is_ulid, new_ulid
-from transcripts.ledger.bulk_copy import copy_event_rows, copy_messages
+from transcripts.ledger.bulk_copy import UuidCache, copy_event_rows, copy_message_rows
+from transcripts.ledger.checks import check_object, check_storable
 from transcripts.ledger.import_plan import (
     active_keys,
     chains,
@@ -33,9 +36,10 @@ from transcripts.ledger.import_plan import (
     projected_message,
     statuses,
 )
-from transcripts.ledger.threads import MAX_TITLE, create_thread
-from transcripts.models import Message, Project, Run, RunOrigin, RunStatus, Thread
-from transcripts.times import parse_iso_utc
+from transcripts.ledger.threads import MAX_TITLE
+from transcripts.models import Project, Run, RunOrigin, RunStatus, Thread
+from transcripts.selectors.ulids import ulid_of
+from transcripts.times import parse_iso, parse_iso_utc
 
 
 def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) -> Thread:
@@ -50,19 +54,6 @@ def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) ->
     check_runs(tree)
     active = active_keys(tree, by_key)
     now = timezone.now()
-    taken: set[str] = set()
-    if keep_ids:
-        candidates = [k for k in by_key if is_ulid(k)]
-        taken = set(Message.objects.filter(pk__in=candidates).values_list("pk", flat=True))
-    ids: dict[str, str] = {}
-    times: dict[str, datetime] = {}
-    for position, (key, message) in enumerate(by_key.items()):
-        moment = parse_iso_utc(message.get("createdAt")) or now
-        times[key] = moment
-        if keep_ids and is_ulid(key) and key not in taken:
-            ids[key] = key
-        else:
-            ids[key] = derived_ulid(int(moment.timestamp() * 1000), position, new_ulid(), key)
     planned = chains(tree, by_key)
     status, superseded_by = statuses(planned, active)
     in_chains = {id(c.source) for c in planned}
@@ -75,22 +66,33 @@ def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) ->
         and not r.get("messageIds")
         and (r.get("forkFromMessageId") is None or r.get("forkFromMessageId") in by_key)
     ]
-    thread_id = tree.id if keep_ids and is_ulid(tree.id) else None
-    if thread_id and Thread.objects.filter(pk=thread_id).exists():
-        thread_id = None
+    sources = [c.source for c in planned] + empty
+    taken = _taken(tree, by_key, sources) if keep_ids else Taken()
+    ids: dict[str, str] = {}
+    times: dict[str, datetime] = {}
+    for position, (key, message) in enumerate(by_key.items()):
+        moment = parse_iso_utc(message.get("createdAt")) or now
+        times[key] = moment
+        if keep_ids and is_ulid(key) and key not in taken.messages:
+            ids[key] = key
+        else:
+            ids[key] = derived_ulid(int(moment.timestamp() * 1000), position, new_ulid(), key)
+    title = (tree.title or "")[:MAX_TITLE]
+    check_storable(title, "title")
+    # The thread row is written whole, head included (the foreign key is checked at commit):
+    # one INSERT instead of an insert, an update and a read back.
+    thread = Thread(
+        project=project,
+        title=title,
+        metadata=check_object(tree.metadata, "metadata"),
+        agents=check_object(tree.agents, "agents"),
+        created_at=parse_iso_utc(tree.created_at) or now,
+        updated_at=parse_iso_utc(tree.updated_at) or now,
+    )
+    if keep_ids and tree.id is not None and is_ulid(tree.id) and not taken.thread:
+        thread.id = tree.id
     with transaction.atomic():
-        thread, _ = create_thread(
-            project=project,
-            title=(tree.title or "")[:MAX_TITLE],
-            metadata=tree.metadata,
-            agents=tree.agents,
-            thread_id=thread_id,
-        )
-        created = parse_iso_utc(tree.created_at)
-        if created is not None:
-            thread.created_at = created
-        thread.updated_at = parse_iso_utc(tree.updated_at) or now
-        run_ids = _run_ids([c.source for c in planned] + empty, keep_ids)
+        run_ids = _run_ids(sources, keep_ids, taken.runs)
         runs: list[Run] = []
         for index, chain in enumerate(planned):
             chain.run_id = run_ids[index]
@@ -138,9 +140,13 @@ def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) ->
                 )
             )
         depth = depths(by_key)
-        messages: list[Message] = []
+        # Rows as tuples, straight to COPY: a Message instance per row cost more than the rest
+        # of the write (bench/bench_import.py); the columns are those of copy_messages.
+        message_rows: list[tuple[Any, ...]] = []
+        head: tuple[int, str] | None = None
+        uuid_of = UuidCache()
         event_rows: list[tuple[Any, ...]] = []
-        thread_uuid = to_uuid(thread.id)
+        thread_uuid = uuid_of(thread.id)
 
         def add_events(run: Run, stored: list[CheckedEvent]) -> None:
             run.last_seq = stored[-1].seq if stored else 0
@@ -156,34 +162,73 @@ def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) ->
             ranges = [(n, n) for n in range(1, len(recorded) + 1)] if kept is None else kept[1]
             parent = run.fork_from_id
             tool_names: dict[str, str] = {}
+            run_uuid = uuid_of(run.id)
             for position, (key, event) in enumerate(zip(chain.keys, recorded, strict=True)):
-                messages.append(
-                    Message.from_projection(
-                        projected_message(event.data, parent, tool_names),
-                        thread=thread,
-                        run=run,
-                        depth=depth[key],
-                        position=position,
-                        active=key in active,
-                        seq_range=ranges[position],
+                projected = projected_message(event.data, parent, tool_names)
+                message_id = projected["id"]
+                is_active = key in active
+                if is_active and (head is None or depth[key] > head[0]):
+                    head = (depth[key], message_id)
+                first_seq, last_seq = ranges[position]
+                message_rows.append(
+                    (
+                        uuid_of(message_id),
+                        uuid_of(parent) if parent else None,
+                        run_uuid,
+                        depth[key],
+                        position,
+                        projected["role"],
+                        json.dumps(projected["parts"], ensure_ascii=False),
+                        json.dumps(projected["metadata"], ensure_ascii=False),
+                        parse_iso(projected.get("createdAt")) or run.created_at,
+                        is_active,
+                        thread_uuid,
+                        first_seq,
+                        last_seq,
+                        "",
                     )
                 )
-                parent = event.data["id"]
+                parent = message_id
         for source, run in zip(empty, extra_runs, strict=True):
             events_in = source.get("events")
             if keep_ids and run.id == source.get("id") and isinstance(events_in, list):
                 add_events(run, checked_events(events_in, "runs[].events"))
+        if head is not None:
+            thread.head_id = head[1]
+        thread.save(force_insert=True)
         Run.objects.bulk_create(runs + extra_runs, batch_size=500)
         copy_event_rows(event_rows)
-        copy_messages(messages)
-        head = max((m for m in messages if m.active), key=lambda m: m.depth, default=None)
-        Thread.objects.filter(pk=thread.pk).update(
-            head_id=head.id if head else None,
-            created_at=thread.created_at,
-            updated_at=thread.updated_at,
-        )
-    thread.refresh_from_db()
+        copy_message_rows(message_rows)
     return thread
+
+
+@dataclass(frozen=True)
+class Taken:
+    """The ids an import would keep that are in use already."""
+
+    messages: frozenset[str] = frozenset()
+    runs: frozenset[str] = frozenset()
+    thread: bool = False
+
+
+def _taken(
+    tree: TreeThread, by_key: dict[str, dict[str, Any]], sources: list[dict[str, Any]]
+) -> Taken:
+    """Which of the tree's own ids are taken, in one round trip."""
+    messages = [to_uuid(k) for k in by_key if is_ulid(k)]
+    runs = [to_uuid(s["id"]) for s in sources if is_ulid(s.get("id"))]
+    thread = [to_uuid(tree.id)] if is_ulid(tree.id) else []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 'message', id FROM transcripts_message WHERE id = ANY(%s)"
+            " UNION ALL SELECT 'run', id FROM transcripts_run WHERE id = ANY(%s)"
+            " UNION ALL SELECT 'thread', id FROM transcripts_thread WHERE id = ANY(%s)",
+            [messages, runs, thread],
+        )
+        found: dict[str, set[str]] = {"message": set(), "run": set(), "thread": set()}
+        for kind, value in cursor.fetchall():
+            found[kind].add(ulid_of(value))
+    return Taken(frozenset(found["message"]), frozenset(found["run"]), bool(found["thread"]))
 
 
 def _run_row(
@@ -224,11 +269,10 @@ def _run_row(
     )
 
 
-def _run_ids(sources: list[dict[str, Any]], keep_ids: bool) -> list[str]:
+def _run_ids(sources: list[dict[str, Any]], keep_ids: bool, taken: frozenset[str]) -> list[str]:
     """An id for each run: its own when that is a ULID not used yet, else a fresh one."""
     wanted = [s.get("id") for s in sources]
     keep = {w for w in wanted if keep_ids and is_ulid(w)}
-    taken = set(Run.objects.filter(pk__in=keep).values_list("pk", flat=True)) if keep else set()
     seen: set[str] = set()
     result = []
     for value in wanted:

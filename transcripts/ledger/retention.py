@@ -41,7 +41,7 @@ def _count(threads: QuerySet[Thread]) -> Deleted:
     return Deleted(
         threads=threads.count(),
         runs=Run.objects.filter(thread__in=ids).count(),
-        events=Event.objects.filter(thread__in=ids).count(),
+        events=Event.objects.filter(run__thread__in=ids).count(),
         messages=Message.objects.filter(thread__in=ids).count(),
         reports=Report.objects.filter(thread__in=ids).count(),
         ratings=RunRating.objects.filter(thread__in=ids).count(),
