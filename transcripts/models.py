@@ -218,6 +218,8 @@ class Run(models.Model):
                 name="run_open_idx",
                 condition=Q(status__in=["queued", "streaming"]),
             ),
+            # The thread list's "failed runs" filter (bench_scale: a scan of every run before).
+            models.Index(fields=["thread"], name="run_failed_idx", condition=Q(status="failed")),
         ]
 
     def __str__(self) -> str:

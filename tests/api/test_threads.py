@@ -69,6 +69,17 @@ def test_it_searches_threads_by_message_text_on_every_branch(api):
     assert [t["id"] for t in found] == [thread.id]
 
 
+def test_a_quoted_phrase_finds_titles_as_well_as_messages(api):
+    titled = make_thread("Reset the password")
+    said = make_thread("plain")
+    ask(said, "please reset the password now")
+    make_thread("the password reset")
+
+    found = api.get("/threads", q='"reset the password"').json()["threads"]
+
+    assert {t["id"] for t in found} == {titled.id, said.id}
+
+
 def test_it_refuses_a_forged_cursor(api):
     for cursor in ("garbage", "WzFd", "WyJ4IiwieSJd"):
         response = api.get("/threads", cursor=cursor)

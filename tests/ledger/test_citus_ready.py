@@ -34,7 +34,7 @@ DISTRIBUTION = {
 
 # The one unique key without the distribution column, and why it may stay: an OpenTelemetry
 # conversation id is unique per project, across threads. On Citus it moves to a lookup table
-# distributed by project (docs/scaling-write.md); on one PostgreSQL it is what it is.
+# distributed by project (docs/scaling.md, "The write path"); on one PostgreSQL it is what it is.
 KNOWN_EXCEPTIONS = {"thread_external_id_per_project"}
 
 KEYS = """

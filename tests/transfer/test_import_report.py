@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.test import Client
 
 from tests.base import Team
@@ -133,3 +134,16 @@ def _only(members: dict[str, bytes]) -> bytes:
         for name, content in members.items():
             archive.writestr(name, content)
     return buffer.getvalue()
+
+
+def test_the_command_line_prints_the_report(tmp_path: Path) -> None:
+    archive = tmp_path / "export.zip"
+    archive.write_bytes(zipped("chatgpt_export"))
+    out = io.StringIO()
+
+    call_command("import_transcripts", str(archive), stdout=out, stderr=io.StringIO())
+
+    printed = out.getvalue()
+    assert "Imported 2 thread(s) as chatgpt" in printed
+    assert "5 branch(es), 3 file(s) from the archive" in printed
+    assert "  skipped " in printed

@@ -6,7 +6,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-# Citus-ready keys (docs/scaling-write.md): thread_id, the distribution column, is in every
+# Citus-ready keys (docs/scaling.md, "The write path"): thread_id, the distribution column, is in every
 # primary key, unique key and foreign key of the thread-scoped tables; Django's single-column
 # foreign keys were dropped above (db_constraint=False) and are made here, composite.
 SCOPED = ("run", "message", "report", "runrating", "sharelink")

@@ -27,7 +27,11 @@ def search_threads(threads: QuerySet[Thread], query: str) -> QuerySet[Thread]:
         return threads
     search = SearchQuery(query, config="simple", search_type="websearch")
     hits = Message.objects.filter(thread_id=OuterRef("pk"), search=search)
-    return threads.filter(Exists(hits) | Q(title__icontains=query))
+    # Titles match the words as typed: a phrase's quotes are search syntax, not title text.
+    title = " ".join(query.replace('"', " ").split())
+    if not title:
+        return threads.filter(Exists(hits))
+    return threads.filter(Exists(hits) | Q(title__icontains=title))
 
 
 def thread_page(

@@ -66,3 +66,17 @@ class Command(BaseCommand):
         )
         for thread_id in result.thread_ids[:50]:
             self.stdout.write(f"  {thread_id}")
+        self._write_report(result.report)
+
+    def _write_report(self, report: dict[str, Any]) -> None:
+        """The import report: what was created, and each skipped item with why."""
+        if not report:
+            return
+        self.stdout.write(
+            f"{report.get('messages', 0)} message(s), {report.get('branches', 0)} branch(es), "
+            f"{report.get('filesInlined', 0)} file(s) from the archive, "
+            f"{report.get('labelled', 0)} item(s) kept as labels, "
+            f"{report.get('skippedTotal', 0)} skipped"
+        )
+        for item in report.get("skipped", [])[:50]:
+            self.stdout.write(f"  skipped {item['where']}: {item['what']} ({item['why']})")
