@@ -27,7 +27,16 @@ from .document import (
     tool_call_part,
     tool_result_part,
 )
-from .sources import Skips, iso_time, labelled, mapping, orphaned, parents_first, string
+from .sources import (
+    Skips,
+    import_each,
+    iso_time,
+    labelled,
+    mapping,
+    orphaned,
+    parents_first,
+    string,
+)
 from .validation import Problems
 
 NO_PARENT = "00000000-0000-0000-0000-000000000000"
@@ -46,17 +55,7 @@ _MESSAGE_FIELDS = (
 
 def import_librechat(data: Any, skips: Skips | None = None) -> list[TreeThread]:
     """Threads from a parsed LibreChat export (one conversation, or an array of them)."""
-    log = skips if skips is not None else Skips()
-    problems = Problems()
-    items = [data] if isinstance(data, dict) else (problems.array(data, "$") or [])
-    threads = []
-    for index, item in enumerate(items):
-        path = "$" if isinstance(data, dict) else f"$[{index}]"
-        thread = _conversation(item, path, problems, log)
-        if thread is not None:
-            threads.append(thread)
-    problems.raise_if_any()
-    return threads
+    return import_each(data, _conversation, skips)
 
 
 def _conversation(value: Any, path: str, problems: Problems, skips: Skips) -> TreeThread | None:

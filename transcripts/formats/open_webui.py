@@ -26,6 +26,7 @@ from typing import Any
 from .document import TreeThread, file_part, make_message, tool_call_part, tool_result_part
 from .sources import (
     Skips,
+    import_each,
     iso_time,
     labelled,
     mapping,
@@ -47,17 +48,7 @@ _MESSAGE_FIELDS = ("id", "parentId", "childrenIds", "role", "content", "timestam
 
 def import_open_webui(data: Any, skips: Skips | None = None) -> list[TreeThread]:
     """Threads from a parsed Open WebUI export (an array of chats, or one chat)."""
-    log = skips if skips is not None else Skips()
-    problems = Problems()
-    items = [data] if isinstance(data, dict) else (problems.array(data, "$") or [])
-    threads = []
-    for index, item in enumerate(items):
-        path = "$" if isinstance(data, dict) else f"$[{index}]"
-        thread = _chat(item, path, problems, log)
-        if thread is not None:
-            threads.append(thread)
-    problems.raise_if_any()
-    return threads
+    return import_each(data, _chat, skips)
 
 
 def _chat(value: Any, path: str, problems: Problems, skips: Skips) -> TreeThread | None:

@@ -11,6 +11,9 @@ from typing import Any, BinaryIO
 
 from transcripts.times import epoch_to_iso, parse_iso, to_iso
 
+from .document import TreeThread
+from .validation import Problems
+
 
 @dataclass(frozen=True)
 class Skipped:
@@ -159,3 +162,21 @@ class Prefixed:
                 return head + self.fp.read()
             return head + (self.fp.read(size - len(head)) if size > len(head) else b"")
         return self.fp.read(size)
+
+
+ReadOne = Callable[[Any, str, Problems, "Skips"], "TreeThread | None"]
+
+
+def import_each(data: Any, read: ReadOne, skips: Skips | None) -> list[TreeThread]:
+    """The threads read (by read) from one exported conversation or an array of them; every
+    problem of every conversation is reported at once."""
+    log = skips if skips is not None else Skips()
+    problems = Problems()
+    items = [data] if isinstance(data, dict) else (problems.array(data, "$") or [])
+    threads = []
+    for index, item in enumerate(items):
+        thread = read(item, "$" if isinstance(data, dict) else f"$[{index}]", problems, log)
+        if thread is not None:
+            threads.append(thread)
+    problems.raise_if_any()
+    return threads
