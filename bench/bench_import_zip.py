@@ -70,7 +70,7 @@ def main() -> None:
         peak_mb = next(int(ln.split()[1]) for ln in status if ln.startswith("VmHWM:")) / 1024
     report = result.report
     print(f"zip: {args.conversations} conversations in splits of {args.split}, {size_mb:.1f} MB")
-    print(f"import: {seconds:.1f} s, {total / seconds:,.0f} messages/s (both passes)")
+    print(f"import: {seconds:.1f} s, {total / seconds:,.0f} messages/s")
     print(
         f"report: {report['threads']} threads, {report['messages']} messages, "
         f"{report['branches']} branches, {report['filesInlined']} files inlined, "

@@ -15,7 +15,6 @@ memory stays flat whatever its size.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from collections.abc import Iterator
@@ -181,7 +180,7 @@ def _conversation(
     if leaf is None and messages:
         leaf = messages[-1]["id"]
     extra = {
-        k: copy.deepcopy(v)
+        k: v
         for k, v in conversation.items()
         if k not in ("mapping", "title", "create_time", "update_time", "current_node")
     }
@@ -251,11 +250,12 @@ def _message(
     extra: dict[str, Any] = {"content_type": content_type}
     for field in ("status", "recipient", "end_turn", "weight", "channel"):
         if field in raw:
-            extra[field] = copy.deepcopy(raw[field])
+            extra[field] = raw[field]
     if author_name is not None:
         extra["author_name"] = author_name
     if raw_meta:
-        extra["metadata"] = copy.deepcopy(raw_meta)
+        # Shared with the parsed document, not copied: an import only reads either.
+        extra["metadata"] = raw_meta
     if isinstance(raw_meta.get("model_slug"), str):
         metadata["model"] = raw_meta["model_slug"]
     finish = raw_meta.get("finish_details")

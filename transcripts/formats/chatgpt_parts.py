@@ -9,7 +9,6 @@ found (or too large) a labelled part names them and the import report says why.
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,7 +52,7 @@ def content_parts(
             for item in (items if isinstance(items, list) else [])
             if isinstance(item, str) and item
         ]
-    extra["content"] = copy.deepcopy(content)
+    extra["content"] = content  # shared with the parsed document: an import only reads it
     if content_type == "multimodal_text":
         return _multimodal(items if isinstance(items, list) else [], where, ctx)
     if content_type in ("code", "execution_output", "system_error", "tether_quote"):

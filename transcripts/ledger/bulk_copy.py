@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+import psycopg
 from django.db import connection
 
 from transcripts.fields import to_uuid
@@ -25,7 +26,7 @@ def copy_event_rows(rows: Iterable[tuple[Any, ...]]) -> None:
             copy.write_row(row)
 
 
-_MESSAGE_COLUMNS = (
+MESSAGE_COLUMNS = (
     "id, parent_id, run_id, depth, position, role, parts, metadata, created_at, active,"
     " thread_id, first_seq, last_seq, flag_reason"
 )
@@ -49,10 +50,44 @@ def copy_message_rows(rows: Iterable[tuple[Any, ...]]) -> None:
     """COPY message rows, each a tuple in the order of message_row, into the table."""
     with (
         connection.cursor() as cursor,
-        cursor.cursor.copy(f"COPY transcripts_message ({_MESSAGE_COLUMNS}) FROM STDIN") as copy,
+        cursor.cursor.copy(f"COPY transcripts_message ({MESSAGE_COLUMNS}) FROM STDIN") as copy,
     ):
         for row in rows:
             copy.write_row(row)
+
+
+# COPY's text format: a field's backslashes, tabs and line breaks are written escaped.
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+# Lines sent per write: few writes, and no copy of the whole batch in one string.
+_LINES_PER_WRITE = 2048
+
+
+def copy_field(value: str) -> str:
+    """value as a field of COPY's text format."""
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        return value.translate(_COPY_ESCAPES)
+    return value
+
+
+def copy_json_field(text: str) -> str:
+    """JSON text as a field of COPY's text format (JSON holds no raw tab or line break)."""
+    return text.replace("\\", "\\\\") if "\\" in text else text
+
+
+EVENT_COLUMNS = "thread_id, run_id, seq, kind, data, at"
+NULL = "\\N"  # COPY's text format for a null field
+
+
+def copy_lines(pg: psycopg.Connection[Any], table: str, columns: str, lines: list[str]) -> None:
+    """COPY lines already in the text format (fields escaped, tab-separated, one row and
+    its line break each) into table: the import's rows skip a Python call per value.
+
+    pg is the psycopg connection under Django's, so another thread may write while the
+    caller's goes on (psycopg serializes the connection's use).
+    """
+    with pg.cursor() as cursor, cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        for start in range(0, len(lines), _LINES_PER_WRITE):
+            copy.write("".join(lines[start : start + _LINES_PER_WRITE]))
 
 
 def copy_messages(messages: Iterable[Message]) -> None:

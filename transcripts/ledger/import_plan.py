@@ -12,13 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.utils import timezone
-
 from transcripts.canonical import SCHEMA_VERSION, full_parts
 from transcripts.errors import InvalidEvents, InvalidInput
 from transcripts.events import CheckedEvent, check_events, to_storable_json
 from transcripts.formats.document import TreeThread
-from transcripts.ids import new_ulid
 from transcripts.models import RunStatus
 from transcripts.projector import project
 from transcripts.times import to_iso
@@ -65,17 +62,6 @@ def messages_by_key(tree: TreeThread) -> dict[str, dict[str, Any]]:
     if problems:
         raise InvalidInput(problems[0]["message"], problems=problems)
     return by_key
-
-
-def check_tree(tree: TreeThread) -> None:
-    """Raise InvalidInput for everything import_tree would refuse, without the database.
-
-    A ChatGPT export is checked whole this way before its first thread is written.
-    """
-    by_key = messages_by_key(tree)
-    check_runs(tree)
-    now = timezone.now()
-    message_events([(message, new_ulid(), now) for message in by_key.values()])
 
 
 def chains(tree: TreeThread, by_key: Mapping[str, dict[str, Any]]) -> list[Chain]:
@@ -251,9 +237,10 @@ def projected_message(
 
 def message_events(messages: list[tuple[dict[str, Any], str, datetime]]) -> list[CheckedEvent]:
     """The checked `message` events recording (message, new id, time) triples, seq 1 on."""
+    datas = [message_event(message, id_, at) for message, id_, at in messages]
     events = [
-        {"seq": seq, "kind": "message", "data": message_event(message, id_, at), "at": to_iso(at)}
-        for seq, (message, id_, at) in enumerate(messages, start=1)
+        {"seq": seq, "kind": "message", "data": data, "at": data["createdAt"]}
+        for seq, data in enumerate(datas, start=1)
     ]
     try:
         return check_events(events)

@@ -1,4 +1,4 @@
-"""The ledger's bulk write path for imports: a whole message tree in one transaction.
+"""The ledger's bulk write path for imports: whole message trees, many per COPY.
 
 Part of the ledger (the one way to write): it writes the same rows commit_run would, runs with
 `message` events that project to exactly the stored messages, so every invariant holds and
@@ -9,18 +9,29 @@ every imported message replays from the event log. What to write is planned in
 from __future__ import annotations
 
 import json
+import os
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+import psycopg
+from django.db import connection
 from django.utils import timezone
 
 from transcripts.events import CheckedEvent
 from transcripts.fields import to_uuid
 from transcripts.formats.document import TreeThread
-from transcripts.ids import derived_ulid, is_ulid, new_ulid
-from transcripts.ledger.bulk_copy import UuidCache, copy_event_rows, copy_message_rows
+from transcripts.ids import is_ulid, new_ulid
+from transcripts.ledger.bulk_copy import (
+    EVENT_COLUMNS,
+    MESSAGE_COLUMNS,
+    NULL,
+    copy_field,
+    copy_json_field,
+    copy_lines,
+)
 from transcripts.ledger.checks import check_object, check_storable
 from transcripts.ledger.import_plan import (
     active_keys,
@@ -39,59 +50,162 @@ from transcripts.ledger.import_plan import (
 from transcripts.ledger.threads import MAX_TITLE
 from transcripts.models import Project, Run, RunOrigin, RunStatus, Thread
 from transcripts.selectors.ulids import ulid_of
-from transcripts.times import parse_iso, parse_iso_utc
+from transcripts.times import parse_iso_utc
+
+# Rows buffered before they go to the database: big enough that a COPY and an INSERT carry
+# many threads, small enough that memory stays flat whatever the size of the export.
+BATCH_ROWS = 20_000
+# Compact JSON for the message rows' jsonb columns, with one encoder for every row.
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_MAX_MS = (1 << 48) - 1
+# Crockford's base32 two characters at a time: a ULID's 130 bits (two zero bits, then its
+# 128) are 13 lookups of 10 bits, where the ulid package loops over 26 characters.
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]
+_SHIFTS = range(120, -1, -10)
 
 
-def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) -> Thread:
-    """Write a whole thread (every branch) through the ledger, in one transaction.
+def ulid_text(raw: bytes) -> str:
+    """The ULID string of 16 bytes, as ULID.from_bytes(raw) spells it."""
+    value = int.from_bytes(raw, "big")
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in _SHIFTS])
 
-    Ids that are ULIDs not used yet are kept (so a canonical export re-imports as itself);
-    other ids get fresh ULIDs, the original kept in metadata.sourceMessageId. A run exported
-    with its events keeps them when its ids are kept and they project to its messages;
-    otherwise its messages are recorded as `message` events.
+
+class TreeWriter:
+    """Writes whole threads (every branch) through the ledger, many per batch of rows.
+
+    Use it inside one transaction and call `flush` before it ends: `add` checks and plans a
+    thread and raises InvalidInput for anything it would refuse, so a caller that rolls back
+    on that error writes nothing of an invalid import.
     """
-    by_key = messages_by_key(tree)
-    check_runs(tree)
-    active = active_keys(tree, by_key)
-    now = timezone.now()
-    planned = chains(tree, by_key)
-    status, superseded_by = statuses(planned, active)
-    in_chains = {id(c.source) for c in planned}
-    # Runs without messages (failed, cancelled, in flight when exported) are kept too.
-    empty = [
-        r
-        for r in tree.runs
-        if isinstance(r, dict)
-        and id(r) not in in_chains
-        and not r.get("messageIds")
-        and (r.get("forkFromMessageId") is None or r.get("forkFromMessageId") in by_key)
-    ]
-    sources = [c.source for c in planned] + empty
-    taken = _taken(tree, by_key, sources) if keep_ids else Taken()
-    ids: dict[str, str] = {}
-    times: dict[str, datetime] = {}
-    for position, (key, message) in enumerate(by_key.items()):
-        moment = parse_iso_utc(message.get("createdAt")) or now
-        times[key] = moment
-        if keep_ids and is_ulid(key) and key not in taken.messages:
-            ids[key] = key
-        else:
-            ids[key] = derived_ulid(int(moment.timestamp() * 1000), position, new_ulid(), key)
-    title = (tree.title or "")[:MAX_TITLE]
-    check_storable(title, "title")
-    # The thread row is written whole, head included (the foreign key is checked at commit):
-    # one INSERT instead of an insert, an update and a read back.
-    thread = Thread(
-        project=project,
-        title=title,
-        metadata=check_object(tree.metadata, "metadata"),
-        agents=check_object(tree.agents, "agents"),
-        created_at=parse_iso_utc(tree.created_at) or now,
-        updated_at=parse_iso_utc(tree.updated_at) or now,
-    )
-    if keep_ids and tree.id is not None and is_ulid(tree.id) and not taken.thread:
-        thread.id = tree.id
-    with transaction.atomic():
+
+    def __init__(self, *, project: Project, keep_ids: bool = True) -> None:
+        self.project = project
+        self.keep_ids = keep_ids
+        self._threads: list[Thread] = []
+        self._runs: list[Run] = []
+        self._events: list[str] = []
+        self._messages: list[str] = []
+        # Ids kept by the threads not flushed yet: the database cannot tell they are taken.
+        self._pending = _Kept()
+        # The COPY of the last batch, running while the next one is planned.
+        self._copying: threading.Thread | None = None
+        self._copy_failed: BaseException | None = None
+
+    def __enter__(self) -> TreeWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # The transaction must not end under a COPY still running; a COPY's own error is
+        # raised here unless another is on its way already.
+        self._join(raise_failure=exc[0] is None)
+
+    def add(self, tree: TreeThread) -> Thread:
+        """Check and plan one thread's rows, writing a batch when enough are buffered.
+
+        Ids that are ULIDs not used yet are kept (so a canonical export re-imports as itself);
+        other ids get fresh ULIDs, the original kept in metadata.sourceMessageId. A run
+        exported with its events keeps them when its ids are kept and they project to its
+        messages; otherwise its messages are recorded as `message` events.
+        """
+        thread = self._plan(tree)
+        self._threads.append(thread)
+        if len(self._events) + len(self._messages) >= BATCH_ROWS:
+            self.flush(wait=False)
+        return thread
+
+    def flush(self, *, wait: bool = True) -> None:
+        """Write the buffered threads, runs, events and messages.
+
+        The events and messages go by COPY on a thread of their own: PostgreSQL stores one
+        batch while this one plans the next. wait=False returns while that COPY runs.
+        """
+        self._join()
+        if self._threads:
+            # Foreign keys are checked at commit: a thread may name its head before it exists.
+            Thread.objects.bulk_create(self._threads, batch_size=500)
+            Run.objects.bulk_create(self._runs, batch_size=500)
+            pg = connection.connection
+            assert pg is not None  # bulk_create connected
+            self._copying = threading.Thread(
+                target=self._copy, args=(pg, self._events, self._messages), daemon=True
+            )
+            self._copying.start()
+            self._threads, self._runs, self._events, self._messages = [], [], [], []
+            # The database tells these ids are taken once the COPY is joined, which _taken
+            # does before it asks.
+            self._pending = _Kept()
+        if wait:
+            self._join()
+
+    def _copy(self, pg: psycopg.Connection[Any], events: list[str], messages: list[str]) -> None:
+        try:
+            copy_lines(pg, "transcripts_event", EVENT_COLUMNS, events)
+            copy_lines(pg, "transcripts_message", MESSAGE_COLUMNS, messages)
+        except BaseException as exc:  # raised in the importing thread by _join
+            self._copy_failed = exc
+
+    def _join(self, *, raise_failure: bool = True) -> None:
+        """Wait for the COPY in flight, raising its error."""
+        if self._copying is not None:
+            self._copying.join()
+            self._copying = None
+        failed, self._copy_failed = self._copy_failed, None
+        if failed is not None and raise_failure:
+            raise failed
+
+    def _plan(self, tree: TreeThread) -> Thread:
+        keep_ids = self.keep_ids
+        by_key = messages_by_key(tree)
+        check_runs(tree)
+        active = active_keys(tree, by_key)
+        now = timezone.now()
+        planned = chains(tree, by_key)
+        status, superseded_by = statuses(planned, active)
+        in_chains = {id(c.source) for c in planned}
+        # Runs without messages (failed, cancelled, in flight when exported) are kept too.
+        empty = [
+            r
+            for r in tree.runs
+            if isinstance(r, dict)
+            and id(r) not in in_chains
+            and not r.get("messageIds")
+            and (r.get("forkFromMessageId") is None or r.get("forkFromMessageId") in by_key)
+        ]
+        sources = [c.source for c in planned] + empty
+        taken = self._taken(tree, by_key, sources) if keep_ids else Taken()
+        ids: dict[str, str] = {}
+        hex_of: dict[str, str] = {}  # each message id's 128 bits, as COPY writes a uuid
+        times: dict[str, datetime] = {}
+        randomness = os.urandom(8 * len(by_key))
+        for position, (key, message) in enumerate(by_key.items()):
+            moment = parse_iso_utc(message.get("createdAt")) or now
+            times[key] = moment
+            if keep_ids and is_ulid(key) and key not in taken.messages:
+                ids[key] = key
+                hex_of[key] = to_uuid(key).hex
+            else:
+                # A ULID of the message's time, its position (ids made in the same
+                # millisecond keep their order) and random bits.
+                raw = (
+                    max(0, min(int(moment.timestamp() * 1000), _MAX_MS)).to_bytes(6, "big")
+                    + (position % 65536).to_bytes(2, "big")
+                    + randomness[8 * position : 8 * position + 8]
+                )
+                ids[key] = ulid_text(raw)
+                hex_of[ids[key]] = raw.hex()
+        title = (tree.title or "")[:MAX_TITLE]
+        check_storable(title, "title")
+        thread = Thread(
+            project=self.project,
+            title=title,
+            metadata=check_object(tree.metadata, "metadata"),
+            agents=check_object(tree.agents, "agents"),
+            created_at=parse_iso_utc(tree.created_at) or now,
+            updated_at=parse_iso_utc(tree.updated_at) or now,
+        )
+        if keep_ids and tree.id is not None and is_ulid(tree.id) and not taken.thread:
+            thread.id = tree.id
         run_ids = _run_ids(sources, keep_ids, taken.runs)
         runs: list[Run] = []
         for index, chain in enumerate(planned):
@@ -140,19 +254,23 @@ def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) ->
                 )
             )
         depth = depths(by_key)
-        # Rows as tuples, straight to COPY: a Message instance per row cost more than the rest
-        # of the write (bench/bench_import.py); the columns are those of copy_messages.
-        message_rows: list[tuple[Any, ...]] = []
+        # Rows as lines of COPY's text format: a Message instance per row cost more than the
+        # rest of the write, and psycopg's per-value adaptation most of what was left
+        # (bench/bench_import.py); the columns are MESSAGE_COLUMNS and EVENT_COLUMNS.
+        message_lines: list[str] = []
+        event_lines: list[str] = []
         head: tuple[int, str] | None = None
-        uuid_of = UuidCache()
-        event_rows: list[tuple[Any, ...]] = []
-        thread_uuid = uuid_of(thread.id)
+        thread_hex = to_uuid(thread.id).hex
+        now_text = now.isoformat()
+        encode = _JSON.encode
 
         def add_events(run: Run, stored: list[CheckedEvent]) -> None:
             run.last_seq = stored[-1].seq if stored else 0
-            run_uuid = to_uuid(run.id)
-            event_rows.extend(
-                (thread_uuid, run_uuid, e.seq, e.kind, e.data_json, e.at or now) for e in stored
+            prefix = f"{thread_hex}\t{to_uuid(run.id).hex}\t"
+            event_lines.extend(
+                f"{prefix}{e.seq}\t{copy_field(e.kind)}\t{copy_json_field(e.data_json)}\t"
+                f"{e.at.isoformat() if e.at else now_text}\n"
+                for e in stored
             )
 
         for chain, run in zip(planned, runs, strict=True):
@@ -162,7 +280,7 @@ def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) ->
             ranges = [(n, n) for n in range(1, len(recorded) + 1)] if kept is None else kept[1]
             parent = run.fork_from_id
             tool_names: dict[str, str] = {}
-            run_uuid = uuid_of(run.id)
+            run_hex = to_uuid(run.id).hex
             for position, (key, event) in enumerate(zip(chain.keys, recorded, strict=True)):
                 projected = projected_message(event.data, parent, tool_names)
                 message_id = projected["id"]
@@ -170,23 +288,13 @@ def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) ->
                 if is_active and (head is None or depth[key] > head[0]):
                     head = (depth[key], message_id)
                 first_seq, last_seq = ranges[position]
-                message_rows.append(
-                    (
-                        uuid_of(message_id),
-                        uuid_of(parent) if parent else None,
-                        run_uuid,
-                        depth[key],
-                        position,
-                        projected["role"],
-                        json.dumps(projected["parts"], ensure_ascii=False),
-                        json.dumps(projected["metadata"], ensure_ascii=False),
-                        parse_iso(projected.get("createdAt")) or run.created_at,
-                        is_active,
-                        thread_uuid,
-                        first_seq,
-                        last_seq,
-                        "",
-                    )
+                message_lines.append(
+                    f"{hex_of[message_id]}\t{hex_of[parent] if parent else NULL}\t{run_hex}\t"
+                    f"{depth[key]}\t{position}\t{copy_field(projected['role'])}\t"
+                    f"{copy_json_field(encode(projected['parts']))}\t"
+                    f"{copy_json_field(encode(projected['metadata']))}\t"
+                    f"{projected['createdAt']}\t{'t' if is_active else 'f'}\t{thread_hex}\t"
+                    f"{first_seq}\t{last_seq}\t\n"
                 )
                 parent = message_id
         for source, run in zip(empty, extra_runs, strict=True):
@@ -195,11 +303,30 @@ def import_tree(tree: TreeThread, *, project: Project, keep_ids: bool = True) ->
                 add_events(run, checked_events(events_in, "runs[].events"))
         if head is not None:
             thread.head_id = head[1]
-        thread.save(force_insert=True)
-        Run.objects.bulk_create(runs + extra_runs, batch_size=500)
-        copy_event_rows(event_rows)
-        copy_message_rows(message_rows)
-    return thread
+        self._runs += runs + extra_runs
+        self._events += event_lines
+        self._messages += message_lines
+        if keep_ids:
+            self._pending.add(thread.id, (r.id for r in runs + extra_runs), ids.values())
+        return thread
+
+    def _taken(
+        self, tree: TreeThread, by_key: dict[str, dict[str, Any]], sources: list[dict[str, Any]]
+    ) -> Taken:
+        """Which of the tree's own ids are taken: by a thread of this batch, or stored."""
+        messages = [k for k in by_key if is_ulid(k)]
+        runs = [s["id"] for s in sources if is_ulid(s.get("id"))]
+        thread = [tree.id] if tree.id is not None and is_ulid(tree.id) else []
+        if not (messages or runs or thread):
+            return Taken()
+        self._join()
+        stored = _stored(messages, runs, thread)
+        pending = self._pending
+        return Taken(
+            stored.messages | pending.messages.intersection(messages),
+            stored.runs | pending.runs.intersection(runs),
+            stored.thread or bool(pending.threads.intersection(thread)),
+        )
 
 
 @dataclass(frozen=True)
@@ -211,24 +338,37 @@ class Taken:
     thread: bool = False
 
 
-def _taken(
-    tree: TreeThread, by_key: dict[str, dict[str, Any]], sources: list[dict[str, Any]]
-) -> Taken:
-    """Which of the tree's own ids are taken, in one round trip."""
-    messages = [to_uuid(k) for k in by_key if is_ulid(k)]
-    runs = [to_uuid(s["id"]) for s in sources if is_ulid(s.get("id"))]
-    thread = [to_uuid(tree.id)] if is_ulid(tree.id) else []
+def _stored(messages: list[str], runs: list[str], thread: list[str]) -> Taken:
+    """Which of these message, run and thread ids are stored already, in one round trip."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT 'message', id FROM transcripts_message WHERE id = ANY(%s)"
             " UNION ALL SELECT 'run', id FROM transcripts_run WHERE id = ANY(%s)"
             " UNION ALL SELECT 'thread', id FROM transcripts_thread WHERE id = ANY(%s)",
-            [messages, runs, thread],
+            [
+                [to_uuid(k) for k in messages],
+                [to_uuid(k) for k in runs],
+                [to_uuid(k) for k in thread],
+            ],
         )
         found: dict[str, set[str]] = {"message": set(), "run": set(), "thread": set()}
         for kind, value in cursor.fetchall():
             found[kind].add(ulid_of(value))
     return Taken(frozenset(found["message"]), frozenset(found["run"]), bool(found["thread"]))
+
+
+class _Kept:
+    """Ids that threads planned but not yet written keep."""
+
+    def __init__(self) -> None:
+        self.threads: set[str] = set()
+        self.runs: set[str] = set()
+        self.messages: set[str] = set()
+
+    def add(self, thread: str, runs: Iterable[str], messages: Iterable[str]) -> None:
+        self.threads.add(thread)
+        self.runs.update(runs)
+        self.messages.update(messages)
 
 
 def _run_row(

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from django.db import transaction
 from django.db.models import QuerySet
 
 from transcripts.errors import FormatError, InvalidInput
@@ -15,8 +16,7 @@ from transcripts.formats import FORMATS, Skips, TreeThread, detect_format, iter_
 from transcripts.formats.claude_ai import iter_claude_ai
 from transcripts.formats.document import leaves
 from transcripts.formats.zips import is_zip
-from transcripts.ledger.import_plan import check_tree
-from transcripts.ledger.importing import import_tree
+from transcripts.ledger.importing import TreeWriter
 from transcripts.models import Project, Thread
 from transcripts.transfer.threadprotocol import parse_json_lines, refuse_reimports
 
@@ -145,10 +145,8 @@ def convert(data: Any, key: str, skips: Skips) -> list[TreeThread]:
 
 
 def import_data(data: Any, fmt: str | None = None, *, project: Project) -> ImportResult:
-    """Import a parsed document into project: every thread in it, each in its own transaction.
-
-    Every thread is checked before the first is written, so invalid input changes nothing.
-    """
+    """Import a parsed document into project: every thread in it, in one transaction, so
+    invalid input changes nothing."""
     key = resolve_format(data, fmt)
     skips = Skips()
     trees = convert(data, key, skips)
@@ -166,32 +164,32 @@ def import_trees(
     progress: Callable[[int], None] | None = None,
     locate: bool = True,
 ) -> ImportResult:
-    """Check every thread source gives, then write them: two passes over source keep memory
-    flat for large exports and still change nothing on invalid input.
+    """Check and write every thread source gives, in one pass and one transaction.
 
-    skips, when given, is the log the trees were already read with (source ignores its
-    argument); else each pass reads with a fresh log and the second's is reported. locate
-    puts a refused thread's problem paths inside its conversation (`$[3].messages[0]…`).
+    Each thread is checked as it is planned; one that is refused (or a file that breaks part
+    way) rolls back every thread before it, so invalid input changes nothing. Rows go to the
+    database many threads at a time and source is read once, so memory stays flat for large
+    exports. skips, when given, is the log the trees were already read with (source ignores
+    its argument). locate puts a refused thread's problem paths inside its conversation
+    (`$[3].messages[0]…`).
     """
-    try:
-        for index, tree in enumerate(source(Skips())):
-            try:
-                check_tree(tree)
-            except InvalidInput as exc:
-                if not locate:
-                    raise
-                raise _in_conversation(exc, index) from None
-    except FormatError as exc:
-        raise format_error(exc) from None
     log = skips if skips is not None else Skips()
     result = ImportResult(key, report=import_report(key))
     try:
-        for tree in source(log):
-            result.thread_ids.append(import_tree(tree, project=project).id)
-            count_tree(result.report, tree)
-            if progress is not None:
-                progress(len(result.thread_ids))
-    except FormatError as exc:  # the file changed between the passes
+        with transaction.atomic(), TreeWriter(project=project) as writer:
+            for index, tree in enumerate(source(log)):
+                try:
+                    thread = writer.add(tree)
+                except InvalidInput as exc:
+                    if not locate:
+                        raise
+                    raise _in_conversation(exc, index) from None
+                result.thread_ids.append(thread.id)
+                count_tree(result.report, tree)
+                if progress is not None:
+                    progress(len(result.thread_ids))
+            writer.flush()
+    except FormatError as exc:
         raise format_error(exc) from None
     add_skips(result.report, log)
     return result

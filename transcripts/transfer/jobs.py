@@ -7,10 +7,11 @@ import time
 from typing import IO, Any, BinaryIO, cast
 
 from django.core.files import File
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from transcripts.errors import DomainError
+from transcripts.fields import to_uuid
 from transcripts.formats.zips import is_zip
 from transcripts.models import ImportJob, ImportStatus, Project
 from transcripts.transfer.imports import import_stream, resolve_format
@@ -55,6 +56,9 @@ def run_import_job(job_id: str) -> ImportJob:
         return job
     ImportJob.objects.filter(pk=job.pk).update(status=ImportStatus.RUNNING)
     last_update = 0.0
+    # The import is one transaction: progress goes through a connection of its own, so the
+    # poller sees it before the import commits.
+    progress_db = connections.create_connection(DEFAULT_DB_ALIAS)
     with job.file.open("rb") as handle:
 
         def progress(count: int) -> None:
@@ -62,7 +66,11 @@ def run_import_job(job_id: str) -> ImportJob:
             now = time.monotonic()
             if now - last_update >= 0.5:
                 last_update = now
-                ImportJob.objects.filter(pk=job.pk).update(bytes_done=handle.tell())
+                with progress_db.cursor() as cursor:
+                    cursor.execute(
+                        f"UPDATE {ImportJob._meta.db_table} SET bytes_done = %s WHERE id = %s",
+                        [handle.tell(), to_uuid(job.pk)],
+                    )
 
         try:
             result = import_stream(
@@ -85,6 +93,8 @@ def run_import_job(job_id: str) -> ImportJob:
             job.thread_ids = result.thread_ids
             job.report = result.report
             job.bytes_done = job.size
+        finally:
+            progress_db.close()
     job.finished_at = timezone.now()
     job.save(
         update_fields=[
