@@ -19,7 +19,7 @@ from typing import Any
 from transcripts.datasets.reads import Node, ThreadTree
 from transcripts.datasets.rows import ChatPath, PreferencePair
 from transcripts.formats.document import dump_json_text, output_text
-from transcripts.formats.openai import _export_message as openai_message
+from transcripts.formats.openai import export_message as openai_message
 
 
 class ShapeMismatch(Exception):

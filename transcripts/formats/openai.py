@@ -57,12 +57,13 @@ def export_openai(thread: TreeThread) -> dict[str, Any]:
     body: dict[str, Any] = dict(thread.metadata.get("extra", {}).get("openai", {}))
     out: list[dict[str, Any]] = []
     for message in active_path(thread):
-        out.extend(_export_message(message))
+        out.extend(export_message(message))
     body["messages"] = out
     return body
 
 
-def _export_message(message: dict[str, Any]) -> list[dict[str, Any]]:
+def export_message(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """One canonical message as the OpenAI chat messages it becomes (datasets use it too)."""
     role = message["role"]
     parts = message["parts"]
     if role == "tool":

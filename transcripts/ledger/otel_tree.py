@@ -31,11 +31,11 @@ from transcripts.ledger.append import append_events
 from transcripts.ledger.checks import check_storable
 from transcripts.ledger.lifecycle import commit_run, restore_run
 from transcripts.ledger.runs import begin_run
+from transcripts.ledger.threads import MAX_EXTERNAL_ID, find_or_create_external
 from transcripts.models import Message, Project, RunOrigin, Thread
 from transcripts.otel.model import LlmCall
 from transcripts.times import parse_iso
 
-MAX_EXTERNAL_ID = 500
 TITLE_LENGTH = 80
 GENERATOR = "otel"
 # Semconv finish reasons under the names the event vocabulary uses (the AI SDK's).
@@ -238,12 +238,10 @@ def _thread_for(project: Project, external_id: str, title: str) -> Thread:
         check_storable(title, "title")
     except InvalidInput:
         title = ""  # the first message is refused with its reason when it is appended
-    # Two requests of one new conversation at once: one insert wins, both find it.
-    Thread.objects.bulk_create(
-        [Thread(project=project, external_id=external_id, title=title[:TITLE_LENGTH])],
-        ignore_conflicts=True,
+    thread, _ = find_or_create_external(
+        project=project, external_id=external_id, title=title[:TITLE_LENGTH]
     )
-    return Thread.objects.select_for_update().get(project=project, external_id=external_id)
+    return Thread.objects.select_for_update().get(pk=thread.pk)
 
 
 def _first_user_text(units: list[_Unit]) -> str:

@@ -69,10 +69,18 @@ def thread_for_external_id(
             f"the id must be a string of 1 to {MAX_EXTERNAL_ID} characters", field="id"
         )
     check_storable(external_id, "id")
+    title = " ".join(title.split())[:MAX_TITLE]
+    return find_or_create_external(project=project, external_id=external_id, title=title)
+
+
+def find_or_create_external(
+    *, project: Project, external_id: str, title: str
+) -> tuple[Thread, bool]:
+    """The thread of project known by external_id (checked by the caller), created with title
+    when new; True when created. Two first uses at once both get the one thread."""
     existing = Thread.objects.filter(project=project, external_id=external_id).first()
     if existing is not None:
         return existing, False
-    title = " ".join(title.split())[:MAX_TITLE]
     check_storable(title, "title")
     try:
         with transaction.atomic():
