@@ -124,6 +124,27 @@ def test_members_are_managed_by_project_admins_only_and_audited(team: Team) -> N
     assert sorted(actions) == ["add_member", "change_role", "remove_member"]
 
 
+def test_a_project_keeps_at_least_one_admin(team: Team) -> None:
+    for step in (
+        lambda: set_member(project=team.alpha, user=team.owner, role="viewer", actor=team.owner),
+        lambda: remove_member(project=team.alpha, user=team.owner, actor=team.owner),
+        lambda: set_member(project=team.alpha, user=team.owner, role="editor"),
+    ):
+        with pytest.raises(Conflict, match="at least one admin"):
+            step()
+        assert Membership.objects.get(project=team.alpha, user=team.owner).role == "admin"
+    assert not AuditRecord.objects.filter(project=team.alpha).exists()
+    # With a second admin, either may step down; then the other is the last one.
+    set_member(project=team.alpha, user=team.moderator, role="admin", actor=team.owner)
+    set_member(project=team.alpha, user=team.owner, role="viewer", actor=team.owner)
+    assert project_access(team.owner, team.alpha).role == Role.VIEWER
+    with pytest.raises(Conflict):
+        remove_member(project=team.alpha, user=team.moderator, actor=team.moderator)
+    # Other projects' admins do not count.
+    with pytest.raises(Conflict):
+        remove_member(project=team.beta, user=team.outsider, actor=team.outsider)
+
+
 def test_retention_is_set_by_admins_within_bounds(team: Team) -> None:
     with pytest.raises(PermissionDenied):
         set_retention(project=team.alpha, days=30, actor=team.moderator)

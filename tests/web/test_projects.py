@@ -181,6 +181,18 @@ def test_adding_a_member_says_what_is_wrong(team: Team, data: dict[str, str], me
     assert not Membership.objects.filter(user=team.stranger).exists()
 
 
+def test_the_last_admin_cannot_step_down_and_is_told_why(team: Team) -> None:
+    owner = team.client(team.owner)
+    for url, data in (
+        (f"/p/alpha/members/{team.owner.pk}/role/", {"role": "viewer"}),
+        (f"/p/alpha/members/{team.owner.pk}/remove/", {}),
+    ):
+        response = owner.post(url, data)
+        assert response.status_code == 409
+        assert "keeps at least one admin" in response.content.decode()
+    assert Membership.objects.get(project=team.alpha, user=team.owner).role == "admin"
+
+
 def test_changing_or_removing_someone_who_is_no_member_is_a_404(team: Team) -> None:
     owner = team.client(team.owner)
     assert (

@@ -8,12 +8,12 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.models import User
 from django.db.models import ForeignKey, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.errors import DomainError
-from transcripts.ledger.projects import remove_member, set_member
-from transcripts.models import Membership
+from transcripts.ledger.projects import keep_an_admin, remove_member, set_member
+from transcripts.models import Membership, ProjectRole
 from transcripts.permissions import Role, projects_of
 
 ADD_FIELDS = ("project", "username", "role")
@@ -46,6 +46,23 @@ class MembershipAddForm(forms.ModelForm[Membership]):
         return cleaned
 
 
+class MembershipChangeForm(forms.ModelForm[Membership]):
+    """The role of a member; the project's last admin stays admin (`ledger.projects`)."""
+
+    class Meta:
+        model = Membership
+        fields = ("role",)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("role") not in (None, ProjectRole.ADMIN):
+            try:
+                keep_an_admin(project=self.instance.project, leaving=self.instance.user)
+            except DomainError as exc:
+                self.add_error("role", exc.message)
+        return cleaned
+
+
 @admin.register(Membership)
 class MembershipAdmin(ProjectScopedAdmin[Membership]):
     """Members of the projects the user administers, changed through `ledger.projects`."""
@@ -72,8 +89,7 @@ class MembershipAdmin(ProjectScopedAdmin[Membership]):
         change: bool = False,
         **kwargs: Any,
     ) -> type[forms.ModelForm[Membership]]:
-        if obj is None:
-            kwargs["form"] = MembershipAddForm
+        kwargs["form"] = MembershipAddForm if obj is None else MembershipChangeForm
         return super().get_form(request, obj, change=change, **kwargs)
 
     def get_fields(self, request: HttpRequest, obj: Membership | None = None) -> tuple[str, ...]:
@@ -101,6 +117,16 @@ class MembershipAdmin(ProjectScopedAdmin[Membership]):
             actor=request.user,  # type: ignore[arg-type]
         )
         obj.pk = membership.pk
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """Django's confirmation; a refusal (the project's last admin) back on the member's page."""
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except DomainError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(request.path.removesuffix("delete/") + "change/")
 
     def delete_model(self, request: HttpRequest, obj: Membership) -> None:
         """Remove the member through remove_member (audited)."""

@@ -81,6 +81,8 @@ def set_member(*, project: Project, user: Any, role: str, actor: User | None = N
     if actor is not None:
         require(project_access(actor, project).can_administer, "manage members")
     with transaction.atomic():
+        if role != ProjectRole.ADMIN:
+            keep_an_admin(project=project, leaving=user)
         membership, created = Membership.objects.update_or_create(
             project=project, user=user, defaults={"role": role}
         )
@@ -100,11 +102,29 @@ def remove_member(*, project: Project, user: Any, actor: User) -> None:
         membership = Membership.objects.filter(project=project, user=user).first()
         if membership is None:
             raise NotFound("not a member of this project", member=user.get_username())
+        keep_an_admin(project=project, leaving=user)
         record_audit(
             actor, "remove_member", membership, project=project, member=user.get_username()
         )
         membership.delete()
     forget_roles(user)
+
+
+def keep_an_admin(*, project: Project, leaving: Any) -> None:
+    """Conflict when leaving is the project's last admin: a project nobody administers could only
+    be managed by a superuser. Locks the admins' rows (until the caller's transaction ends) so two
+    admins demoting each other at once cannot both succeed."""
+    with transaction.atomic():
+        admins = list(
+            Membership.objects.select_for_update()
+            .filter(project=project, role=ProjectRole.ADMIN)
+            .values_list("user_id", flat=True)
+        )
+    if admins == [leaving.pk]:
+        raise Conflict(
+            "a project keeps at least one admin: make another member admin first",
+            member=leaving.get_username(),
+        )
 
 
 def rename_project(*, project: Project, name: str, actor: User | None = None) -> Project:
