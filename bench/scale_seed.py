@@ -2,31 +2,31 @@
 
 Every thread is a conversation of committed runs (a user message and a streamed answer each:
 `message`, `message-start`, 18 `text-delta`, `message-end`), with the messages those events
-project to. Events go through the ledger's own bulk path (`ledger.bulk_copy.copy_event_rows`,
-which names no `events.id`); threads, runs and messages are copied by column list in the same
-transaction, a chunk of threads at a time. Some threads also carry what the
-filters look for (a failed run, a superseded branch, a flagged message) and reports and audit
-records, so every list has rows. The text comes from a fixed vocabulary: RARE_WORD is in one
-message in RARE_EVERY, COMMON_WORD in about one in three, PHRASE in one in PHRASE_EVERY.
+project to. Rows are built as lines of COPY's text format and written by bench/scale_copy.py
+through the ledger's import path (`ledger.bulk_copy.copy_lines`; events name no `events.id`), a
+chunk of threads per transaction. Some threads also carry what the filters look for (a failed
+run, a superseded branch, a flagged message) and reports and audit records, so every list has
+rows. The text comes from a fixed vocabulary: RARE_WORD is in one message in RARE_EVERY,
+COMMON_WORD in about one in three, PHRASE in one in PHRASE_EVERY; TITLE_WORD is in one thread's
+title and in no message.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any
 
-from django.db import connection, transaction
+from scale_copy import NULL, Batch, django_pg, write, write_all
 from ulid import ULID
 
 RARE_WORD = "zanzibarite"
 COMMON_WORD = "gradient"
 PHRASE = "reset the password"
+TITLE_WORD = "quokkaville"
 RARE_EVERY = 200_000
 PHRASE_EVERY = 500
 RUNS_PER_THREAD = 10
@@ -71,31 +71,20 @@ def _chunks(text: str, parts: int) -> list[str]:
 
 @dataclass
 class Ids:
-    """ULIDs in time order (as the app makes them), with their UUIDs."""
+    """ULIDs in time order (as the app makes them), as the 32 hex digits of their UUIDs
+    (which PostgreSQL reads as a uuid)."""
 
     ms: int
-    counter: int = 0
 
-    def next(self) -> tuple[str, uuid.UUID]:
-        self.counter += 1
-        raw = self.ms.to_bytes(6, "big") + random.getrandbits(80).to_bytes(10, "big")
+    def next(self) -> str:
+        value = f"{self.ms:012x}{random.getrandbits(80):020x}"
         self.ms += 1
-        value = ULID.from_bytes(raw)
-        text, parsed = str(value), uuid.UUID(bytes=raw)
-        _KNOWN[text] = parsed
-        return text, parsed
+        return value
 
 
-@dataclass
-class Batch:
-    """Rows of one COPY transaction."""
-
-    threads: list[tuple[Any, ...]] = field(default_factory=list)
-    runs: list[tuple[Any, ...]] = field(default_factory=list)
-    events: list[tuple[Any, ...]] = field(default_factory=list)
-    messages: list[tuple[Any, ...]] = field(default_factory=list)
-    reports: list[tuple[Any, ...]] = field(default_factory=list)
-    audit: list[tuple[Any, ...]] = field(default_factory=list)
+def ulid_text(hex_id: str) -> str:
+    """The ULID string of an id made by Ids."""
+    return str(ULID.from_bytes(bytes.fromhex(hex_id)))
 
 
 @dataclass
@@ -133,9 +122,10 @@ class Seeder:
     ) -> str:
         """One thread of `turns` committed runs; `alternatives` superseded edit branches along
         its path; `siblings` answers to its first prompt (one committed, the rest superseded).
-        Returns the thread's id."""
+        Returns the thread's id (a ULID string)."""
         ids = Ids(int(when.timestamp() * 1000))
-        thread_id, thread_uuid = ids.next()
+        thread = ids.next()
+        thread_id = ulid_text(thread)
         at = when
         parent: str | None = None
         head = ""
@@ -144,62 +134,61 @@ class Seeder:
         # (run id, its fork point, the depth of its prompt) of each run on the path.
         path_runs: list[tuple[str, str | None, int]] = []
         for turn in range(turns):
-            run_id, run_uuid = ids.next()
-            fork = parent
-            user_id, _ = ids.next()
-            answer_id, _ = ids.next()
-            prompt, answer = self.text(), self.text()
+            stamp = at.isoformat()
+            run, fork = ids.next(), parent
+            user, answer = ids.next(), ids.next()
+            prompt, reply = self.text(), self.text()
             if siblings and turn == 0:
                 # The prompt alone; its answers come from the sibling runs below.
-                self._run(batch, thread_uuid, run_uuid, fork, at, events=1, model=MODELS[0])
-                batch.events.append(_user_event(thread_uuid, run_uuid, user_id, prompt, at))
+                self._run(batch, thread, run, fork, stamp, events=1, model=MODELS[0])
+                batch.events.append(_user_event(thread, run, user, prompt, stamp))
                 batch.messages.append(
-                    _message(user_id, parent, thread_id, run_id, depth, 0, "user",
-                             prompt, at, (1, 1), active=True)
+                    _message(user, parent, thread, run, depth, 0, "user", prompt, stamp,
+                             (1, 1), active=True)
                 )  # fmt: skip
-                parent, head, depth = user_id, user_id, depth + 1
-                parent = self._siblings(batch, ids, thread_id, thread_uuid, user_id, depth, at,
-                                        siblings)  # fmt: skip
+                depth += 1
+                parent = self._siblings(batch, ids, thread, user, depth, stamp, siblings)
                 head, depth = parent, depth + 1
                 continue
             model = MODELS[(serial + turn) % len(MODELS)]
-            self._run(batch, thread_uuid, run_uuid, fork, at, events=3 + DELTAS_PER_ANSWER,
-                      model=model)  # fmt: skip
-            self._turn_events(batch, thread_uuid, run_uuid, user_id, answer_id, prompt, answer, at)
+            self._run(batch, thread, run, fork, stamp, events=3 + DELTAS_PER_ANSWER, model=model)
+            batch.events.append(_turn_events(thread, run, user, answer, prompt, reply, stamp))
             batch.messages.append(
-                _message(user_id, fork, thread_id, run_id, depth, 0, "user", prompt, at,
-                         (1, 1), active=True)
+                _message(user, fork, thread, run, depth, 0, "user", prompt, stamp, (1, 1),
+                         active=True)
             )  # fmt: skip
             batch.messages.append(
-                _message(answer_id, user_id, thread_id, run_id, depth + 1, 1,
-                         "assistant", answer, at, (2, 3 + DELTAS_PER_ANSWER), active=True,
+                _message(answer, user, thread, run, depth + 1, 1, "assistant", reply, stamp,
+                         (2, 3 + DELTAS_PER_ANSWER), active=True,
                          flagged=flagged and turn == turns - 1)
             )  # fmt: skip
-            path_runs.append((run_id, fork, depth))
-            parent, head, depth = answer_id, answer_id, depth + 2
+            path_runs.append((run, fork, depth))
+            parent, head, depth = answer, answer, depth + 2
             at += timedelta(seconds=30)
+        stamp = at.isoformat()
         # Edit branches: another prompt and answer at the fork point of a run on the path.
         step = max(1, len(path_runs) // alternatives) if alternatives else 0
         for n in range(alternatives):
             winner, fork, depth = path_runs[min(n * step, len(path_runs) - 1)]
-            self._branch(batch, ids, thread_id, thread_uuid, fork, winner, depth, at)
+            self._branch(batch, ids, thread, fork, winner, depth, stamp)
         if not alternatives and serial % 20 == 3 and path_runs:
             winner, fork, depth = path_runs[-1]
-            self._branch(batch, ids, thread_id, thread_uuid, fork, winner, depth, at)
+            self._branch(batch, ids, thread, fork, winner, depth, stamp)
         if serial % 50 == 11:
-            run_id, run_uuid = ids.next()
-            failure = {"code": "generator_error", "message": "bench"}
-            self._run(batch, thread_uuid, run_uuid, head, at, events=0, model=MODELS[1],
+            failure = json.dumps({"code": "generator_error", "message": "bench"})
+            self._run(batch, thread, ids.next(), head, stamp, events=0, model=MODELS[1],
                       status="failed", error=failure)  # fmt: skip
         if flagged:
             batch.reports.append(
-                (_uuid(head), thread_uuid, self.reporter_id, "other", "", "open", "", at)
+                _line(head, thread, str(self.reporter_id), "other", "", "open", "", stamp)
             )
-        batch.audit.append(("bench", "hide" if serial % 2 else "lock", "thread", thread_id,
-                            thread_id, self.project_id, "", "{}", at))  # fmt: skip
+        batch.audit.append(
+            _line("bench", "hide" if serial % 2 else "lock", "thread", thread_id, thread_id,
+                  str(self.project_id), "", "{}", stamp)
+        )  # fmt: skip
         batch.threads.append(
-            (thread_uuid, self.project_id, title, "{}", "{}", "", _uuid(head) if head else None,
-             serial % 500 == 9, serial % 300 == 8, when, at)
+            _line(thread, str(self.project_id), _field(title), "{}", "{}", "", head or NULL,
+                  _bool(serial % 500 == 9), _bool(serial % 300 == 8), when.isoformat(), stamp)
         )  # fmt: skip
         self.threads_written += 1
         return thread_id
@@ -207,220 +196,177 @@ class Seeder:
     def _run(
         self,
         batch: Batch,
-        thread_uuid: uuid.UUID,
-        run_uuid: uuid.UUID,
+        thread: str,
+        run: str,
         fork: str | None,
-        at: datetime,
+        stamp: str,
         *,
         events: int,
         model: str,
         status: str = "committed",
-        superseded_by: uuid.UUID | None = None,
-        error: dict[str, Any] | None = None,
+        superseded_by: str | None = None,
+        error: str | None = None,
     ) -> None:
         batch.runs.append(
-            (run_uuid, thread_uuid, _uuid(fork) if fork else None, status, superseded_by, events,
-             json.dumps(error) if error else None, "{}", "bench", model, "api", "{}", "{}",
-             at, at, at, at, None, 0, "")
+            _line(run, thread, fork or NULL, status, superseded_by or NULL, str(events),
+                  error or NULL, "{}", "bench", model, "api", "{}", "{}", stamp, stamp, stamp,
+                  stamp, NULL, "0", "")
         )  # fmt: skip
         self.events_written += events
-
-    def _turn_events(
-        self,
-        batch: Batch,
-        thread_uuid: uuid.UUID,
-        run_uuid: uuid.UUID,
-        user_id: str,
-        answer_id: str,
-        prompt: str,
-        answer: str,
-        at: datetime,
-    ) -> None:
-        batch.events.append(_user_event(thread_uuid, run_uuid, user_id, prompt, at))
-        start = json.dumps({"role": "assistant", "messageId": answer_id})
-        batch.events.append((thread_uuid, run_uuid, 2, "message-start", start, at))
-        for n, delta in enumerate(_deltas_json(answer)):
-            batch.events.append((thread_uuid, run_uuid, 3 + n, "text-delta", delta, at))
-        end = 3 + DELTAS_PER_ANSWER
-        batch.events.append((thread_uuid, run_uuid, end, "message-end", "{}", at))
 
     def _branch(
         self,
         batch: Batch,
         ids: Ids,
-        thread_id: str,
-        thread_uuid: uuid.UUID,
+        thread: str,
         fork: str | None,
         winner: str,
         depth: int,
-        at: datetime,
+        stamp: str,
     ) -> None:
         """A superseded run at the fork point of winner: an edited prompt and its answer."""
-        run_id, run_uuid = ids.next()
-        user_id, _ = ids.next()
-        answer_id, _ = ids.next()
-        prompt, answer = self.text(), self.text()
-        self._run(batch, thread_uuid, run_uuid, fork, at, events=3 + DELTAS_PER_ANSWER,
-                  model=MODELS[2], status="superseded", superseded_by=_uuid(winner))  # fmt: skip
-        self._turn_events(batch, thread_uuid, run_uuid, user_id, answer_id, prompt, answer, at)
+        run, user, answer = ids.next(), ids.next(), ids.next()
+        prompt, reply = self.text(), self.text()
+        self._run(batch, thread, run, fork, stamp, events=3 + DELTAS_PER_ANSWER,
+                  model=MODELS[2], status="superseded", superseded_by=winner)  # fmt: skip
+        batch.events.append(_turn_events(thread, run, user, answer, prompt, reply, stamp))
         batch.messages.append(
-            _message(user_id, fork, thread_id, run_id, depth, 0, "user", prompt, at,
-                     (1, 1), active=False)
+            _message(user, fork, thread, run, depth, 0, "user", prompt, stamp, (1, 1),
+                     active=False)
         )  # fmt: skip
         batch.messages.append(
-            _message(answer_id, user_id, thread_id, run_id, depth + 1, 1, "assistant",
-                     answer, at, (2, 3 + DELTAS_PER_ANSWER), active=False)
+            _message(answer, user, thread, run, depth + 1, 1, "assistant", reply, stamp,
+                     (2, 3 + DELTAS_PER_ANSWER), active=False)
         )  # fmt: skip
 
     def _siblings(
-        self,
-        batch: Batch,
-        ids: Ids,
-        thread_id: str,
-        thread_uuid: uuid.UUID,
-        prompt_id: str,
-        depth: int,
-        at: datetime,
-        count: int,
+        self, batch: Batch, ids: Ids, thread: str, prompt: str, depth: int, stamp: str, count: int
     ) -> str:
-        """count answers to prompt_id, the last committed and active; returns its message id."""
+        """count answers to prompt, the last committed and active; returns its message id."""
         runs = [ids.next() for _ in range(count)]
-        _, winner_uuid = runs[-1]
-        for n, (run_id, run_uuid) in enumerate(runs):
-            answer_id, _ = ids.next()
-            answer = self.text()
+        winner = runs[-1]
+        end = 2 + DELTAS_PER_ANSWER
+        for n, run in enumerate(runs):
+            answer, reply = ids.next(), self.text()
             last = n == count - 1
-            self._run(batch, thread_uuid, run_uuid, prompt_id, at, events=2 + DELTAS_PER_ANSWER,
+            self._run(batch, thread, run, prompt, stamp, events=end,
                       model=MODELS[n % len(MODELS)], status="committed" if last else "superseded",
-                      superseded_by=None if last else winner_uuid)  # fmt: skip
-            start = json.dumps({"role": "assistant", "messageId": answer_id})
-            batch.events.append((thread_uuid, run_uuid, 1, "message-start", start, at))
-            for k, delta in enumerate(_deltas_json(answer)):
-                batch.events.append((thread_uuid, run_uuid, 2 + k, "text-delta", delta, at))
-            end = 2 + DELTAS_PER_ANSWER
-            batch.events.append((thread_uuid, run_uuid, end, "message-end", "{}", at))
+                      superseded_by=None if last else winner)  # fmt: skip
+            batch.events.append(_answer_events(thread, run, answer, reply, stamp, first_seq=1))
             batch.messages.append(
-                _message(answer_id, prompt_id, thread_id, run_id, depth, 0, "assistant",
-                         answer, at, (1, end), active=last)
+                _message(answer, prompt, thread, run, depth, 0, "assistant", reply, stamp,
+                         (1, end), active=last)
             )  # fmt: skip
-            if last:
-                return answer_id
-        raise ValueError("no siblings")
+        return answer
 
 
-# The UUIDs of the ids made for the batch being built (parsing ULIDs back costs more than
-# making them).
-_KNOWN: dict[str, uuid.UUID] = {}
+def _line(*fields: str) -> str:
+    """One row of COPY's text format (the fields already escaped)."""
+    return "\t".join(fields) + "\n"
 
 
-def _uuid(ulid: str) -> uuid.UUID:
-    known = _KNOWN.get(ulid)
-    return known if known is not None else ULID.from_str(ulid).to_uuid()
+def _field(value: str) -> str:
+    """value as a field of COPY's text format."""
+    from transcripts.ledger.bulk_copy import copy_field
+
+    return copy_field(value)
 
 
-def _user_event(
-    thread_uuid: uuid.UUID, run_uuid: uuid.UUID, user_id: str, text: str, at: datetime
-) -> tuple[Any, ...]:
-    data = f'{{"id": "{user_id}", "role": "user", "parts": {_parts_json(text)}}}'
-    return (thread_uuid, run_uuid, 1, "message", data, at)
+def _bool(value: bool) -> str:
+    return "t" if value else "f"
+
+
+def _user_event(thread: str, run: str, user: str, text: str, stamp: str) -> str:
+    data = f'{{"id": "{ulid_text(user)}", "role": "user", "parts": {_parts_json(text)}}}'
+    return f"{thread}\t{run}\t1\tmessage\t{data}\t{stamp}\n"
+
+
+def _answer_events(
+    thread: str, run: str, answer: str, reply: str, stamp: str, *, first_seq: int
+) -> str:
+    """The lines of an answer's events: message-start, the deltas, message-end."""
+    prefix, suffix = f"{thread}\t{run}\t", f"\t{stamp}\n"
+    start = json.dumps({"role": "assistant", "messageId": ulid_text(answer)})
+    lines = [f"{prefix}{first_seq}\tmessage-start\t{start}{suffix}"]
+    for n, delta in enumerate(_deltas_json(reply), start=first_seq + 1):
+        lines.append(f"{prefix}{n}\ttext-delta\t{delta}{suffix}")
+    lines.append(f"{prefix}{first_seq + 1 + DELTAS_PER_ANSWER}\tmessage-end\t{{}}{suffix}")
+    return "".join(lines)
+
+
+def _turn_events(
+    thread: str, run: str, user: str, answer: str, prompt: str, reply: str, stamp: str
+) -> str:
+    """The lines of a turn's events: the user's message, then the answer's."""
+    return _user_event(thread, run, user, prompt, stamp) + _answer_events(
+        thread, run, answer, reply, stamp, first_seq=2
+    )
+
+
+_METADATA = '{"schemaVersion": 1}'
+_METADATA_FLAGGED = '{"schemaVersion": 1, "flagged": true}'
 
 
 def _message(
-    message_id: str,
+    message: str,
     parent: str | None,
-    thread_id: str,
-    run_id: str,
+    thread: str,
+    run: str,
     depth: int,
     position: int,
     role: str,
     text: str,
-    at: datetime,
+    stamp: str,
     seqs: tuple[int, int],
     *,
     active: bool,
     flagged: bool = False,
-) -> tuple[Any, ...]:
-    """A row of the message table (the columns of MESSAGE_COLUMNS)."""
-    metadata = '{"schemaVersion": 1, "flagged": true}' if flagged else '{"schemaVersion": 1}'
+) -> str:
+    """A line of the message table (the columns of MESSAGE_COLUMNS)."""
     return (
-        _uuid(message_id), _uuid(parent) if parent else None, _uuid(run_id), depth, position,
-        role, _parts_json(text), metadata, at, active, _uuid(thread_id), seqs[0], seqs[1], "",
-    )  # fmt: skip
+        f"{message}\t{parent or NULL}\t{run}\t{depth}\t{position}\t{role}\t{_parts_json(text)}"
+        f"\t{_METADATA_FLAGGED if flagged else _METADATA}\t{stamp}\t{_bool(active)}\t{thread}"
+        f"\t{seqs[0]}\t{seqs[1]}\t\n"
+    )
 
 
 @lru_cache(maxsize=8192)
 def _parts_json(text: str) -> str:
-    return json.dumps([{"type": "text", "text": text}])
+    from transcripts.ledger.bulk_copy import copy_json_field
+
+    return copy_json_field(json.dumps([{"type": "text", "text": text}]))
 
 
 @lru_cache(maxsize=8192)
 def _deltas_json(text: str) -> tuple[str, ...]:
-    return tuple(json.dumps({"delta": piece}) for piece in _chunks(text, DELTAS_PER_ANSWER))
+    from transcripts.ledger.bulk_copy import copy_json_field
+
+    return tuple(
+        copy_json_field(json.dumps({"delta": piece})) for piece in _chunks(text, DELTAS_PER_ANSWER)
+    )
 
 
-_THREAD_COLUMNS = (
-    "id, project_id, title, metadata, agents, external_id, head_id, hidden, locked,"
-    " created_at, updated_at"
-)
-_RUN_COLUMNS = (
-    "id, thread_id, fork_from_id, status, superseded_by_id, last_seq, error, usage, generator,"
-    " model, origin, parameters, metadata, created_at, started_at, first_event_at, finished_at,"
-    " snapshot, snapshot_seq, lease_owner"
-)
-MESSAGE_COLUMNS = (
-    "id, parent_id, run_id, depth, position, role, parts, metadata, created_at, active,"
-    " thread_id, first_seq, last_seq, flag_reason"
-)
-_REPORT_COLUMNS = (
-    "message_id, thread_id, reporter_id, reason, note, status, resolution_note, created_at"
-)
-_AUDIT_COLUMNS = (
-    "actor_name, action, target_type, target_id, thread_id, project_id, reason, details, created_at"
-)
+def normal_threads(
+    seeder: Seeder, *, first: int, count: int, chunk: int = 1000, writers: int = 2
+) -> Iterator[int]:
+    """Seed threads first..first+count-1 (RUNS_PER_THREAD turns each), chunk per transaction,
+    `writers` chunks at once (scale_copy.write_all); yields the number written after each."""
 
+    def batches() -> Iterator[tuple[Batch, int]]:
+        for start in range(first, first + count, chunk):
+            batch = Batch()
+            for serial in range(start, min(start + chunk, first + count)):
+                seeder.conversation(
+                    batch,
+                    when=START + timedelta(seconds=serial * 60),
+                    turns=RUNS_PER_THREAD,
+                    title=f"Conversation {serial}",
+                    serial=serial,
+                )
+            seeder.messages_written += len(batch.messages)
+            yield batch, seeder.threads_written
 
-def write(batch: Batch) -> None:
-    """COPY a batch in one transaction: threads and runs here, events and messages through the
-    ledger's bulk path."""
-    from transcripts.ledger.bulk_copy import copy_event_rows
-
-    with transaction.atomic():
-        _copy("transcripts_thread", _THREAD_COLUMNS, batch.threads)
-        _copy("transcripts_run", _RUN_COLUMNS, batch.runs)
-        copy_event_rows(batch.events)
-        _copy("transcripts_message", MESSAGE_COLUMNS, batch.messages)
-        _copy("transcripts_report", _REPORT_COLUMNS, batch.reports)
-        _copy("transcripts_auditrecord", _AUDIT_COLUMNS, batch.audit)
-    _KNOWN.clear()
-
-
-def _copy(table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
-    if not rows:
-        return
-    with (
-        connection.cursor() as cursor,
-        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
-    ):
-        for row in rows:
-            copy.write_row(row)
-
-
-def normal_threads(seeder: Seeder, *, first: int, count: int, chunk: int = 500) -> Iterator[int]:
-    """Seed threads first..first+count-1 (RUNS_PER_THREAD turns each), chunk per transaction;
-    yields the number written after each chunk."""
-    for start in range(first, first + count, chunk):
-        batch = Batch()
-        for serial in range(start, min(start + chunk, first + count)):
-            seeder.conversation(
-                batch,
-                when=START + timedelta(seconds=serial * 60),
-                turns=RUNS_PER_THREAD,
-                title=f"Conversation {serial}",
-                serial=serial,
-            )
-        write(batch)
-        seeder.messages_written += len(batch.messages)
-        yield seeder.threads_written
+    return write_all(batches(), writers=writers)
 
 
 def special_thread(seeder: Seeder, *, title: str, turns: int, **shape: int) -> str:
@@ -429,6 +375,6 @@ def special_thread(seeder: Seeder, *, title: str, turns: int, **shape: int) -> s
     thread_id = seeder.conversation(
         batch, when=START - timedelta(days=1), turns=turns, title=title, serial=-1, **shape
     )
-    write(batch)
+    write(django_pg(), batch)
     seeder.messages_written += len(batch.messages)
     return thread_id

@@ -6,7 +6,10 @@ the replica. Everything else reads from the primary: other requests, workers, ma
 commands, reads inside a transaction, the rest of a request once it has written, and who may
 read (sessions, users, tokens, memberships) in every request. When the replica does not
 answer, reads fall back to the primary and the replica is left alone for a few seconds, so an
-outage of the replica costs one failed connection attempt, never an error.
+outage of the replica costs one failed connection attempt, never an error. A read the replica
+fails mid-request (it went down, or cancelled the query for a conflict with the WAL it replays,
+SQLSTATE 40001) is noted here, and `read_your_writes` serves that request again from the
+primary.
 """
 
 from __future__ import annotations
@@ -21,7 +24,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, Error, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
 from django.db.models import Model
+
+from transcripts.outage import describe, is_outage
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +41,10 @@ ACCESS_MODELS = frozenset(
 # Writes a client never reads back: a token's last use (recorded on a GET, at most once a
 # minute) must not send that client's reads to the primary.
 BOOKKEEPING_MODELS = frozenset({"transcripts.apitoken"})
+# What a hot standby answers when it cancels a query for the WAL it must replay (a snapshot,
+# lock or buffer-pin conflict; 57P04 when the database was dropped): the same read succeeds on
+# the primary, which has nothing to replay.
+RECOVERY_CONFLICT_STATES = frozenset({"40001", "40P01", "57P04"})
 
 
 @dataclass
@@ -45,11 +56,14 @@ class ReadRouting:
     replica_allowed: bool
     wrote: bool = False
     replica_answers: bool | None = None
+    # A read on the replica failed (see _watch_replica): the request is served again from the
+    # primary, and the rest of this one reads from the primary too.
+    replica_failed: bool = False
 
     @property
     def reads_replica(self) -> bool:
         """Whether the next read goes to the replica (checked on the first read)."""
-        if not self.replica_allowed or self.wrote:
+        if not self.replica_allowed or self.wrote or self.replica_failed:
             return False
         if self.replica_answers is None:
             self.replica_answers = _replica.answers()
@@ -91,12 +105,46 @@ class _ReplicaHealth:
         if first:
             logger.warning(
                 "the read replica does not answer (%s): reading from the primary for %.0f s",
-                str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+                describe(exc),
                 retry,
             )
 
 
 _replica = _ReplicaHealth()
+
+
+def is_recovery_conflict(exc: BaseException) -> bool:
+    """Whether exc is a standby cancelling a query for a conflict with recovery."""
+    cause = exc.__cause__ if isinstance(exc, Error) and exc.__cause__ is not None else exc
+    return getattr(cause, "sqlstate", None) in RECOVERY_CONFLICT_STATES
+
+
+def _watch_replica(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+    """Execute wrapper of replica connections: a query the replica fails for its own reasons
+    (down, cut off, in conflict with recovery) marks the request for a retry on the primary.
+    Other errors (a bad query) would fail on the primary too and are left as they are."""
+    try:
+        return execute(sql, params, many, context)
+    except Error as exc:
+        routing = current_routing.get()
+        down = is_outage(exc)
+        if routing is not None and (down or is_recovery_conflict(exc)):
+            routing.replica_failed = True
+            if down:
+                _replica.mark_down(exc)
+            else:
+                logger.warning(
+                    "the read replica cancelled a read (%s): retrying on the primary", describe(exc)
+                )
+        raise
+
+
+def _watch_replica_connections(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+    if connection.alias == REPLICA_DB_ALIAS and _watch_replica not in connection.execute_wrappers:
+        connection.execute_wrappers.append(_watch_replica)
+
+
+connection_created.connect(_watch_replica_connections, dispatch_uid="transcripts.db_router")
 
 
 class ReplicaRouter:

@@ -9,6 +9,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from ulid import ULID
 
+from transcripts.ids import ulid_from_uuid
+
 
 def to_uuid(value: Any) -> uuid.UUID:
     """Parse a ULID string (or UUID) into the UUID stored by PostgreSQL."""
@@ -35,7 +37,7 @@ class ULIDField(models.Field[str | uuid.UUID, str]):
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> str | None:
         if value is None:
             return None
-        return str(ULID.from_uuid(value))
+        return ulid_from_uuid(value)
 
     def to_python(self, value: Any) -> Any:
         if value is None or value == "":

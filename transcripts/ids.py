@@ -9,6 +9,27 @@ from ulid import ULID
 
 from transcripts.errors import InvalidInput
 
+# Crockford base32 digit pairs: a 128-bit id is 13 ten-bit groups (the first has 8 bits).
+_PAIRS = tuple(
+    a + b for a in "0123456789ABCDEFGHJKMNPQRSTVWXYZ" for b in "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+)
+
+
+def ulid_from_uuid(value: uuid.UUID) -> str:
+    """The ULID string of a UUID's 128 bits, as str(ULID.from_uuid(value)) spells it."""
+    # Every id read from the database passes here (tens of thousands for a big export); two
+    # digits per lookup is about four times faster than the ulid package's encoder.
+    n, pairs = value.int, _PAIRS
+    return "".join(
+        (
+            pairs[n >> 120], pairs[(n >> 110) & 1023], pairs[(n >> 100) & 1023],
+            pairs[(n >> 90) & 1023], pairs[(n >> 80) & 1023], pairs[(n >> 70) & 1023],
+            pairs[(n >> 60) & 1023], pairs[(n >> 50) & 1023], pairs[(n >> 40) & 1023],
+            pairs[(n >> 30) & 1023], pairs[(n >> 20) & 1023], pairs[(n >> 10) & 1023],
+            pairs[n & 1023],
+        )
+    )  # fmt: skip
+
 
 def new_ulid() -> str:
     """A fresh ULID string."""

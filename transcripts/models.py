@@ -8,12 +8,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Now
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast, Now, Upper
+from django.db.models.lookups import IsNull
 from django.utils import timezone
 
 from transcripts.fields import ULIDField
@@ -21,6 +23,11 @@ from transcripts.ids import new_ulid
 from transcripts.times import parse_iso
 
 DEFAULT_PROJECT_SLUG = "default"
+
+
+def trigram(expression: Any) -> OpClass:
+    """UPPER(expression) in pg_trgm's GIN operator class: what an icontains lookup can use."""
+    return OpClass(Upper(expression), name="gin_trgm_ops")
 
 
 class Project(models.Model):
@@ -136,6 +143,9 @@ class Thread(models.Model):
             models.Index(
                 fields=["project", "-updated_at", "-id"], name="thread_project_updated_idx"
             ),
+            # The thread list's title search and agent/model filter (icontains, migration 0013).
+            GinIndex(trigram("title"), name="thread_title_trgm_idx"),
+            GinIndex(trigram(Cast("agents", models.TextField())), name="thread_agents_trgm_idx"),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -220,6 +230,8 @@ class Run(models.Model):
             ),
             # The thread list's "failed runs" filter (bench_scale: a scan of every run before).
             models.Index(fields=["thread"], name="run_failed_idx", condition=Q(status="failed")),
+            # The thread list's agent/model filter (icontains, migration 0013).
+            GinIndex(trigram("model"), name="run_model_trgm_idx"),
         ]
 
     def __str__(self) -> str:
@@ -318,6 +330,15 @@ class Message(models.Model):
         indexes = [
             models.Index(fields=["run", "position"], name="message_run_position_idx"),
             GinIndex(fields=["search"], name="message_search_idx"),
+            # The thread list's agent/model filter: a column for each key it reads, and only
+            # the messages that have one (few: the ledger's appends skip it).
+            GinIndex(
+                trigram(KeyTextTransform("agentId", "metadata")),
+                trigram(KeyTextTransform("model", "metadata")),
+                name="message_agent_model_trgm_idx",
+                condition=Q(IsNull(KeyTextTransform("agentId", "metadata"), False))
+                | Q(IsNull(KeyTextTransform("model", "metadata"), False)),
+            ),
         ]
 
     def __str__(self) -> str:

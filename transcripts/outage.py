@@ -192,7 +192,7 @@ def with_retry_after(response: HttpResponse) -> HttpResponse:
 
 def unavailable_response(request: HttpRequest, exc: BaseException | None = None) -> HttpResponse:
     """503 with Retry-After: the API's JSON error shape under /api/, a plain page elsewhere."""
-    if exc is not None:
+    if exc is not None and not _replica_failed():
         _reporter.report(exc)
         forget_connection()
     response: HttpResponse
@@ -206,6 +206,16 @@ def unavailable_response(request: HttpRequest, exc: BaseException | None = None)
     else:
         response = HttpResponse(UNAVAILABLE_PAGE, status=503, content_type="text/html")
     return with_retry_after(response)
+
+
+def _replica_failed() -> bool:
+    """Whether this request's failure was the read replica's: the primary is fine, and
+    `read_your_writes` serves the request again from it."""
+    # Imported here: db_router uses this module.
+    from transcripts.db_router import current_routing
+
+    routing = current_routing.get()
+    return routing is not None and routing.replica_failed
 
 
 def database_problem() -> str:
@@ -247,7 +257,7 @@ class OutageMiddleware:
         return self._checked(request, await self.get_response(request))
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if is_outage(exception):
+        if is_outage(exception) and not _replica_failed():
             return unavailable_response(request, exception)
         return None
 
@@ -261,7 +271,7 @@ class OutageMiddleware:
 
 def _mark_outage(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
     exc = sys.exc_info()[1]
-    if request is not None and exc is not None and is_outage(exc):
+    if request is not None and exc is not None and is_outage(exc) and not _replica_failed():
         request.database_outage = True  # type: ignore[attr-defined]
         _reporter.report(exc)
         forget_connection()

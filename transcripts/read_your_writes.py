@@ -6,6 +6,10 @@ last TRANSCRIPTS_READ_PRIMARY_SECONDS (the `transcripts_primary` cookie, set on 
 every request that wrote: any POST/PUT/PATCH/DELETE, or a GET that saved a session), asks for the
 primary with the `Transcripts-Read: primary` header (API clients that keep no cookies), or
 follows a live run (`…/stream`, which must see events the moment they are notified).
+
+A request whose read the replica fails (down mid-request, or a query cancelled by a conflict
+with recovery: see `db_router`) is served once more, from the primary: a GET writes nothing, so
+the page or answer comes out as if the replica had not been there.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from transcripts.db_router import ReadRouting, current_routing
 
@@ -55,21 +59,46 @@ class ReadYourWritesMiddleware:
         if self.async_mode:
             return self.__acall__(request)
         routing = ReadRouting(replica_allowed=may_read_replica(request))
+        response = self._served(request, routing)
+        if routing.replica_failed:
+            _discard(response)
+            routing = ReadRouting(replica_allowed=False)
+            response = self._served(request, routing)
+        return self._marked(request, routing, response)
+
+    def _served(self, request: HttpRequest, routing: ReadRouting) -> Any:
         token = current_routing.set(routing)
         try:
-            response = self.get_response(request)
+            return self.get_response(request)
         finally:
             current_routing.reset(token)
-        return self._marked(request, routing, response)
 
     async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
         routing = ReadRouting(replica_allowed=may_read_replica(request))
+        response = await self._aserved(request, routing)
+        if routing.replica_failed:
+            _discard(response)
+            routing = ReadRouting(replica_allowed=False)
+            response = await self._aserved(request, routing)
+        return self._marked(request, routing, response)
+
+    async def _aserved(self, request: HttpRequest, routing: ReadRouting) -> HttpResponseBase:
         token = current_routing.set(routing)
         try:
-            response = await self.get_response(request)
+            response: HttpResponseBase = await self.get_response(request)
+            return response
         finally:
             current_routing.reset(token)
-        return self._marked(request, routing, response)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        """A view's exception from a failed replica read is answered by the retry: not logged
+        as a server error, nor taken for an outage of the primary."""
+        routing = current_routing.get()
+        if routing is None or not routing.replica_failed:
+            return None
+        placeholder = HttpResponse(status=503)
+        placeholder._has_been_logged = True  # type: ignore[attr-defined]
+        return placeholder
 
     def _marked(
         self, request: HttpRequest, routing: ReadRouting, response: HttpResponseBase
@@ -84,3 +113,8 @@ class ReadYourWritesMiddleware:
                 samesite="Lax",
             )
         return response
+
+
+def _discard(response: HttpResponseBase) -> None:
+    """Release what the failed attempt's response holds (its streamed content, if any)."""
+    response.close()

@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from tests.base import Team
+from tests.base import Team, make_user
 from tests.factories import ask, events, make_thread, say
 from transcripts import ledger
 from transcripts.admin.events import event_key
 from transcripts.ledger import moderation
 from transcripts.ledger.audit import record_audit
+from transcripts.ledger.projects import set_member
 from transcripts.ledger.tokens import issue_token
 from transcripts.models import (
     ApiToken,
@@ -41,7 +42,8 @@ def conversation_in(project: Project, *, turns: int = 1, title: str = "Conversat
 
 @dataclass
 class Records:
-    """One record of each kind the admin shows, in one project (membership: its first one's)."""
+    """One record of each kind the admin shows, in one project (membership: a viewer's, added
+    for it, since the project's last admin cannot be removed)."""
 
     project: Project
     thread: Thread
@@ -82,7 +84,9 @@ def records_in(project: Project, reporter: User) -> Records:
         report=report,
         auditrecord=record_audit(reporter, "test", thread, thread_id=thread.id),
         apitoken=token,
-        membership=project.memberships.order_by("pk")[0],
+        membership=set_member(
+            project=project, user=make_user(f"{project.slug}-reader"), role="viewer"
+        ),
     )
 
 

@@ -51,7 +51,7 @@ def test_the_add_form_offers_only_administered_projects_and_their_members(
     form = staff.client(staff.owner).get(reverse(ADD)).context["adminform"].form
     assert list(form.fields["project"].queryset) == [staff.alpha]
     owners = {user.username for user in form.fields["user"].queryset}
-    assert owners == {"owner", "moderator", "editor", "viewer"}
+    assert owners == {"owner", "moderator", "editor", "viewer", "alpha-reader"}
     assert set(form.fields["scopes"].initial) == {"ingest", "read"}
 
 

@@ -71,6 +71,34 @@ class Replica:
     def resume(self) -> None:
         self.query("SELECT pg_wal_replay_resume()")
 
+    def cancel_conflicts_at_once(self, on: bool) -> None:
+        """max_standby_streaming_delay 0 (a query in the way of replay is cancelled at once)
+        or back to the default (replay waits 30 s for it)."""
+        settings = self.pgdata / "postgresql.auto.conf"
+        line = "max_standby_streaming_delay = 0\n"
+        kept = [row for row in settings.read_text().splitlines(keepends=True) if row != line]
+        # Written in place: the file stays the server's own.
+        settings.write_text("".join(kept) + (line if on else ""))
+        self.query("SELECT pg_reload_conf()")
+
+    def log(self) -> str:
+        return (self.pgdata / "log").read_text(errors="replace")
+
+    def waiting_for_a_lock(self) -> bool:
+        """Whether a client's query on the replica waits for a lock (one replay holds)."""
+        rows = self.query(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE backend_type = 'client backend' AND wait_event_type = 'Lock'"
+        )
+        return bool(rows[0][0])
+
+    def replayed_lock_on(self, table: str) -> bool:
+        rows = self.query(
+            "SELECT count(*) FROM pg_locks WHERE mode = 'AccessExclusiveLock'"
+            f" AND relation = '{table}'::regclass"
+        )
+        return bool(rows[0][0])
+
     def catch_up(self, stack: Stack) -> None:
         """Wait until the replica has applied everything the primary has written so far."""
         (lsn,), *_ = stack.query("SELECT pg_current_wal_lsn()::text")

@@ -16,9 +16,9 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME, ActionForm
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import reverse
 from django.utils.html import format_html
 
+from transcripts.admin.rows import url_for
 from transcripts.errors import DomainError
 from transcripts.ids import is_ulid
 from transcripts.web.presenters.moderation import (
@@ -133,18 +133,18 @@ def confirm_then_run(
 
 def admin_url(model: str, pk: object) -> str:
     """The admin change page of a transcripts object, from its id alone (no query)."""
-    return reverse(f"admin:transcripts_{model}_change", args=[pk])
+    return url_for(f"admin:transcripts_{model}_change", pk)
 
 
 def changelist_url(model: str, **filters: object) -> str:
     """The admin list of a transcripts model, filtered."""
     query = "&".join(f"{key}={value}" for key, value in filters.items())
-    return reverse(f"admin:transcripts_{model}_changelist") + (f"?{query}" if query else "")
+    return url_for(f"admin:transcripts_{model}_changelist") + (f"?{query}" if query else "")
 
 
 def conversation_url(thread_id: str, message_id: str | None = None) -> str:
     """The thread in the browser; with a message, the branch through it, scrolled to it."""
-    url = reverse("conversation", args=[thread_id])
+    url = url_for("conversation", thread_id)
     return f"{url}?leaf={message_id}#m-{message_id}" if message_id else url
 
 
@@ -153,7 +153,7 @@ def object_link(obj: Model | None) -> str:
     if obj is None:
         return "—"
     opts = obj._meta
-    url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+    url = url_for(f"admin:{opts.app_label}_{opts.model_name}_change", obj.pk)
     return format_html('<a href="{}">{}</a>', url, str(obj))
 
 

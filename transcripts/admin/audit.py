@@ -17,6 +17,7 @@ from transcripts.admin.actions import (
     conversation_url,
 )
 from transcripts.admin.filters import recent_values
+from transcripts.admin.rows import RowsChangeList
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.models import AuditRecord
 from transcripts.selectors import ellipsize
@@ -39,7 +40,7 @@ def short_id(target_id: str) -> str:
     )
 
 
-class AuditChangeList(ChangeList):
+class AuditChangeList(RowsChangeList):
     """The audit list reads the titles of the page's threads in one query (thread_id is no
     foreign key: records outlive their threads)."""
 

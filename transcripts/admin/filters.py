@@ -11,10 +11,21 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.db import connections
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 RECENT_ROWS = 10_000
+
+
+def distinct_values(values: QuerySet[Any]) -> list[Any]:
+    """The distinct values of a one-column (sliced) queryset, deduplicated by the database."""
+    # Only the tens of distinct values leave the database, not RECENT_ROWS rows to Python;
+    # DISTINCT over the sliced rows (a derived table) keeps the pk index scan of the slice.
+    sql, params = values.query.sql_with_params()
+    with connections[values.db].cursor() as cursor:
+        cursor.execute(f"SELECT DISTINCT recent.value FROM ({sql}) AS recent(value)", params)
+        return [row[0] for row in cursor.fetchall()]
 
 
 class RecentValuesFilter(admin.SimpleListFilter):
@@ -28,8 +39,10 @@ class RecentValuesFilter(admin.SimpleListFilter):
             .order_by("-pk")
             .values_list(self.field, flat=True)[:RECENT_ROWS]
         )
-        values = sorted({str(value) for value in recent if value not in ("", None)})
-        return [(value, value) for value in values]
+        choices = sorted(
+            {str(value) for value in distinct_values(recent) if value not in ("", None)}
+        )
+        return [(value, value) for value in choices]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()

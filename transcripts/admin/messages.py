@@ -26,6 +26,7 @@ from transcripts.admin.actions import (
     search_by_id,
 )
 from transcripts.admin.filters import recent_values
+from transcripts.admin.rows import RowsChangeList
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.ids import is_ulid
 from transcripts.ledger import moderation
@@ -65,7 +66,7 @@ class RedactedFilter(StampedFilter):
     labels = ("Redacted", "Not redacted")
 
 
-class MessageChangeList(ChangeList):
+class MessageChangeList(RowsChangeList):
     """The message list computes each preview in SQL instead of loading every message's parts."""
 
     def get_queryset(
@@ -106,6 +107,7 @@ class MessageAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Message]):
         "created_at",
     )
     list_select_related = ("thread", "thread__project")
+    list_defer = ("metadata", "thread__metadata", "thread__agents", "thread__project__settings")
     search_fields = ()
     readonly_fields = (
         "id",

@@ -42,6 +42,7 @@ class ReportAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Report]):
     )
     list_filter = (ProjectFilter, "status", "reason", "created_at")
     list_select_related = ("reporter", "thread", "thread__project")
+    list_defer = ("thread__metadata", "thread__agents", "thread__project__settings")
     search_fields = ("note",)
     readonly_fields = (
         "message",

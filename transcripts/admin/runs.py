@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
 
 from transcripts.admin.actions import (
     NoDeleteMixin,
@@ -17,6 +16,7 @@ from transcripts.admin.actions import (
     search_by_id,
 )
 from transcripts.admin.filters import recent_values
+from transcripts.admin.rows import url_for
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.ledger import moderation
 from transcripts.models import Run
@@ -49,6 +49,15 @@ class RunAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Run]):
         "created_at",
     )
     list_select_related = ("thread", "thread__project")
+    list_defer = (
+        "error",
+        "usage",
+        "parameters",
+        "metadata",
+        "thread__metadata",
+        "thread__agents",
+        "thread__project__settings",
+    )
     search_fields = ("thread__title",)
     readonly_fields = (
         "id",
@@ -122,7 +131,7 @@ class RunAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Run]):
     @admin.display(description="")
     def timeline(self, obj: Run) -> str:
         return links(
-            (reverse("run_detail", args=[obj.id]), "timeline"),
+            (url_for("run_detail", obj.id), "timeline"),
             (changelist_url("event", run__id__exact=obj.id), "events"),
         )
 
@@ -130,8 +139,8 @@ class RunAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Run]):
     def related(self, obj: Run) -> str:
         fork = obj.fork_from_id or "root"
         return links(
-            (reverse("run_detail", args=[obj.id]), "timeline"),
-            (reverse("compare", args=[obj.thread_id, fork]), "compare at its fork point"),
+            (url_for("run_detail", obj.id), "timeline"),
+            (url_for("compare", obj.thread_id, fork), "compare at its fork point"),
             (changelist_url("message", run__id__exact=obj.id), "messages"),
             (changelist_url("event", run__id__exact=obj.id), "events"),
             (changelist_url("auditrecord", thread_id=obj.thread_id), "its thread's audit log"),

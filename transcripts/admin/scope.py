@@ -14,11 +14,14 @@ from operator import attrgetter
 from typing import Any, TypeVar
 
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest
+from django.utils.safestring import SafeString
 
 from transcripts.admin.paging import BoundedCountPaginator
+from transcripts.admin.rows import RowsChangeList, action_checkbox
 from transcripts.permissions import Role, project_ids, projects_of
 
 M = TypeVar("M", bound=Model)
@@ -35,6 +38,8 @@ class ProjectScopedAdmin(admin.ModelAdmin[M]):
     # never count the whole unfiltered table beside a filtered list ("N total").
     paginator = BoundedCountPaginator
     show_full_result_count = False
+    # Fields (and fields of list_select_related models) no column of the list reads.
+    list_defer: tuple[str, ...] = ()
 
     def project_ids(self, request: HttpRequest, role: Role | None = None) -> list[int] | None:
         """The projects where the user holds role (default: view_role); None means all."""
@@ -65,6 +70,13 @@ class ProjectScopedAdmin(admin.ModelAdmin[M]):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[M]:
         return self.in_scope(request, super().get_queryset(request))
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return RowsChangeList
+
+    def action_checkbox(self, obj: M) -> SafeString:
+        # Django renders a form widget template per row; the same HTML, written directly.
+        return action_checkbox(obj)
 
     def get_object(
         self, request: HttpRequest, object_id: str, from_field: str | None = None

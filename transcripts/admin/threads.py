@@ -78,6 +78,7 @@ class ThreadAdmin(ViewOnlyMixin, ProjectScopedAdmin[Thread]):
     )
     list_filter = (ProjectFilter, "hidden", "locked", HasFlaggedFilter, "updated_at", "created_at")
     list_select_related = ("project",)
+    list_defer = ("metadata", "agents", "project__settings")
     search_fields = ("title",)
     readonly_fields = (
         "id",

@@ -22,7 +22,7 @@ from transcripts import permissions
 from transcripts.api.auth import Principal
 from transcripts.errors import InvalidInput, NotFound, PermissionDenied
 from transcripts.ids import is_ulid
-from transcripts.ledger import moderation
+from transcripts.ledger import Reach, moderation
 from transcripts.models import ImportJob, Project, Run, Thread
 from transcripts.permissions import ADMIN, INGEST, READ, TokenAccess
 
@@ -146,6 +146,23 @@ def run_id_for_caller(request: HttpRequest, run_id: str, *, needs: Iterable[str]
     _admit(request, thread, needs, NotFound(f"run {run_id} does not exist", runId=run_id))
     assert row is not None
     return str(row[0])
+
+
+def append_reach(request: HttpRequest, *, needs: Iterable[str]) -> Reach | None:
+    """The threads of its project the calling token may append to, for the ledger's one-statement
+    append (`rights` decided for a hidden and a visible thread there: a token reaches nothing
+    outside its project); None for a session. Whatever the append does not reach this way
+    goes through run_id_for_caller, which says why."""
+    principal = caller(request)
+    project_id = principal.project_id
+    if project_id is None:
+        return None
+
+    def may(hidden: bool) -> bool:
+        access = rights(principal, Thread(project_id=project_id, hidden=hidden))
+        return access.in_project and _lacking(access, needs) is None
+
+    return Reach(project_id=project_id, visible=may(False), hidden=may(True))
 
 
 def require_may_stop(request: HttpRequest, run: Run, *, action: str) -> None:

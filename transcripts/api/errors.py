@@ -19,6 +19,7 @@ from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Val
 from ninja.parser import Parser
 
 from transcripts.api.schemas import ErrorOut
+from transcripts.db_router import is_recovery_conflict
 from transcripts.errors import (
     BodyTooLarge,
     DomainError,
@@ -238,7 +239,8 @@ def install_handlers(api: NinjaAPI) -> None:
         return respond(request, 500, error_body("internal", "an unexpected error occurred"))
 
     def on_database_error(request: HttpRequest, exc: DatabaseLayerError) -> HttpResponse:
-        if is_outage(exc):  # 503 with Retry-After, not a 500
+        # 503 with Retry-After, not a 500; a replica's failure is served again from the primary.
+        if is_outage(exc) or is_recovery_conflict(exc):
             return unavailable_response(request, exc)
         return on_unexpected(request, exc)
 

@@ -9,7 +9,7 @@ from ninja import Router
 from ninja.params.functions import Query
 
 from transcripts import ledger, selectors
-from transcripts.api.access import get_run_for_caller, run_id_for_caller
+from transcripts.api.access import append_reach, get_run_for_caller, run_id_for_caller
 from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import ERRORS, check_batch_length
 from transcripts.api.schemas import MAX_INT, AppendOut, EventBatchIn, EventPage
@@ -30,9 +30,17 @@ router = Router(tags=["runs"], auth=read_auth)
 def append_events(request: HttpRequest, runId: str, payload: EventBatchIn) -> AppendResult:
     """Append a batch after lastSeq, all or nothing; exact re-sends are no-ops."""
     check_batch_length(len(payload.events))
+    events = [{"seq": e.seq, "kind": e.kind, "data": e.data, "at": e.at} for e in payload.events]
+    # The common append checks the caller's reach in the statement that stores it: one round
+    # trip. Anything else (another project, a gap, a re-send, a closed run) takes the full
+    # path, whose access check and ledger say what is wrong.
+    reach = append_reach(request, needs=[INGEST])
+    if reach is not None:
+        done = ledger.append_at_once(run=runId, events=events, within=reach)
+        if done is not None:
+            return done
     # The run's id is all the ledger needs: one small query here, the rest under its lock.
     run_id = run_id_for_caller(request, runId, needs=[INGEST])
-    events = [{"seq": e.seq, "kind": e.kind, "data": e.data, "at": e.at} for e in payload.events]
     return ledger.append_events(run=run_id, events=events)
 
 

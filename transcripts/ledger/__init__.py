@@ -17,7 +17,7 @@ this package is a facade over modules with one job each:
 
 from __future__ import annotations
 
-from transcripts.ledger.append import AppendResult, append_events
+from transcripts.ledger.append import AppendResult, Reach, append_at_once, append_events
 from transcripts.ledger.bulk_copy import copy_event_rows, copy_messages
 from transcripts.ledger.leases import claim_run, expire_leases, renew_lease
 from transcripts.ledger.lifecycle import (
@@ -37,7 +37,9 @@ from transcripts.ledger.threads import create_thread
 __all__ = [
     "HEAD",
     "AppendResult",
+    "Reach",
     "StoreResult",
+    "append_at_once",
     "append_events",
     "audit_expired_shares",
     "begin_run",

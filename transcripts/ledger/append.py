@@ -56,7 +56,7 @@ def append_events(*, run: Run | str, events: Any, start: bool = True) -> AppendR
         checked = check_events(events)
     except InvalidEvents as exc:
         raise InvalidInput(f"invalid events: {exc}", problems=problem_dicts(exc.problems)) from None
-    fast = _append_in_one_statement(run, checked, start=start)
+    fast = _append_in_one_statement(run, checked, start=start, within=None)
     if fast is not None:
         return fast
     with transaction.atomic():
@@ -111,6 +111,34 @@ def append_events(*, run: Run | str, events: Any, start: bool = True) -> AppendR
     return AppendResult(run.last_seq, len(fresh), len(overlap))
 
 
+@dataclass(frozen=True)
+class Reach:
+    """Threads a caller may append to, as the access policy decides it for one project: its
+    threads that are not hidden (visible) and its hidden ones (hidden)."""
+
+    project_id: int
+    visible: bool
+    hidden: bool
+
+
+def append_at_once(*, run: str, events: Any, within: Reach) -> AppendResult | None:
+    """The common append (events right after the run's last seq, to an open run of a thread
+    within reach) in one statement that also checks the reach; None for anything else, which
+    the caller takes through its access check and append_events (they say what is wrong)."""
+    if not isinstance(events, list) or not 0 < len(events) <= _INLINE_INSERT_MAX:
+        return None
+    if any(not isinstance(e, dict) or e.get("kind") in _MESSAGE_KINDS for e in events):
+        return None
+    try:
+        checked = check_events(events)
+    except InvalidEvents:
+        return None
+    return _append_in_one_statement(run, checked, start=True, within=within)
+
+
+# Kinds that may ask for a message id, which the full path checks is free.
+_MESSAGE_KINDS = ("message", "message-start")
+
 # The common append in one statement, autocommitted: lock the run, insert the events, update
 # the run and notify, when the events follow the run's last seq and the run is open. One round
 # trip instead of four (BEGIN, lock, store, COMMIT); anything else (a gap, a re-send, a closed
@@ -122,6 +150,8 @@ _FAST_APPEND = """
         JOIN transcripts_thread t ON t.id = r.thread_id
         WHERE r.id = %(id)s AND r.last_seq = %(after)s AND r.status IN ('queued', 'streaming')
             AND NOT t.locked
+            AND (%(project)s::bigint IS NULL OR t.project_id = %(project)s
+                AND CASE WHEN t.hidden THEN %(hidden)s ELSE %(visible)s END)
         FOR UPDATE OF r
     ), inserted AS (
         INSERT INTO transcripts_event (thread_id, run_id, seq, kind, data, at)
@@ -144,16 +174,17 @@ _FAST_APPEND = """
 
 
 def _append_in_one_statement(
-    run: Run | str, events: Sequence[CheckedEvent], *, start: bool
+    run: Run | str, events: Sequence[CheckedEvent], *, start: bool, within: Reach | None
 ) -> AppendResult | None:
     """The append done in one autocommitted statement, or None when it takes the full path.
 
     Only outside a transaction (inside one, a failure could not be told from a refusal
-    without a savepoint), for up to _INLINE_INSERT_MAX events that ask for no message id.
+    without a savepoint), for up to _INLINE_INSERT_MAX events that ask for no message id;
+    with within, only to a thread within that reach.
     """
     if connection.in_atomic_block or not events or len(events) > _INLINE_INSERT_MAX:
         return None
-    if any(e.kind in ("message", "message-start") for e in events):
+    if any(e.kind in _MESSAGE_KINDS for e in events):
         return None
     run_id = run.id if isinstance(run, Run) else run
     if not is_ulid(run_id):
@@ -174,6 +205,9 @@ def _append_in_one_statement(
                 "now": now,
                 "start": start,
                 "channel": run_channel(str(run_id).upper()),
+                "project": within.project_id if within is not None else None,
+                "visible": within is not None and within.visible,
+                "hidden": within is not None and within.hidden,
             },
         )
         if cursor.fetchone() is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Any
 
 from django.contrib.postgres.search import SearchHeadline, SearchQuery
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
@@ -26,12 +27,18 @@ def search_threads(threads: QuerySet[Thread], query: str) -> QuerySet[Thread]:
     if not query:
         return threads
     search = SearchQuery(query, config="simple", search_type="websearch")
-    hits = Message.objects.filter(thread_id=OuterRef("pk"), search=search)
+    hits = Message.objects.filter(search=search)
     # Titles match the words as typed: a phrase's quotes are search syntax, not title text.
     title = " ".join(query.replace('"', " ").split())
     if not title:
-        return threads.filter(Exists(hits))
-    return threads.filter(Exists(hits) | Q(title__icontains=title))
+        return threads.filter(Exists(hits.filter(thread_id=OuterRef("pk"))))
+    titled = Thread.objects.filter(title__icontains=title)
+    few = _few(hits.values_list("thread_id").union(titled.values_list("id"), all=True))
+    if few is not None:
+        return threads.filter(pk__in=few)
+    # Common words: the planner's choice, as before (a check per thread for the commonest; a
+    # hash of the hits when its statistics say they are fewer, as phrases' often are).
+    return threads.filter(Exists(hits.filter(thread_id=OuterRef("pk"))) | Q(title__icontains=title))
 
 
 def thread_page(
@@ -98,13 +105,50 @@ def filter_threads(
         threads = threads.filter(updated_at__date__lte=until)
     needle = agent_or_model.strip()
     if needle:
-        runs = Run.objects.filter(thread_id=OuterRef("pk"), model__icontains=needle)
-        agents = Message.objects.filter(
-            Q(metadata__agentId__icontains=needle) | Q(metadata__model__icontains=needle),
-            thread_id=OuterRef("pk"),
-        )
-        threads = threads.filter(Exists(runs) | Exists(agents) | Q(agents__icontains=needle))
+        threads = threads.filter(_agent_or_model(needle))
     return threads
+
+
+# A filter reads its matches from the indexes (trigram and full-text, migration 0013) when
+# at most this many rows match: the list is then those threads, found at once. More matches
+# are common enough that walking the list in order, checking each thread, fills a page soon.
+FEW_MATCHES = 500
+
+
+def _few(matches: QuerySet[Any]) -> set[Any] | None:
+    """The thread ids of matches if there are at most FEW_MATCHES rows (reading at most one
+    more), else None. Given as values, the planner knows how few they are."""
+    rows = list(matches[: FEW_MATCHES + 1])
+    return {thread_id for (thread_id,) in rows} if len(rows) <= FEW_MATCHES else None
+
+
+class EachRow(Exists):
+    """EXISTS checked for each thread the list walks: OFFSET 0 keeps PostgreSQL from reading
+    every match into a hash first, which costs the whole store when matches are common."""
+
+    template = "EXISTS(%(subquery)s OFFSET 0)"
+
+
+def _agent_or_model(needle: str) -> Q | Exists:
+    """Threads with a run of a model, or a message or thread naming an agent or model,
+    containing needle (any case)."""
+    runs = Run.objects.filter(model__icontains=needle)
+    messages = Message.objects.filter(
+        Q(metadata__agentId__icontains=needle) | Q(metadata__model__icontains=needle)
+    )
+    agents = Thread.objects.filter(agents__icontains=needle)
+    few = _few(
+        runs.values_list("thread_id").union(
+            messages.values_list("thread_id"), agents.values_list("id"), all=True
+        )
+    )
+    if few is not None:
+        return Q(pk__in=few)
+    return (
+        EachRow(runs.filter(thread_id=OuterRef("pk")))
+        | EachRow(messages.filter(thread_id=OuterRef("pk")))
+        | Q(agents__icontains=needle)
+    )
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 from transcripts.web.access import get_thread_for_user, login_required
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.tree import tree_map
+from transcripts.web.presenters.tree_html import outline_html
 
 
 @login_required
@@ -22,6 +23,7 @@ def tree(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "thread": thread,
         "tree": laid_out,
         "lines": lines,
+        "outline": outline_html(lines),
         "rows": [line for line in lines if line.kind == "row"],
         "url": reverse("conversation", args=[thread.id]),
     }

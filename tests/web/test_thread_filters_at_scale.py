@@ -1,0 +1,120 @@
+"""The thread list's agent/model filter and title search, and the trigram indexes they use."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from tests.base import Team
+from tests.factories import make_run, make_thread, say
+from transcripts import selectors
+from transcripts.models import Message, Run, Thread
+from transcripts.selectors import threads as thread_selectors
+
+
+def listed(team: Team, query: str) -> str:
+    """The thread list of alpha as its viewer sees it, filtered by query."""
+    response = team.client(team.viewer).get("/?" + query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_a_rare_word_only_in_a_title_finds_its_thread(team: Team) -> None:
+    found = make_thread("Trip to Quokkaville notes", project=team.alpha)
+    say(found, "nothing about islands here")
+    other = make_thread("Groceries", project=team.alpha)
+    say(other, "apples and pears")
+    make_thread("Quokkaville in beta", project=team.beta)
+
+    page = listed(team, "q=QUOKKAVILLE")
+
+    assert "Trip to Quokkaville notes" in page
+    assert "Groceries" not in page
+    assert "Quokkaville in beta" not in page
+
+
+def test_who_finds_threads_by_run_model_and_by_agent_in_any_case(team: Team) -> None:
+    by_model = make_thread("Model thread", project=team.alpha)
+    say(by_model, "hello", model="Claude-Opus-X")
+    by_message_agent = make_thread("Agent message thread", project=team.alpha)
+    make_run(
+        by_message_agent,
+        ("message-start", {"role": "assistant", "agentId": "Planner-Bot"}),
+        ("text-delta", {"delta": "plan"}),
+        ("message-end", {}),
+    )
+    make_thread("Agents thread", project=team.alpha, agents={"reviewer-bot": {"name": "R"}})
+    say(make_thread("Nobody", project=team.alpha), "plain", model="gpt-4o")
+    say(make_thread("Beta claude", project=team.beta), "hello", model="claude-opus-x")
+
+    claude = listed(team, "who=claude-OPUS")
+    planner = listed(team, "who=planner-bot")
+    reviewer = listed(team, "who=REVIEWER")
+
+    assert "Model thread" in claude and "Nobody" not in claude and "Beta claude" not in claude
+    assert "Agent message thread" in planner and "Model thread" not in planner
+    assert "Agents thread" in reviewer and "Model thread" not in reviewer
+
+
+def test_who_finds_the_same_threads_by_index_and_by_walking_the_list(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alpha = team.alpha
+    wanted = {make_thread(f"Common {n}", project=alpha) for n in range(3)}
+    for thread in wanted:
+        say(thread, "hi", model="demo-model")
+    say(make_thread("Other model", project=alpha), "hi", model="gpt-4o")
+    say(make_thread("Beta demo", project=team.beta), "hi", model="demo-model")
+    visible = Thread.objects.filter(project=alpha)
+
+    indexed = set(selectors.filter_threads(visible, agent_or_model="DEMO"))
+    # As if the matches were many: the list is walked with a check per thread.
+    monkeypatch.setattr(thread_selectors, "FEW_MATCHES", -1)
+    walked = set(selectors.filter_threads(visible, agent_or_model="DEMO"))
+
+    assert walked == indexed == wanted
+
+
+def test_search_finds_the_same_threads_by_index_and_by_walking_the_list(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alpha = team.alpha
+    in_message = make_thread("Plain title", project=alpha)
+    say(in_message, "a wombatry of words")
+    in_title = make_thread("All about wombatry", project=alpha)
+    say(in_title, "nothing here")
+    say(make_thread("Unrelated", project=alpha), "nothing either")
+    say(make_thread("Beta wombatry", project=team.beta), "wombatry")
+    visible = Thread.objects.filter(project=alpha)
+
+    indexed = set(selectors.search_threads(visible, "wombatry"))
+    monkeypatch.setattr(thread_selectors, "FEW_MATCHES", -1)
+    walked = set(selectors.search_threads(visible, "wombatry"))
+
+    assert walked == indexed == {in_message, in_title}
+
+
+@pytest.mark.parametrize(
+    ("queryset", "index"),
+    [
+        (lambda: Run.objects.filter(model__icontains="claude"), "run_model_trgm_idx"),
+        (lambda: Thread.objects.filter(title__icontains="quokka"), "thread_title_trgm_idx"),
+        (lambda: Thread.objects.filter(agents__icontains="planner"), "thread_agents_trgm_idx"),
+        (
+            lambda: Message.objects.filter(metadata__agentId__icontains="planner"),
+            "message_agent_model_trgm_idx",
+        ),
+        (
+            lambda: Message.objects.filter(metadata__model__icontains="claude"),
+            "message_agent_model_trgm_idx",
+        ),
+    ],
+)
+def test_the_filters_patterns_can_use_a_trigram_index(
+    team: Team, queryset: object, index: str
+) -> None:
+    with connection.cursor() as cursor:
+        # A tiny table is cheaper to scan: forbid that to see whether the index matches.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = queryset().explain()  # type: ignore[operator]
+    assert index in plan
