@@ -12,7 +12,7 @@ append->SSE p95 <= 50 ms from the request's send.
 
     .venv/bin/python bench/bench_api.py [--events 100000] [--workers 2] [--clients 4]
 
-The throwaway cluster runs without fsync; --durable turns it back on, as in production.
+The throwaway cluster runs with fsync and synchronous commit on, as in production.
 """
 
 from __future__ import annotations
@@ -280,19 +280,6 @@ def bench_sse(port: int, token: str, appends: int) -> dict[str, float]:
     }
 
 
-def make_durable() -> None:
-    """Turn the cluster's crash safety back on, so each commit waits for its fsync."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        for setting in ("fsync", "full_page_writes", "synchronous_commit"):
-            cursor.execute(f"ALTER SYSTEM SET {setting} = on")
-        cursor.execute("SELECT pg_reload_conf()")
-        time.sleep(0.5)  # the reload is a signal: let the server have read it
-        cursor.execute("SHOW synchronous_commit")
-        print(f"durable: fsync on, synchronous_commit {cursor.fetchone()[0]}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000, help="events per batch size")
@@ -304,11 +291,6 @@ def main() -> None:
         "--single-events", type=int, default=2000, help="single-event appends from one client"
     )
     parser.add_argument(
-        "--durable",
-        action="store_true",
-        help="fsync and synchronous_commit on (a throwaway cluster has them off), as in production",
-    )
-    parser.add_argument(
         "--conn-max-age",
         type=int,
         default=0,
@@ -316,9 +298,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    setup_django()
-    if args.durable:
-        make_durable()
+    setup_django(durable=True)
     from transcripts.ledger.tokens import issue_token
     from transcripts.models import Project
 

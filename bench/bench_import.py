@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=2000)
     parser.add_argument("--messages", type=int, default=100)
     args = parser.parse_args()
-    setup_django()
+    setup_django(durable=True)
     from transcripts.models import Message, Project
     from transcripts.transfer import export_thread, import_stream
 

@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=50)
     parser.add_argument("--split", type=int, default=250)
     args = parser.parse_args()
-    setup_django()
+    setup_django(durable=True)
     from transcripts.models import Project
     from transcripts.transfer import import_stream
 

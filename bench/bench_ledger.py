@@ -31,17 +31,11 @@ COMMIT_TARGET_MS = 50.0
 
 
 def _setup() -> None:
-    if not os.environ.get("DATABASE_URL"):
-        from config.database import throwaway_database_url
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _setup import setup_django
 
-        print("starting a throwaway embedded PostgreSQL…", flush=True)
-        os.environ["DATABASE_URL"] = throwaway_database_url()
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    print("starting a throwaway embedded PostgreSQL…", flush=True)
+    setup_django(durable=True)
 
 
 def _delta(seq: int) -> dict[str, Any]:

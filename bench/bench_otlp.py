@@ -148,7 +148,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--batch", type=int, default=100)
     args = parser.parse_args()
-    setup_django()
+    setup_django(durable=True)
     from django.test import Client
     from django.test.utils import setup_test_environment
 

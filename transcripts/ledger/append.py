@@ -23,7 +23,7 @@ from transcripts.errors import (
 from transcripts.events import CheckedEvent, check_events
 from transcripts.fields import to_uuid
 from transcripts.ids import is_ulid, require_ulid
-from transcripts.ledger.bulk_copy import copy_event_rows
+from transcripts.ledger.bulk_copy import EVENT_COLUMNS, copy_lines, event_lines
 from transcripts.ledger.checks import problem_dicts
 from transcripts.ledger.notify import change_payload, run_channel
 from transcripts.models import Message, Run, RunStatus
@@ -305,10 +305,13 @@ def _refuse_taken_message_ids(events: Sequence[CheckedEvent]) -> None:
 
 
 def _copy_events(run: Run, events: Sequence[CheckedEvent], now: datetime) -> None:
-    thread_uuid, run_uuid = to_uuid(run.thread_id), to_uuid(run.id)
-    copy_event_rows(
-        (thread_uuid, run_uuid, e.seq, e.kind, e.data_json, e.at or now) for e in events
+    lines = event_lines(
+        thread_hex=to_uuid(run.thread_id).hex,
+        run_hex=to_uuid(run.id).hex,
+        events=events,
+        now_text=now.isoformat(),
     )
+    copy_lines(connection.connection, "transcripts_event", EVENT_COLUMNS, lines)
 
 
 def _store_append(run: Run, events: Sequence[CheckedEvent], now: datetime) -> None:

@@ -90,6 +90,19 @@ def copy_lines(pg: psycopg.Connection[Any], table: str, columns: str, lines: lis
             copy.write("".join(lines[start : start + _LINES_PER_WRITE]))
 
 
+def event_lines(
+    *, thread_hex: str, run_hex: str, events: Iterable[Any], now_text: str
+) -> list[str]:
+    """Checked events of one run as lines of COPY's text format (EVENT_COLUMNS): appends and
+    imports skip psycopg's adaptation of each value (a third of a 256-event append)."""
+    prefix = f"{thread_hex}\t{run_hex}\t"
+    return [
+        f"{prefix}{e.seq}\t{copy_field(e.kind)}\t{copy_json_field(e.data_json)}\t"
+        f"{e.at.isoformat() if e.at else now_text}\n"
+        for e in events
+    ]
+
+
 def copy_messages(messages: Iterable[Message]) -> None:
     """COPY unsaved Message rows (as Message.from_projection makes them) into the table."""
     uuid_of = UuidCache()

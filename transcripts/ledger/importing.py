@@ -31,6 +31,7 @@ from transcripts.ledger.bulk_copy import (
     copy_field,
     copy_json_field,
     copy_lines,
+    event_lines,
 )
 from transcripts.ledger.checks import check_object, check_storable
 from transcripts.ledger.import_plan import (
@@ -258,7 +259,7 @@ class TreeWriter:
         # rest of the write, and psycopg's per-value adaptation most of what was left
         # (bench/bench_import.py); the columns are MESSAGE_COLUMNS and EVENT_COLUMNS.
         message_lines: list[str] = []
-        event_lines: list[str] = []
+        event_rows: list[str] = []
         head: tuple[int, str] | None = None
         thread_hex = to_uuid(thread.id).hex
         now_text = now.isoformat()
@@ -266,11 +267,13 @@ class TreeWriter:
 
         def add_events(run: Run, stored: list[CheckedEvent]) -> None:
             run.last_seq = stored[-1].seq if stored else 0
-            prefix = f"{thread_hex}\t{to_uuid(run.id).hex}\t"
-            event_lines.extend(
-                f"{prefix}{e.seq}\t{copy_field(e.kind)}\t{copy_json_field(e.data_json)}\t"
-                f"{e.at.isoformat() if e.at else now_text}\n"
-                for e in stored
+            event_rows.extend(
+                event_lines(
+                    thread_hex=thread_hex,
+                    run_hex=to_uuid(run.id).hex,
+                    events=stored,
+                    now_text=now_text,
+                )
             )
 
         for chain, run in zip(planned, runs, strict=True):
@@ -304,7 +307,7 @@ class TreeWriter:
         if head is not None:
             thread.head_id = head[1]
         self._runs += runs + extra_runs
-        self._events += event_lines
+        self._events += event_rows
         self._messages += message_lines
         if keep_ids:
             self._pending.add(thread.id, (r.id for r in runs + extra_runs), ids.values())
