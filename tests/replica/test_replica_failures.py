@@ -59,9 +59,22 @@ def locked_on_primary(world: ReplicaWorld, table: str) -> Iterator[psycopg.Conne
             conn.rollback()
 
 
+def _server_connected_to_the_replica(world: ReplicaWorld) -> bool:
+    """After a GET, whether the server holds a connection to the replica: after a restart its
+    first read may find the old connection dead and read from the primary for a second
+    (TRANSCRIPTS_REPLICA_RETRY_SECONDS), which would take the tests' reads off the replica."""
+    assert api(world).get(f"/api/v1/threads/{world.stack.thread}").status_code == 200
+    (count,), *_ = world.replica.query(
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+    )
+    return bool(count)
+
+
 @pytest.fixture
 def fresh(world: ReplicaWorld) -> Iterator[ReplicaWorld]:
     """The world with the replica up and caught up, and reading from it again."""
+    wait_for(lambda: _server_connected_to_the_replica(world), 30, "the server to use the replica")
     world.replica.catch_up(world.stack)
     yield world
     world.replica.cancel_conflicts_at_once(False)
