@@ -18,7 +18,7 @@ this package is a facade over modules with one job each:
 from __future__ import annotations
 
 from transcripts.ledger.append import AppendResult, Reach, append_at_once, append_events
-from transcripts.ledger.bulk_copy import copy_event_rows, copy_messages
+from transcripts.ledger.bulk_copy import copy_messages
 from transcripts.ledger.leases import claim_run, expire_leases, renew_lease
 from transcripts.ledger.lifecycle import (
     cancel_run,
@@ -46,7 +46,6 @@ __all__ = [
     "cancel_run",
     "claim_run",
     "commit_run",
-    "copy_event_rows",
     "copy_messages",
     "create_share",
     "create_thread",

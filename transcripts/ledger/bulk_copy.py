@@ -13,19 +13,6 @@ from django.db import connection
 from transcripts.fields import to_uuid
 from transcripts.models import Message
 
-
-def copy_event_rows(rows: Iterable[tuple[Any, ...]]) -> None:
-    """COPY (thread uuid, run uuid, seq, kind, data JSON, at) rows into the event log."""
-    with (
-        connection.cursor() as cursor,
-        cursor.cursor.copy(
-            "COPY transcripts_event (thread_id, run_id, seq, kind, data, at) FROM STDIN"
-        ) as copy,
-    ):
-        for row in rows:
-            copy.write_row(row)
-
-
 MESSAGE_COLUMNS = (
     "id, parent_id, run_id, depth, position, role, parts, metadata, created_at, active,"
     " thread_id, first_seq, last_seq, flag_reason"

@@ -22,9 +22,7 @@ def tree(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     context = {
         "thread": thread,
         "tree": laid_out,
-        "lines": lines,
         "outline": outline_html(lines),
-        "rows": [line for line in lines if line.kind == "row"],
         "url": reverse("conversation", args=[thread.id]),
     }
     template = "transcripts/tree.html"
