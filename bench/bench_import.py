@@ -89,8 +89,8 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100)
     args = parser.parse_args()
     setup_django(durable=True)
+    from transcripts.interchange import export_thread, import_stream
     from transcripts.models import Message, Project
-    from transcripts.transfer import export_thread, import_stream
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "conversations.json"

@@ -55,8 +55,8 @@ def main() -> None:
     parser.add_argument("--split", type=int, default=250)
     args = parser.parse_args()
     setup_django(durable=True)
+    from transcripts.interchange import import_stream
     from transcripts.models import Project
-    from transcripts.transfer import import_stream
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "chatgpt-export.zip"

@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from transcripts.canonical import (
+from transcripts.errors import DomainError, GeneratorError, InvalidEvents, Problem
+from transcripts.message_schema import (
     ROLES,
     FileFields,
     Message,
@@ -23,7 +24,6 @@ from transcripts.canonical import (
     WireModel,
     error_path,
 )
-from transcripts.errors import DomainError, GeneratorError, InvalidEvents, Problem
 from transcripts.projector import REDACTION_TEXT
 from transcripts.times import unstorable_reason
 

@@ -2,7 +2,7 @@
 
 No database, no clock, no randomness: the same events (and fork point) always give the same
 messages, ids included. Every part it writes has every field of the canonical schema
-(`transcripts.canonical`), whatever a `message` event left out. A snapshot is the
+(`transcripts.message_schema`), whatever a `message` event left out. A snapshot is the
 projector's state as JSON; projecting the events after a snapshot gives exactly what
 projecting from seq 1 gives.
 """
@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from transcripts.canonical import SCHEMA_VERSION, full_parts
 from transcripts.ids import derived_ulid, is_ulid, ulid_timestamp_ms
+from transcripts.message_schema import SCHEMA_VERSION, full_parts
 from transcripts.times import epoch_ms_to_iso, parse_iso
 
 SNAPSHOT_VERSION = 1

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from tests.api.conftest import FIXTURES
-from transcripts.api.ai_sdk_stream import chunks_to_events, parse_stream, to_events
 from transcripts.errors import InvalidStream
 from transcripts.events import check_events
+from transcripts.formats.ai_sdk.stream import chunks_to_events, parse_stream, to_events
 from transcripts.projector import project
 
 RUN_ID = "01JB8ZT6QK5X4V3N2M1P0R9S8T"
@@ -410,7 +410,7 @@ def test_a_denial_answering_an_earlier_stream_comes_before_the_new_message():
 
 
 def test_only_outputs_of_calls_the_stream_lacks_are_answered_elsewhere():
-    from transcripts.api.ai_sdk_stream import answered_elsewhere
+    from transcripts.formats.ai_sdk.stream import answered_elsewhere
 
     assert answered_elsewhere(_fixture("tool_approval_denied")) == ["call-del"]
     assert answered_elsewhere(_fixture("multi_step_tools")) == []

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.api.conftest import FIXTURES
-from transcripts.api.ai_sdk_stream import to_events
 from transcripts.api.chat_stream import UiChunker
+from transcripts.formats.ai_sdk.stream import to_events
 from transcripts.ids import new_ulid
 from transcripts.projector import project
 

@@ -387,7 +387,7 @@ def test_imports_go_into_the_tokens_project_and_their_jobs_stay_there(
     assert queued.status_code == 202, queued.content
     job = queued.json()
     assert ImportJob.objects.get(pk=job["id"]).project_id == team.alpha.pk
-    from transcripts.transfer import run_import_job
+    from transcripts.interchange import run_import_job
 
     run_import_job(job["id"])
     polled = alpha_agent.get(f"/imports/{job['id']}")

@@ -75,7 +75,7 @@ def test_a_large_import_becomes_a_job_the_client_polls(api: ApiClient, settings,
     assert response.status_code == 202
     job = response.json()
     assert job["status"] == "queued" and job["size"] == len(raw) and job["filename"] == "c.json"
-    from transcripts.transfer import run_import_job
+    from transcripts.interchange import run_import_job
 
     run_import_job(job["id"])
     polled = api.get(f"/imports/{job['id']}").json()

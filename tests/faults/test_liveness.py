@@ -18,16 +18,16 @@ from tests.factories import ask, make_thread, say
 from transcripts import ledger
 from transcripts.errors import WorkerLost
 from transcripts.generation import tasks
-from transcripts.generation.liveness import (
+from transcripts.generation.start import start_generation
+from transcripts.models import Run, RunStatus, Thread, WorkerBeat
+from transcripts.worker.liveness import (
     MAX_ATTEMPTS,
     Liveness,
     record_beat,
     release_own_tasks,
     release_tasks_of_dead_workers,
 )
-from transcripts.generation.start import start_generation
-from transcripts.generation.worker import generate, sweep
-from transcripts.models import Run, RunStatus, Thread, WorkerBeat
+from transcripts.worker.process import generate, sweep
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from tests.formats.helpers import through_json
 from transcripts.formats import FORMATS, detect_format
-from transcripts.formats.ai_sdk_messages import export_ai_sdk, import_ai_sdk
+from transcripts.formats.ai_sdk.messages import export_ai_sdk, import_ai_sdk
 from transcripts.formats.anthropic import import_anthropic
 from transcripts.formats.gemini import export_gemini, import_gemini
 from transcripts.formats.openai import import_openai

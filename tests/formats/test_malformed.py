@@ -62,7 +62,7 @@ def test_every_importer_rejects_scalars(key: str, document: Any) -> None:
 
 def test_canonical_import_reports_every_broken_field() -> None:
     document = {
-        "format": "transcripts.canonical",
+        "format": "transcripts.message_schema",
         "version": 1,
         "thread": {"title": 5, "activeLeafId": "nope"},
         "messages": [

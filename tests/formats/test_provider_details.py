@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.formats.helpers import through_json
-from transcripts.formats.ai_sdk_messages import export_ai_sdk, import_ai_sdk
+from transcripts.formats.ai_sdk.messages import export_ai_sdk, import_ai_sdk
 from transcripts.formats.anthropic import export_anthropic, import_anthropic
 from transcripts.formats.document import linear_thread, make_message, part_fingerprint
 from transcripts.formats.gemini import export_gemini, import_gemini

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.formats.sources import sample, zipped
-from transcripts import transfer
+from transcripts import interchange
 from transcripts.errors import FormatError, InvalidInput
 from transcripts.formats import Skips, TreeThread, detect_format
 from transcripts.formats.claude_ai import import_claude_ai, iter_claude_ai
@@ -141,7 +141,7 @@ def test_streaming_reads_the_same_threads() -> None:
 
 @pytest.mark.django_db
 def test_the_export_zip_imports_every_branch_with_a_report() -> None:
-    result = transfer.import_stream(
+    result = interchange.import_stream(
         io.BytesIO(zipped("claude_ai_export")), project=Project.default()
     )
     assert result.format == "claude-ai"
@@ -159,9 +159,9 @@ def test_the_export_zip_imports_every_branch_with_a_report() -> None:
 @pytest.mark.django_db
 def test_a_bare_conversations_json_imports_too() -> None:
     raw = json.dumps(conversations()).encode()
-    result = transfer.import_stream(io.BytesIO(raw), project=Project.default())
+    result = interchange.import_stream(io.BytesIO(raw), project=Project.default())
     assert result.format == "claude-ai" and result.report["branches"] == 4
     with pytest.raises(InvalidInput):
-        transfer.import_stream(
+        interchange.import_stream(
             io.BytesIO(b'[{"chat_messages": 5}]'), "claude-ai", project=Project.default()
         )

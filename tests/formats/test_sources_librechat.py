@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.formats.sources import SOURCES, sample
-from transcripts import transfer
+from transcripts import interchange
 from transcripts.errors import FormatError, InvalidInput
 from transcripts.formats import Skips, TreeThread, detect_format
 from transcripts.formats.document import active_path, leaves
@@ -94,7 +94,7 @@ def test_a_missing_parent_is_reported_and_bad_shapes_refused() -> None:
 def test_both_exports_import_every_branch_with_a_report() -> None:
     for name, branches in (("librechat_tree.json", 2), ("librechat_flat.json", 2)):
         raw = (SOURCES / name).read_bytes()
-        result = transfer.import_stream(io.BytesIO(raw), project=Project.default())
+        result = interchange.import_stream(io.BytesIO(raw), project=Project.default())
         assert result.format == "librechat"
         assert result.report["threads"] == 1 and result.report["branches"] == branches
         thread = Thread.objects.get(pk=result.thread_ids[0])
@@ -107,6 +107,6 @@ def test_a_duplicate_message_id_imports_nothing() -> None:
     data["messages"][2]["messageId"] = "f-u1"
     before = Thread.objects.count()
     with pytest.raises(InvalidInput) as caught:
-        transfer.import_stream(io.BytesIO(json.dumps(data).encode()), project=Project.default())
+        interchange.import_stream(io.BytesIO(json.dumps(data).encode()), project=Project.default())
     assert "duplicate message id" in caught.value.message
     assert Thread.objects.count() == before

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.formats.sources import SOURCES, sample
-from transcripts import transfer
+from transcripts import interchange
 from transcripts.errors import FormatError, InvalidInput
 from transcripts.formats import Skips, TreeThread, detect_format
 from transcripts.formats.document import active_path, leaves
@@ -122,7 +122,7 @@ def test_unknown_roles_are_skipped_and_bad_shapes_refused() -> None:
 @pytest.mark.django_db
 def test_the_export_imports_every_branch_with_a_report() -> None:
     raw = (SOURCES / "open_webui_export.json").read_bytes()
-    result = transfer.import_stream(io.BytesIO(raw), project=Project.default())
+    result = interchange.import_stream(io.BytesIO(raw), project=Project.default())
     assert result.format == "open-webui"
     report = result.report
     assert (report["threads"], report["messages"], report["branches"]) == (2, 8, 4)
@@ -140,7 +140,7 @@ def test_a_broken_export_imports_nothing() -> None:
     data = chats()
     data[1]["chat"]["history"]["messages"]["q2"]["parentId"] = 7
     with pytest.raises(InvalidInput):
-        transfer.import_stream(io.BytesIO(json.dumps(data).encode()), project=Project.default())
+        interchange.import_stream(io.BytesIO(json.dumps(data).encode()), project=Project.default())
     assert Thread.objects.count() == before
 
 

@@ -19,8 +19,8 @@ from transcripts import ledger, selectors
 from transcripts.errors import InvalidInput, ThreadLocked
 from transcripts.generation.generators import GENERATORS, GenerationRequest, Generator, StreamEvent
 from transcripts.generation.start import start_generation
-from transcripts.generation.worker import generate, reap_expired_runs
 from transcripts.models import Message, Run, RunStatus
+from transcripts.worker.process import generate, reap_expired_runs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FAST = {"delayMs": 0}

@@ -12,7 +12,7 @@ import pytest
 from django.db import transaction
 from ulid import ULID
 
-from transcripts import transfer
+from transcripts import interchange
 from transcripts.errors import InvalidInput
 from transcripts.formats.document import TreeThread, make_message
 from transcripts.ids import new_ulid
@@ -72,7 +72,7 @@ def test_an_export_of_many_batches_stores_every_message_and_replays_it(monkeypat
     export = [_conversation(index, 9) for index in range(12)]
     raw = json.dumps(export).encode()
 
-    result = transfer.import_stream(io.BytesIO(raw), "chatgpt", project=Project.default())
+    result = interchange.import_stream(io.BytesIO(raw), "chatgpt", project=Project.default())
 
     assert len(result.thread_ids) == 12 and result.report["messages"] == 12 * 10
     for thread_id, conversation in zip(result.thread_ids, export, strict=True):
@@ -100,7 +100,7 @@ def test_a_refused_conversation_after_written_batches_changes_nothing(monkeypatc
     export.append(_conversation(10, 3, title="a NUL \x00 in the title"))
 
     with pytest.raises(InvalidInput) as refused:
-        transfer.import_stream(
+        interchange.import_stream(
             io.BytesIO(json.dumps(export).encode()), "chatgpt", project=Project.default()
         )
 

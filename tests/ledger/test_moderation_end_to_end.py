@@ -15,7 +15,7 @@ from django.urls import reverse
 from tests.api.conftest import ApiClient, live_server_asgi, make_token  # noqa: F401
 from tests.api.sse_client import frames
 from tests.factories import ask, conversation, make_run
-from transcripts import transfer
+from transcripts import interchange
 from transcripts.ledger import moderation
 from transcripts.ledger.tokens import issue_token
 from transcripts.models import AuditRecord, Message, Project, Report, Run, Thread
@@ -46,7 +46,7 @@ def _api_views(thread: Thread, message: Message) -> dict[str, str]:
         "run messages": f"/runs/{run}/messages",
         "path messages": f"/threads/{thread.id}/messages?leaf={message.id}",
     }
-    for fmt in transfer.EXPORT_FORMATS:
+    for fmt in interchange.EXPORT_FORMATS:
         views[f"export {fmt}"] = f"/threads/{thread.id}/export?format={fmt}&leaf={message.id}"
     views["export canonical with events"] = f"/threads/{thread.id}/export?events=true"
     return views

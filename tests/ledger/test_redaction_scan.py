@@ -25,7 +25,7 @@ from django.db import connection
 from tests.api.conftest import ApiClient, LiveServer, live_server_asgi  # noqa: F401
 from tests.api.sse_client import frames
 from tests.base import Team
-from transcripts import transfer
+from transcripts import interchange
 from transcripts.ledger import moderation
 from transcripts.ledger.deletion import delete_threads
 from transcripts.models import Message, Project, Run, RunStatus
@@ -306,7 +306,7 @@ def _through_every_import_format(api: ApiClient, project: Project) -> list[str]:
     """A thread per import format; the canonical one keeps its run's events."""
     thread_ids: list[str] = []
     for fmt, (fixture, inject) in FORMAT_DOCUMENTS.items():
-        imported = transfer.import_data(inject(_fixture(fixture)), fmt, project=project)
+        imported = interchange.import_data(inject(_fixture(fixture)), fmt, project=project)
         thread_ids += imported.thread_ids
     # Canonical JSON with events: the event-API thread exported, deleted, imported again
     # keeps its ids, so its runs keep their events.
@@ -315,7 +315,7 @@ def _through_every_import_format(api: ApiClient, project: Project) -> list[str]:
     exported = api.get(f"/threads/{original}/export", format="canonical", events="true")
     document = json.loads(b"".join(exported.streaming_content))
     delete_threads([original])
-    (reimported,) = transfer.import_data(document, "canonical", project=project).thread_ids
+    (reimported,) = interchange.import_data(document, "canonical", project=project).thread_ids
     assert reimported == original
     return [*thread_ids, reimported]
 
@@ -364,7 +364,7 @@ def _api_reads(api: ApiClient, thread_id: str) -> dict[str, str]:
     leaves = Message.objects.filter(thread_id=thread_id, children__isnull=True)
     for leaf in leaves.values_list("id", flat=True):
         paths[f"path to {leaf}"] = f"/threads/{thread_id}/messages?leaf={leaf}"
-        for fmt in transfer.EXPORT_FORMATS:
+        for fmt in interchange.EXPORT_FORMATS:
             paths[f"export {fmt} to {leaf}"] = (
                 f"/threads/{thread_id}/export?format={fmt}&leaf={leaf}"
             )

@@ -9,7 +9,6 @@ from django.core.management import call_command
 
 from tests.base import Team
 from tests.factories import ask, conversation, make_run, make_thread, say
-from transcripts.generation.worker import sweep
 from transcripts.ledger import moderation
 from transcripts.ledger.deletion import delete_threads
 from transcripts.ledger.projects import set_retention
@@ -25,6 +24,7 @@ from transcripts.models import (
     RunRating,
     Thread,
 )
+from transcripts.worker.process import sweep
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 

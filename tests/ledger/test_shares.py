@@ -14,11 +14,11 @@ from tests.base import Team
 from tests.factories import ask, last_message, make_thread, say
 from transcripts import ledger, selectors
 from transcripts.errors import Conflict, InvalidInput, PermissionDenied
-from transcripts.generation.worker import sweep
 from transcripts.ledger import moderation
 from transcripts.ledger.deletion import delete_threads
 from transcripts.models import AuditRecord, Message, Project, ShareLink, Thread
 from transcripts.selectors.shares import secret_hash
+from transcripts.worker.process import sweep
 
 pytestmark = pytest.mark.django_db
 

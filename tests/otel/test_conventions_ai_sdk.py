@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transcripts.otel import conventions
-from transcripts.otel.conventions import ai_sdk
-from transcripts.otel.decode import JSON, parse_request, spans_of
-from transcripts.otel.model import LlmCall, SpanData, SpanRejected
+from transcripts.formats.otlp import conventions
+from transcripts.formats.otlp.conventions import ai_sdk
+from transcripts.formats.otlp.decode import JSON, parse_request, spans_of
+from transcripts.formats.otlp.model import LlmCall, SpanData, SpanRejected
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PNG = (

@@ -15,10 +15,10 @@ import pytest
 
 from tests.api import conftest as api_fixtures
 from tests.base import Team
+from transcripts.formats.otlp.conventions import ai_sdk
+from transcripts.formats.otlp.decode import PROTOBUF, parse_request, spans_of
+from transcripts.formats.otlp.model import LlmCall
 from transcripts.models import Message, Thread
-from transcripts.otel.conventions import ai_sdk
-from transcripts.otel.decode import PROTOBUF, parse_request, spans_of
-from transcripts.otel.model import LlmCall
 
 live_server_asgi = api_fixtures.live_server_asgi
 EMITTER = Path(__file__).parent / "fixtures" / "ai_sdk_emitter.mjs"

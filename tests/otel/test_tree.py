@@ -13,9 +13,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tests.base import Team
 from tests.otel.spans import SECOND, T0, chat, request, span, text
+from transcripts.formats.otlp.model import LlmCall, SpanData
 from transcripts.ledger import store_calls
 from transcripts.models import Event, Message, Run, Thread
-from transcripts.otel.model import LlmCall, SpanData
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/otlp/v1/traces"

@@ -19,7 +19,7 @@ from config.settings import prices_from_json
 from tests.base import Team, make_user
 from tests.factories import ask, make_run, make_thread
 from transcripts import ledger
-from transcripts.api.ai_sdk_stream import to_events
+from transcripts.formats.ai_sdk.stream import to_events
 from transcripts.ledger import moderation
 from transcripts.models import Run, Thread
 from transcripts.projector import REDACTION_TEXT

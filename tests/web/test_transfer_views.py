@@ -57,7 +57,7 @@ def test_a_large_file_shows_a_progress_bar_until_the_worker_is_done(
     assert response.status_code == 202
     job = ImportJob.objects.get()
     assert b"<progress" in response.content and b'hx-trigger="every 1s"' in response.content
-    from transcripts.transfer import run_import_job
+    from transcripts.interchange import run_import_job
 
     run_import_job(job.id)
     polled = editor_client.get(f"/import/{job.id}/", headers=HTMX)

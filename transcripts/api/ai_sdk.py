@@ -11,7 +11,6 @@ from ninja.params.functions import Query
 
 from transcripts import ledger
 from transcripts.api.access import get_run_for_caller
-from transcripts.api.ai_sdk_stream import answered_elsewhere, parse_stream, to_events
 from transcripts.api.auth import ingest_auth
 from transcripts.api.errors import (
     ERRORS,
@@ -22,6 +21,7 @@ from transcripts.api.errors import (
 )
 from transcripts.api.schemas import MAX_INT, AiSdkOut
 from transcripts.errors import InvalidInput, InvalidStream
+from transcripts.formats.ai_sdk.stream import answered_elsewhere, parse_stream, to_events
 from transcripts.models import Event, Run
 from transcripts.permissions import INGEST
 

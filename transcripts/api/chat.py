@@ -48,7 +48,7 @@ from transcripts.errors import (
 )
 from transcripts.events import to_storable_json
 from transcripts.formats import TreeThread
-from transcripts.formats.ai_sdk_messages import export_ai_sdk
+from transcripts.formats.ai_sdk.messages import export_ai_sdk
 from transcripts.generation import start
 from transcripts.generation.start import TITLE_FROM_TEXT
 from transcripts.ledger.threads import MAX_EXTERNAL_ID, thread_for_external_id

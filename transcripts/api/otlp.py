@@ -19,7 +19,7 @@ from ninja import Router
 from transcripts.api.access import caller_project, require_scope
 from transcripts.api.auth import ingest_auth
 from transcripts.api.errors import error_response
-from transcripts.otel.decode import (
+from transcripts.formats.otlp.decode import (
     JSON,
     PROTOBUF,
     UndecodableBody,

@@ -11,7 +11,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router, Status
 from ninja.params.functions import Query
 
-from transcripts import transfer
+from transcripts import interchange
 from transcripts.api.access import (
     caller_project,
     get_import_job_for_caller,
@@ -34,7 +34,7 @@ CHUNK = 1 << 16
 def export(
     request: HttpRequest,
     threadId: str,
-    format: str = Query("canonical", description=", ".join(transfer.EXPORT_FORMATS)),
+    format: str = Query("canonical", description=", ".join(interchange.EXPORT_FORMATS)),
     leaf: str | None = Query(None, description="export the path to this message"),
     events: bool = Query(False, description="canonical: include every run's events"),
     branches: str | None = Query(
@@ -44,14 +44,15 @@ def export(
 ) -> StreamingHttpResponse:
     """Download a thread in a format (canonical: every branch; others: one path)."""
     thread = get_thread_for_caller(request, threadId, needs=[READ])
-    exported = transfer.export_thread(
+    exported = interchange.export_thread(
         thread, format, leaf=leaf, with_events=events, branches=branches
     )
     content_type = exported.content_type
     if "charset=" not in content_type:  # some formats name it already: say it once
         content_type += "; charset=utf-8"
     response = StreamingHttpResponse(
-        (chunk.encode() for chunk in transfer.chunks(exported.content)), content_type=content_type
+        (chunk.encode() for chunk in interchange.chunks(exported.content)),
+        content_type=content_type,
     )
     response["Content-Disposition"] = f'attachment; filename="{exported.filename}"'
     return response
@@ -80,7 +81,7 @@ _IMPORT_BODY = {
 def create_import(
     request: HttpRequest,
     format: str | None = Query(None, description="detected when omitted"),
-) -> Status[ImportJob | transfer.ImportResult]:
+) -> Status[ImportJob | interchange.ImportResult]:
     """Import a file into the token's project: small files at once (201, with the import
     report), large ones by a worker (202, poll the job for its report)."""
     require_scope(request, INGEST)
@@ -101,7 +102,7 @@ def create_import(
             spool.write(chunk)
         spool.seek(0)
         if size > int(settings.TRANSCRIPTS_SYNC_IMPORT_BYTES):
-            job = transfer.queue_import(
+            job = interchange.queue_import(
                 content=cast(Any, spool),
                 filename=name,
                 size=size,
@@ -112,7 +113,7 @@ def create_import(
             return Status(202, job)
         _check_json_depth(spool)
         try:
-            result = transfer.import_stream(
+            result = interchange.import_stream(
                 cast(Any, spool),
                 format or None,
                 project=project,

@@ -8,7 +8,7 @@ from typing import Any
 
 from transcripts.errors import FormatError
 
-from .ai_sdk_messages import export_ai_sdk, import_ai_sdk
+from .ai_sdk.messages import export_ai_sdk, import_ai_sdk
 from .anthropic import export_anthropic, import_anthropic
 from .canonical import FORMAT_NAME, export_canonical, import_canonical
 from .chatgpt import import_chatgpt, iter_chatgpt

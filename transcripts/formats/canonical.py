@@ -8,12 +8,12 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from transcripts.canonical import PART_TYPES, ROLES, TreeMessage, error_path, full_parts
+from transcripts.message_schema import PART_TYPES, ROLES, TreeMessage, error_path, full_parts
 
 from .document import TreeThread
 from .validation import Problems, is_int, json_kind
 
-FORMAT_NAME = "transcripts.canonical"
+FORMAT_NAME = "transcripts.message_schema"
 VERSION = 1
 
 

@@ -22,8 +22,8 @@ from typing import Any, BinaryIO
 
 import ijson
 
-from transcripts.canonical import ROLES
 from transcripts.errors import FormatError
+from transcripts.message_schema import ROLES
 from transcripts.times import epoch_to_iso
 
 from .chatgpt_parts import ExportContext, canvas_document, canvas_input, content_parts

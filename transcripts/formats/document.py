@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from transcripts.canonical import SCHEMA_VERSION
+from transcripts.message_schema import SCHEMA_VERSION
 
 
 @dataclass

@@ -9,8 +9,8 @@ import urllib.request
 from django.conf import settings
 from django_tasks import task
 
-from transcripts.generation import worker
 from transcripts.models import Run
+from transcripts.worker import process as worker
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,6 @@ def notify_external_webhook(run_id: str) -> int:
 @task()
 def import_file(job_id: str) -> str:
     """Import an uploaded file too large to import within the request."""
-    from transcripts.transfer import run_import_job
+    from transcripts.interchange import run_import_job
 
     return str(run_import_job(job_id).status)

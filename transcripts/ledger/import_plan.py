@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from transcripts.canonical import SCHEMA_VERSION, full_parts
 from transcripts.errors import InvalidEvents, InvalidInput
 from transcripts.events import CheckedEvent, check_events, to_storable_json
 from transcripts.formats.document import TreeThread
+from transcripts.message_schema import SCHEMA_VERSION, full_parts
 from transcripts.models import RunStatus
 from transcripts.projector import project
 from transcripts.times import to_iso

@@ -24,16 +24,16 @@ from typing import Any
 from django.db import transaction
 from pydantic import ValidationError
 
-from transcripts.canonical import Message as CanonicalMessage
-from transcripts.canonical import error_path, full_parts
 from transcripts.errors import DomainError, InvalidInput
+from transcripts.formats.otlp.model import LlmCall
 from transcripts.ledger.append import append_events
 from transcripts.ledger.checks import check_storable
 from transcripts.ledger.lifecycle import commit_run, restore_run
 from transcripts.ledger.runs import begin_run
 from transcripts.ledger.threads import MAX_EXTERNAL_ID, find_or_create_external
+from transcripts.message_schema import Message as CanonicalMessage
+from transcripts.message_schema import error_path, full_parts
 from transcripts.models import Message, Project, RunOrigin, Thread
-from transcripts.otel.model import LlmCall
 from transcripts.times import parse_iso
 
 TITLE_LENGTH = 80

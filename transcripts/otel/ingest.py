@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from transcripts import ledger
+from transcripts.formats.otlp import conventions
+from transcripts.formats.otlp.model import LlmCall, SpanData, SpanRejected
 from transcripts.models import Project
-from transcripts.otel import conventions
-from transcripts.otel.model import LlmCall, SpanData, SpanRejected
 
 # Where an agent span names its agent: the semconv, then Pydantic AI's own attribute.
 # agent.name: OpenInference names the agent on its AGENT span, the calls' ancestor.

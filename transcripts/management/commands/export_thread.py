@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from transcripts.errors import DomainError
 from transcripts.ids import is_ulid
+from transcripts.interchange import EXPORT_FORMATS, export_thread
 from transcripts.models import Thread
-from transcripts.transfer import EXPORT_FORMATS, export_thread
 
 
 class Command(BaseCommand):

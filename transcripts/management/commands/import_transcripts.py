@@ -10,8 +10,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from transcripts.errors import DomainError
+from transcripts.interchange import IMPORT_FORMATS, import_stream
 from transcripts.models import Project
-from transcripts.transfer import IMPORT_FORMATS, import_stream
 
 
 class Command(BaseCommand):

@@ -17,9 +17,9 @@ from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 from django_tasks_db.management.commands.db_worker import Worker
 
-from transcripts.generation.liveness import Liveness, beat_seconds, release_own_tasks
-from transcripts.generation.worker import sweep
 from transcripts.outage import Backoff, describe, forget_connection, is_outage
+from transcripts.worker.liveness import Liveness, beat_seconds, release_own_tasks
+from transcripts.worker.process import sweep
 
 logger = logging.getLogger(__name__)
 

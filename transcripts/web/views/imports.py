@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from transcripts import transfer
+from transcripts import interchange
 from transcripts.errors import DomainError
 from transcripts.formats import FORMATS
 from transcripts.permissions import NO_ACCESS, Role, project_access, readable_threads
@@ -68,7 +68,7 @@ def import_page(request: HtmxHttpRequest) -> HttpResponse:
         return render(request, partial, _context(request, error=message), status=413)
     try:
         if (upload.size or 0) > int(settings.TRANSCRIPTS_SYNC_IMPORT_BYTES):
-            job = transfer.queue_import(
+            job = interchange.queue_import(
                 content=upload,
                 filename=upload.name or "upload",
                 size=upload.size or 0,
@@ -77,7 +77,7 @@ def import_page(request: HtmxHttpRequest) -> HttpResponse:
                 user=request.user,
             )
             return render(request, partial, _context(request, job=job), status=202)
-        result = transfer.import_stream(upload, fmt, project=project)  # type: ignore[arg-type]
+        result = interchange.import_stream(upload, fmt, project=project)  # type: ignore[arg-type]
     except DomainError as exc:
         problems = exc.details.get("problems") or []
         context = _context(request, error=exc.message, problems=problems[:50])

@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from transcripts.otel.model import SpanData, SpanEvent
+from transcripts.formats.otlp.model import SpanData, SpanEvent
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"

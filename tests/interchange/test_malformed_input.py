@@ -17,7 +17,7 @@ from transcripts.models import Event, Message, Project, Run, Thread
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "fixtures"
-CANONICAL_HEAD = b'{"format":"transcripts.canonical","version":1,"thread":{"title":"x"},'
+CANONICAL_HEAD = b'{"format":"transcripts.message_schema","version":1,"thread":{"title":"x"},'
 
 
 def _rows() -> tuple[int, ...]:
@@ -103,11 +103,11 @@ def test_the_cli_refuses_malformed_files_with_an_error_and_writes_nothing(
 
 
 def test_a_broken_chatgpt_export_says_which_conversation() -> None:
-    from transcripts import transfer
+    from transcripts import interchange
     from transcripts.errors import InvalidInput
 
     with pytest.raises(InvalidInput) as refused:
-        transfer.import_stream(
+        interchange.import_stream(
             io.BytesIO(_chatgpt_with_a_broken_second_conversation()), project=Project.default()
         )
     assert refused.value.message.startswith("conversation 1:")

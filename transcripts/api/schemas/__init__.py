@@ -333,7 +333,7 @@ class ClaimOut(Schema):
 # --- import and export -------------------------------------------------------------------
 
 
-# Read from the ImportResult of transcripts.transfer.
+# Read from the ImportResult of transcripts.interchange.
 class ImportOut(Schema):
     format: str
     threadIds: list[Id] = Field(validation_alias="thread_ids")

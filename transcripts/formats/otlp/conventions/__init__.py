@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from transcripts.otel.conventions import ai_sdk, genai, openinference, openllmetry
-from transcripts.otel.model import LlmCall, SpanData
+from transcripts.formats.otlp.conventions import ai_sdk, genai, openinference, openllmetry
+from transcripts.formats.otlp.model import LlmCall, SpanData
 
 CONVENTIONS: tuple[tuple[str, Callable[[SpanData], LlmCall | None]], ...] = tuple(
     (module.NAME, module.to_call) for module in (genai, ai_sdk, openllmetry, openinference)

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from tests.base import Team
 from tests.factories import ask, make_run, make_thread, say
 from tests.formats.threadprotocol_strategies import threadprotocol_threads
-from transcripts import transfer
+from transcripts import interchange
 from transcripts.errors import Conflict, InvalidInput
 from transcripts.formats.document import leaves
 from transcripts.formats.threadprotocol_read import TITLE_KEPT
@@ -37,13 +37,13 @@ _projects = itertools.count()
 
 def exported(thread_id: str, **options: Any) -> Any:
     """The thread's ThreadProtocol export, parsed."""
-    file = transfer.export_thread(Thread.objects.get(pk=thread_id), "threadprotocol", **options)
+    file = interchange.export_thread(Thread.objects.get(pk=thread_id), "threadprotocol", **options)
     return json.loads(file.content)
 
 
 def imported(document: Any, project: Project) -> list[str]:
     """The ids of the threads an import of document into project created."""
-    return transfer.import_data(document, "threadprotocol", project=project).thread_ids
+    return interchange.import_data(document, "threadprotocol", project=project).thread_ids
 
 
 def same_json(left: Any, right: Any) -> bool:
@@ -187,8 +187,8 @@ def test_every_branch_exports_as_json_lines_and_reimports_as_the_same_tree(team:
     assert created.status_code == 201
     (copy_id,) = created.json()["threadIds"]
     copy = Thread.objects.get(pk=copy_id)
-    tree = transfer.thread_tree(copy)
-    original = transfer.thread_tree(thread)
+    tree = interchange.thread_tree(copy)
+    original = interchange.thread_tree(thread)
     assert len(tree.messages) == len(original.messages)
     assert len(leaves(tree)) == len(leaves(original)) == 2
     assert [m.parts for m in active_path(copy)] == [m.parts for m in active_path(thread)]
@@ -208,7 +208,7 @@ def test_json_lines_that_are_not_json_say_which_line(team: Team) -> None:
 def test_branches_all_is_only_for_threadprotocol(team: Team) -> None:
     thread = branched_thread(team.alpha)
     with pytest.raises(InvalidInput):
-        transfer.export_thread(thread, "openai", branches="all")
+        interchange.export_thread(thread, "openai", branches="all")
     client = api(team)
     base = f"/api/v1/threads/{thread.id}/export"
     assert client.get(f"{base}?format=canonical&branches=all").status_code == 422

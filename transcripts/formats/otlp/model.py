@@ -3,7 +3,7 @@
 A span is decoded once into `SpanData` (convention-neutral, plain Python values). Each
 convention module under `otel/conventions/` turns the spans it recognizes into `LlmCall`s:
 one model call with the conversation it was given and what it answered, in canonical
-messages (`transcripts.canonical`: `{"role": ..., "parts": [...], "metadata": {...}}`).
+messages (`transcripts.message_schema`: `{"role": ..., "parts": [...], "metadata": {...}}`).
 """
 
 from __future__ import annotations

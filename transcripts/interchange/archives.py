@@ -14,14 +14,14 @@ from transcripts.formats import FORMATS, Skips, TreeThread, iter_chatgpt
 from transcripts.formats.chatgpt_parts import ExportContext
 from transcripts.formats.claude_ai import iter_claude_ai
 from transcripts.formats.zips import Archive, ZipLimits, detect_zip_source, single_document
-from transcripts.models import Project
-from transcripts.transfer.imports import (
+from transcripts.interchange.imports import (
     ImportResult,
     format_error,
     import_data,
     import_trees,
     parse_document,
 )
+from transcripts.models import Project
 
 # Files of a Claude.ai export that hold no conversation, and why they are not imported.
 _CLAUDE_EXTRAS = {

@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 from transcripts.formats.document import data_url, file_part, parse_json_text, set_extra
-from transcripts.otel.conventions.common import span_error, token_usage
-from transcripts.otel.model import LlmCall, SpanData, SpanRejected
+from transcripts.formats.otlp.conventions.common import span_error, token_usage
+from transcripts.formats.otlp.model import LlmCall, SpanData, SpanRejected
 
 NAME = "ai_sdk"
 

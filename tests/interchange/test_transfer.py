@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.factories import ask, conversation, last_message, make_run, say
-from transcripts import selectors, transfer
+from transcripts import interchange, selectors
 from transcripts.errors import InvalidInput, NotFound
 from transcripts.formats import FORMATS
 from transcripts.models import Event, Message, Project, Run, RunStatus, Thread
@@ -53,18 +53,18 @@ def _snapshot(thread: Thread) -> dict[str, Any]:
 def test_a_canonical_export_reimports_as_the_same_thread():
     thread = _branched_thread()
     before = _snapshot(thread)
-    exported = transfer.export_thread(thread, "canonical")
+    exported = interchange.export_thread(thread, "canonical")
     Thread.objects.filter(pk=thread.pk).delete()
 
-    result = transfer.import_data(json.loads(exported.content), project=Project.default())
+    result = interchange.import_data(json.loads(exported.content), project=Project.default())
     assert result.thread_ids == [thread.id]
     assert _snapshot(Thread.objects.get(pk=thread.id)) == before
 
 
 def test_a_second_import_of_the_same_export_gets_new_ids():
     thread = _branched_thread()
-    document = json.loads(transfer.export_thread(thread, "canonical").content)
-    [copy_id] = transfer.import_data(document, project=Project.default()).thread_ids
+    document = json.loads(interchange.export_thread(thread, "canonical").content)
+    [copy_id] = interchange.import_data(document, project=Project.default()).thread_ids
     assert copy_id != thread.id
     copy = Thread.objects.get(pk=copy_id)
     original_texts = [m.parts for m in active_path(thread)]
@@ -76,8 +76,9 @@ def test_a_second_import_of_the_same_export_gets_new_ids():
 
 def test_imported_messages_replay_from_their_events():
     thread = _branched_thread()
-    [copy_id] = transfer.import_data(
-        json.loads(transfer.export_thread(thread, "canonical").content), project=Project.default()
+    [copy_id] = interchange.import_data(
+        json.loads(interchange.export_thread(thread, "canonical").content),
+        project=Project.default(),
     ).thread_ids
     for run in Run.objects.filter(thread_id=copy_id):
         kinds = set(Event.objects.filter(run=run).values_list("kind", flat=True))
@@ -92,7 +93,7 @@ def test_imported_messages_replay_from_their_events():
 @pytest.mark.parametrize("fmt", [k for k, s in FORMATS.items() if s.exporter])
 def test_every_export_format_writes_the_thread(fmt):
     thread = _branched_thread()
-    exported = transfer.export_thread(thread, fmt)
+    exported = interchange.export_thread(thread, fmt)
     assert exported.filename.startswith(f"thread-{thread.id}.")
     assert "follow-up" in exported.content
 
@@ -100,24 +101,24 @@ def test_every_export_format_writes_the_thread(fmt):
 def test_a_linear_export_follows_the_chosen_branch():
     thread = _branched_thread()
     first_answer = Message.objects.get(thread=thread, depth=1, active=False)
-    exported = json.loads(transfer.export_thread(thread, "openai", leaf=first_answer.id).content)
+    exported = json.loads(interchange.export_thread(thread, "openai", leaf=first_answer.id).content)
     assert [m["content"] for m in exported["messages"]] == ["question 0", "answer 0 "]
     with pytest.raises(NotFound):
-        transfer.export_thread(thread, "openai", leaf="01" + "0" * 24)
+        interchange.export_thread(thread, "openai", leaf="01" + "0" * 24)
 
 
 def test_an_unknown_format_is_refused():
     thread = conversation()
     with pytest.raises(InvalidInput):
-        transfer.export_thread(thread, "docx")
+        interchange.export_thread(thread, "docx")
     with pytest.raises(InvalidInput):
-        transfer.import_data([], "docx", project=Project.default())
+        interchange.import_data([], "docx", project=Project.default())
 
 
 def test_the_chatgpt_sample_imports_every_branch_with_its_active_path():
     raw = (FIXTURES / "chatgpt_conversations.json").read_bytes()
     document = json.loads(raw)
-    result = transfer.import_stream(io.BytesIO(raw), project=Project.default())
+    result = interchange.import_stream(io.BytesIO(raw), project=Project.default())
     assert result.format == "chatgpt"
     assert len(result.thread_ids) == len(document)
     for conversation_doc, thread_id in zip(document, result.thread_ids, strict=True):
@@ -134,23 +135,23 @@ def test_the_chatgpt_sample_imports_every_branch_with_its_active_path():
 def test_invalid_input_is_refused_and_nothing_is_imported():
     before = Thread.objects.count()
     with pytest.raises(InvalidInput) as refused:
-        transfer.import_data(
-            {"format": "transcripts.canonical", "version": 1, "messages": 3},
+        interchange.import_data(
+            {"format": "transcripts.message_schema", "version": 1, "messages": 3},
             project=Project.default(),
         )
     assert refused.value.details["problems"]
     with pytest.raises(InvalidInput):
-        transfer.parse_document(b"{not json")
+        interchange.parse_document(b"{not json")
     with pytest.raises(InvalidInput):
-        transfer.import_data({"something": "else"}, project=Project.default())
+        interchange.import_data({"something": "else"}, project=Project.default())
     with pytest.raises(InvalidInput):
-        transfer.import_stream(io.BytesIO(b'[{"mapping": 12}]'), project=Project.default())
+        interchange.import_stream(io.BytesIO(b'[{"mapping": 12}]'), project=Project.default())
     assert Thread.objects.count() == before
 
 
 def test_an_openai_import_becomes_a_linear_thread():
     document = json.loads((FIXTURES / "openai_chat.json").read_text())
-    [thread_id] = transfer.import_data(document, "openai", project=Project.default()).thread_ids
+    [thread_id] = interchange.import_data(document, "openai", project=Project.default()).thread_ids
     path = list(active_path(Thread.objects.get(pk=thread_id)))
     assert len(path) >= 2
     assert all(run.status == RunStatus.COMMITTED for run in Run.objects.filter(thread_id=thread_id))
@@ -183,7 +184,7 @@ def test_a_large_import_runs_as_a_job_with_progress(settings, tmp_path):
 
     settings.MEDIA_ROOT = tmp_path
     raw = (FIXTURES / "chatgpt_conversations.json").read_bytes()
-    job = transfer.queue_import(
+    job = interchange.queue_import(
         project=Project.default(),
         content=io.BytesIO(raw),
         filename="conversations.json",
@@ -191,7 +192,7 @@ def test_a_large_import_runs_as_a_job_with_progress(settings, tmp_path):
         fmt=None,
     )
     assert job.status == "queued" and job.progress == 0.0
-    transfer.run_import_job(job.id)
+    interchange.run_import_job(job.id)
     job = ImportJob.objects.get(pk=job.id)
     assert job.status == "done" and job.progress == 1.0 and job.format == "chatgpt"
     assert Thread.objects.filter(pk__in=job.thread_ids).count() == len(json.loads(raw))
@@ -203,14 +204,14 @@ def test_a_failed_import_job_says_why_and_imports_nothing(settings, tmp_path):
 
     settings.MEDIA_ROOT = tmp_path
     before = Thread.objects.count()
-    job = transfer.queue_import(
+    job = interchange.queue_import(
         project=Project.default(),
-        content=io.BytesIO(b'{"format": "transcripts.canonical"}'),
+        content=io.BytesIO(b'{"format": "transcripts.message_schema"}'),
         filename="x.json",
         size=34,
         fmt="canonical",
     )
-    transfer.run_import_job(job.id)
+    interchange.run_import_job(job.id)
     job = ImportJob.objects.get(pk=job.id)
     assert job.status == "failed"
     assert job.error is not None and job.error["code"] == "invalid"

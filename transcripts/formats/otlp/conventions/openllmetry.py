@@ -13,14 +13,14 @@ import re
 from typing import Any
 
 from transcripts.formats.document import data_url, file_part, parse_json_text
-from transcripts.otel.conventions.common import (
+from transcripts.formats.otlp.conventions.common import (
     first_string,
     indexed,
     span_error,
     token_usage,
     tool_call_part,
 )
-from transcripts.otel.model import LlmCall, SpanData, SpanRejected
+from transcripts.formats.otlp.model import LlmCall, SpanData, SpanRejected
 
 NAME = "openllmetry"
 

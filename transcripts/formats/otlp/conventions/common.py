@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from transcripts.formats.document import parse_json_text
-from transcripts.otel.model import SpanData, SpanRejected
+from transcripts.formats.otlp.model import SpanData, SpanRejected
 
 # (our usage key, the attributes that may hold it, first found wins)
 UsageTable = Iterable[tuple[str, tuple[str, ...]]]

@@ -16,9 +16,9 @@ from transcripts.formats import FORMATS, Skips, TreeThread, detect_format, iter_
 from transcripts.formats.claude_ai import iter_claude_ai
 from transcripts.formats.document import leaves
 from transcripts.formats.zips import is_zip
+from transcripts.interchange.threadprotocol import parse_json_lines, refuse_reimports
 from transcripts.ledger.importing import TreeWriter
 from transcripts.models import Project, Thread
-from transcripts.transfer.threadprotocol import parse_json_lines, refuse_reimports
 
 IMPORT_FORMATS = [key for key, spec in FORMATS.items() if spec.importer is not None]
 # The report lists this many skipped items; skippedTotal counts them all.
@@ -209,7 +209,7 @@ def import_stream(
     if not head.strip(b" \t\r\n\xef\xbb\xbf"):
         raise InvalidInput("the file is empty")
     if is_zip(head):
-        from transcripts.transfer.archives import import_zip
+        from transcripts.interchange.archives import import_zip
 
         return import_zip(fp, fmt, project=project, progress=progress)
     if fmt is None and b'"chat_messages"' in head:

@@ -21,15 +21,15 @@ from transcripts.generation.generators import (
     GenerationRequest,
     get_generator,
 )
-from transcripts.generation.liveness import (
-    lease_seconds,
-    release_tasks_of_dead_workers,
-    worker_name,
-)
 from transcripts.generation.start import queue_again
 from transcripts.ledger.retention import Purge, purge_expired
 from transcripts.models import OPEN_STATUSES, Run, RunStatus
 from transcripts.outage import describe, forget_connection, is_outage, patiently
+from transcripts.worker.liveness import (
+    lease_seconds,
+    release_tasks_of_dead_workers,
+    worker_name,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .document import (
+from ..document import (
     TreeThread,
     active_path,
     file_part,
@@ -27,7 +27,7 @@ from .document import (
     tool_call_part,
     tool_result_part,
 )
-from .validation import Problems
+from ..validation import Problems
 
 _TOOL_STATES = (
     "input-streaming",

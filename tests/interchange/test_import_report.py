@@ -15,7 +15,7 @@ from django.test import Client
 
 from tests.base import Team
 from tests.formats.sources import SOURCES, zipped
-from transcripts import transfer
+from transcripts import interchange
 from transcripts.models import ImportJob, Project, Thread
 
 pytestmark = pytest.mark.django_db
@@ -35,13 +35,13 @@ def _post(client: Client, raw: bytes, query: str = "", **extra: str) -> Any:
 
 def test_every_import_reports_threads_messages_and_branches() -> None:
     raw = (FIXTURES / "openai_chat.json").read_bytes()
-    result = transfer.import_stream(io.BytesIO(raw), project=Project.default())
+    result = interchange.import_stream(io.BytesIO(raw), project=Project.default())
     report = result.report
     assert report["source"] == "openai" and report["threads"] == 1 and report["branches"] == 1
     assert report["messages"] == len(json.loads(raw)["messages"])
     assert report["skipped"] == [] and report["skippedTotal"] == 0
-    canonical = transfer.export_thread(Thread.objects.get(pk=result.thread_ids[0]), "canonical")
-    again = transfer.import_data(json.loads(canonical.content), project=Project.default())
+    canonical = interchange.export_thread(Thread.objects.get(pk=result.thread_ids[0]), "canonical")
+    again = interchange.import_data(json.loads(canonical.content), project=Project.default())
     assert again.report["threads"] == 1 and again.report["source"] == "canonical"
 
 
@@ -90,7 +90,7 @@ def test_a_background_job_stores_the_report(team: Team, settings: Any, tmp_path:
     assert response.status_code == 202
     job = ImportJob.objects.get(pk=response.json()["id"])
     assert job.file.name.endswith(".zip")
-    transfer.run_import_job(job.id)
+    interchange.run_import_job(job.id)
     polled = _api(team).get(f"/api/v1/imports/{job.id}").json()
     assert polled["status"] == "done" and polled["format"] == "claude-ai"
     assert polled["report"]["threads"] == 2 and polled["report"]["branches"] == 4
@@ -98,7 +98,7 @@ def test_a_background_job_stores_the_report(team: Team, settings: Any, tmp_path:
     upload = SimpleUploadedFile("claude.zip", zipped("claude_ai_export"))
     assert client.post("/import/", {"file": upload}, headers=HTMX).status_code == 202
     mine = ImportJob.objects.get(user=team.editor)
-    transfer.run_import_job(mine.id)
+    interchange.run_import_job(mine.id)
     page = client.get(f"/import/{mine.id}/", headers=HTMX)
     assert b"4 branches" in page.content and b"file map.jpg" in page.content
 

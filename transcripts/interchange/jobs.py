@@ -13,8 +13,8 @@ from django.utils import timezone
 from transcripts.errors import DomainError
 from transcripts.fields import to_uuid
 from transcripts.formats.zips import is_zip
+from transcripts.interchange.imports import import_stream, resolve_format
 from transcripts.models import ImportJob, ImportStatus, Project
-from transcripts.transfer.imports import import_stream, resolve_format
 
 logger = logging.getLogger(__name__)
 

@@ -12,14 +12,14 @@ import re
 from typing import Any
 
 from transcripts.formats.document import file_part, parse_json_text
-from transcripts.otel.conventions.common import (
+from transcripts.formats.otlp.conventions.common import (
     first_string,
     indexed,
     span_error,
     token_usage,
     tool_call_part,
 )
-from transcripts.otel.model import LlmCall, SpanData, SpanRejected
+from transcripts.formats.otlp.model import LlmCall, SpanData, SpanRejected
 
 NAME = "openinference"
 

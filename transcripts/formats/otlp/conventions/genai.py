@@ -13,8 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from transcripts.otel.conventions.common import token_usage
-from transcripts.otel.model import LlmCall, SpanData, SpanEvent, SpanRejected
+from transcripts.formats.otlp.conventions.common import token_usage
+from transcripts.formats.otlp.model import LlmCall, SpanData, SpanEvent, SpanRejected
 
 NAME = "genai"
 

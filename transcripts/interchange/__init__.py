@@ -7,14 +7,14 @@ imports queued for a worker).
 
 from __future__ import annotations
 
-from transcripts.transfer.export import (
+from transcripts.interchange.export import (
     EXPORT_FORMATS,
     ExportFile,
     chunks,
     export_thread,
     thread_tree,
 )
-from transcripts.transfer.imports import (
+from transcripts.interchange.imports import (
     IMPORT_FORMATS,
     ImportResult,
     import_data,
@@ -24,7 +24,7 @@ from transcripts.transfer.imports import (
     parse_document,
     resolve_format,
 )
-from transcripts.transfer.jobs import queue_import, run_import_job
+from transcripts.interchange.jobs import queue_import, run_import_job
 
 __all__ = [
     "EXPORT_FORMATS",

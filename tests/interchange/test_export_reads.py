@@ -13,17 +13,17 @@ from hypothesis import strategies as st
 from ulid import ULID
 
 from tests.factories import conversation, make_run
-from transcripts import transfer
-from transcripts.canonical import SCHEMA_VERSION
+from transcripts import interchange
 from transcripts.ids import ulid_from_uuid
+from transcripts.interchange import export
+from transcripts.message_schema import SCHEMA_VERSION
 from transcripts.models import Event, Message, Project, Run, Thread
 from transcripts.times import to_iso
-from transcripts.transfer import export
 
 
 def _queries(thread: Thread) -> list[str]:
     with CaptureQueriesContext(connection) as captured:
-        transfer.export_thread(thread, "canonical", with_events=True)
+        interchange.export_thread(thread, "canonical", with_events=True)
     return [query["sql"] for query in captured.captured_queries]
 
 
@@ -48,7 +48,7 @@ def test_events_stay_with_their_run_in_order_when_read_in_batches(
     thread = conversation(turns=2)
     make_run(thread, *[("text-delta", {"delta": f"{n} "}) for n in range(5)])
     monkeypatch.setattr(export, "EVENT_BATCH", 2)
-    document = json.loads(transfer.export_thread(thread, "canonical", with_events=True).content)
+    document = json.loads(interchange.export_thread(thread, "canonical", with_events=True).content)
     runs = Run.objects.filter(thread=thread).order_by("created_at", "id")
     assert len(document["runs"]) == runs.count() == 5
     for item, run in zip(document["runs"], runs, strict=True):
@@ -74,7 +74,7 @@ def test_a_uuid_reads_as_the_ulid_the_ulid_package_spells(bits: int) -> None:
 )
 def test_message_times_are_written_as_the_model_spells_them(stored: str, written: str) -> None:
     document = {
-        "format": "transcripts.canonical",
+        "format": "transcripts.message_schema",
         "version": 1,
         "thread": {"title": "Times"},
         "messages": [
@@ -88,9 +88,9 @@ def test_message_times_are_written_as_the_model_spells_them(stored: str, written
             }
         ],
     }
-    result = transfer.import_data(document, project=Project.default())
+    result = interchange.import_data(document, project=Project.default())
     thread = Thread.objects.get(pk=result.thread_ids[0])
-    exported = json.loads(transfer.export_thread(thread, "canonical").content)
+    exported = json.loads(interchange.export_thread(thread, "canonical").content)
     message = Message.objects.get(thread=thread)
     assert exported["messages"] == [message.as_canonical()]
     assert exported["messages"][0]["createdAt"] == written

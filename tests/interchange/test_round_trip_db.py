@@ -19,7 +19,7 @@ from tests.formats.doc_strategies import (
     openai_documents,
 )
 from tests.formats.doc_strategies_agents import ai_sdk_documents, pydantic_ai_documents
-from transcripts import transfer
+from transcripts import interchange
 from transcripts.models import Message, Thread
 
 pytestmark = pytest.mark.django_db
@@ -50,9 +50,9 @@ def storable(document: Any) -> bool:
 
 def through_database(team: Team, document: Any, fmt: str) -> Any:
     """The document imported into project alpha, then that thread exported in the same format."""
-    result = transfer.import_data(document, fmt, project=team.alpha)
+    result = interchange.import_data(document, fmt, project=team.alpha)
     (thread_id,) = result.thread_ids
-    exported = transfer.export_thread(Thread.objects.get(pk=thread_id), fmt)
+    exported = interchange.export_thread(Thread.objects.get(pk=thread_id), fmt)
     return json.loads(exported.content)
 
 
@@ -90,7 +90,7 @@ def test_a_canonical_document_keeps_its_messages_through_the_database(
 ) -> None:
     # Our own ids, times and runs are the ledger's (see test_canonical_lossless); what a
     # canonical document says of each message comes back as it said it.
-    result = transfer.import_data(document, "canonical", project=team.alpha)
+    result = interchange.import_data(document, "canonical", project=team.alpha)
     (thread_id,) = result.thread_ids
     stored = {
         m.metadata.get("sourceMessageId", m.id): m.as_canonical()

@@ -1,0 +1,1 @@
+"""OpenTelemetry (OTLP) spans read as LLM calls: the span model, the decoder and the conventions."""
