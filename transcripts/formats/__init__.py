@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from transcripts.errors import FormatError
 
@@ -15,6 +14,7 @@ from .chatgpt import import_chatgpt, iter_chatgpt
 from .claude_ai import import_claude_ai
 from .document import TreeThread
 from .gemini import export_gemini, import_gemini
+from .jsontypes import JsonArray, JsonObject
 from .librechat import import_librechat
 from .markdown import export_markdown
 from .open_webui import import_open_webui
@@ -25,7 +25,8 @@ from .threadprotocol import export_threadprotocol, import_threadprotocol
 
 # Readers of chat-app exports also take a Skips log (see `reports_skips`).
 Importer = Callable[..., list[TreeThread]]
-Exporter = Callable[[TreeThread], Any]
+# A document (object or array) or, for Markdown, text.
+Exporter = Callable[[TreeThread], Mapping[str, object] | Sequence[object]]
 
 __all__ = [
     "FORMATS",
@@ -140,7 +141,7 @@ FORMATS: dict[str, FormatSpec] = {
 }
 
 
-def detect_format(data: Any) -> str | None:
+def detect_format(data: object) -> str | None:
     """The key of the format a parsed JSON document looks like, or None when unsure."""
     if isinstance(data, dict):
         return _detect_object(data)
@@ -168,7 +169,7 @@ def detect_format(data: Any) -> str | None:
     return None
 
 
-def _detect_object(data: dict[str, Any]) -> str | None:
+def _detect_object(data: JsonObject) -> str | None:
     if data.get("format") == FORMAT_NAME:
         return "canonical"
     if "actions" in data and "version" in data:
@@ -197,7 +198,7 @@ def _detect_object(data: dict[str, Any]) -> str | None:
     return None
 
 
-def _detect_chat_app(item: dict[str, Any]) -> str | None:
+def _detect_chat_app(item: JsonObject) -> str | None:
     """The chat app whose export (or one conversation of it) item is, if any."""
     if "mapping" in item:
         return "chatgpt"
@@ -224,7 +225,7 @@ _ANTHROPIC_BLOCKS = (
 _OPENAI_PARTS = ("image_url", "input_audio", "file", "refusal")
 
 
-def _detect_messages(messages: list[Any]) -> str | None:
+def _detect_messages(messages: JsonArray) -> str | None:
     """openai or anthropic for a role/content list; plain text chats read the same either way."""
     for message in messages:
         if not isinstance(message, dict):

@@ -32,10 +32,19 @@ from .document import (
     make_message,
     output_text,
     parse_data_url,
+    parts_of,
     restore_source_fields,
     set_extra,
     tool_call_part,
     tool_result_part,
+)
+from .jsontypes import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+    object_of,
+    objects_in,
+    text_of,
 )
 from .validation import Problems
 
@@ -45,51 +54,53 @@ _DOCUMENT_TYPES = ("application/pdf", "text/plain")
 
 def export_anthropic(thread: TreeThread) -> dict[str, Any]:
     """The active path as a Messages API request body."""
-    body: dict[str, Any] = dict(thread.metadata.get("extra", {}).get("anthropic", {}))
-    system: list[dict[str, Any]] = []
+    # Any: callers (generators, tests) index the written document freely.
+    body: JsonObject = dict(thread.metadata.get("extra", {}).get("anthropic", {}))
+    system: list[JsonObject] = []
     system_blocks = False
-    turns: list[dict[str, Any]] = []
-    # The messages each turn was made of: a turn of one message may go back to a string.
-    sources: list[list[dict[str, Any]]] = []
+    # (role, blocks, the messages the turn was made of: a turn of one message may go back
+    # to a string).
+    turns: list[tuple[str, list[JsonObject], list[JsonObject]]] = []
     for message in active_path(thread):
         if message["role"] == "system":
             system.extend(
                 restore_source_fields(part, FORMAT, {"type": "text", "text": part["text"]})
-                for part in message["parts"]
+                for part in parts_of(message)
                 if part["type"] == "text"
             )
             system_blocks = system_blocks or extra_of(message, FORMAT).get("system") == "blocks"
             continue
         role = "assistant" if message["role"] == "assistant" else "user"
         blocks = _export_blocks(message)
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-            sources[-1].append(message)
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+            turns[-1][2].append(message)
         else:
-            turns.append({"role": role, "content": blocks})
-            sources.append([message])
-    for turn, messages in zip(turns, sources, strict=True):
+            turns.append((role, blocks, [message]))
+    body_turns: list[JsonObject] = []
+    for role, blocks, messages in turns:
         # The API wants tool results first in a user turn.
-        turn["content"].sort(key=lambda block: block["type"] != "tool_result")
-        blocks = turn["content"]
+        blocks.sort(key=lambda block: block["type"] != "tool_result")
+        content: JsonValue = blocks
         as_text = len(messages) == 1 and extra_of(messages[0], FORMAT).get("content") == "text"
         if as_text and len(blocks) == 1 and set(blocks[0]) == {"type", "text"}:
-            turn["content"] = blocks[0]["text"]
+            content = blocks[0]["text"]
+        body_turns.append({"role": role, "content": content})
     if system_blocks:
         body["system"] = system
     elif system:
-        body["system"] = "\n\n".join(block["text"] for block in system)
-    body["messages"] = turns
+        body["system"] = "\n\n".join(text_of(block["text"]) for block in system)
+    body["messages"] = body_turns
     return body
 
 
-def _export_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+def _export_blocks(message: JsonObject) -> list[JsonObject]:
+    blocks: list[JsonObject] = []
     # Earlier imports kept a message's thinking blocks in its metadata: those are written.
     legacy = extra_of(message, "claude").get("thinking_blocks")
     if isinstance(legacy, list) and legacy:
-        blocks.extend(copy.deepcopy(legacy))
-    for part in message["parts"]:
+        blocks.extend(copy.deepcopy(objects_in(legacy)))
+    for part in parts_of(message):
         if legacy and part["type"] == "reasoning":
             continue
         if part["type"] == "file" and message["role"] == "assistant":
@@ -98,7 +109,7 @@ def _export_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return blocks
 
 
-def _block(part: dict[str, Any]) -> dict[str, Any]:
+def _block(part: JsonObject) -> JsonObject:
     """The block a canonical part becomes, before the source's own fields are put back."""
     part_type = part["type"]
     if part_type == "reasoning":
@@ -118,7 +129,7 @@ def _block(part: dict[str, Any]) -> dict[str, Any]:
             "input": value if isinstance(value, dict) else {"input": value},
         }
     if part_type == "tool-result":
-        block: dict[str, Any] = {
+        block: JsonObject = {
             "type": "tool_result",
             "tool_use_id": part["toolCallId"],
             "content": output_text(part["output"]),
@@ -129,10 +140,10 @@ def _block(part: dict[str, Any]) -> dict[str, Any]:
     return _file_block(part)
 
 
-def _file_block(part: dict[str, Any]) -> dict[str, Any]:
-    mime, url = part["mimeType"], part["url"]
+def _file_block(part: JsonObject) -> JsonObject:
+    mime, url = text_of(part["mimeType"]), text_of(part["url"])
     inline = parse_data_url(url)
-    source: dict[str, Any] = (
+    source: JsonObject = (
         {"type": "base64", "media_type": mime, "data": inline[1]}
         if inline is not None
         else {"type": "url", "url": url}
@@ -140,7 +151,7 @@ def _file_block(part: dict[str, Any]) -> dict[str, Any]:
     if mime.startswith("image/"):
         return {"type": "image", "source": source}
     if mime in _DOCUMENT_TYPES:
-        block = {"type": "document", "source": source}
+        block: JsonObject = {"type": "document", "source": source}
         if "name" in part:
             block["title"] = part["name"]
         return block
@@ -148,11 +159,11 @@ def _file_block(part: dict[str, Any]) -> dict[str, Any]:
     return {"type": "text", "text": f"[{label}]({url})"}
 
 
-def import_anthropic(data: Any) -> list[TreeThread]:
+def import_anthropic(data: object) -> list[TreeThread]:
     """One linear thread from a Messages API request body (or a bare messages list)."""
     problems = Problems()
     if isinstance(data, list):
-        body: dict[str, Any] = {"messages": data}
+        body: JsonObject = {"messages": data}
         base = "$"
     else:
         parsed = problems.obj(data, "$")
@@ -160,12 +171,14 @@ def import_anthropic(data: Any) -> list[TreeThread]:
         body = parsed if parsed is not None else {"messages": []}
         base = "$.messages"
     turns = problems.array(body.get("messages"), base) or []
-    messages: list[dict[str, Any]] = []
+    messages: list[JsonObject] = []
     tool_names: dict[str, str] = {}
     system = body.get("system")
     if system is not None:
         parts = _text_blocks(system, "$.system", problems)
-        metadata = {"extra": {FORMAT: {"system": "blocks"}}} if isinstance(system, list) else {}
+        metadata: JsonObject = (
+            {"extra": {FORMAT: {"system": "blocks"}}} if isinstance(system, list) else {}
+        )
         messages.append(make_message("m0", None, "system", parts, metadata=metadata))
     for path, turn in problems.objects(turns, base):
         role = turn.get("role")
@@ -182,23 +195,23 @@ def import_anthropic(data: Any) -> list[TreeThread]:
         else:
             messages.extend(_user(blocks, path, problems, tool_names, len(messages)))
         if as_text:
-            set_extra(messages[-1]["metadata"], FORMAT, {"content": "text"})
+            set_extra(object_of(messages[-1]["metadata"]), FORMAT, {"content": "text"})
     problems.raise_if_any()
     extra = {key: value for key, value in body.items() if key not in ("messages", "system")}
     return [linear_thread(messages, metadata={"extra": {"anthropic": extra}} if extra else {})]
 
 
 def _assistant(
-    blocks: list[Any],
+    blocks: JsonArray,
     path: str,
     problems: Problems,
     tool_names: dict[str, str],
     key: str,
-) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
+) -> JsonObject:
+    parts: list[JsonObject] = []
     for bpath, block in problems.objects(blocks, f"{path}.content"):
         block_type = block.get("type")
-        part: dict[str, Any] | None = None
+        part: JsonObject | None = None
         if block_type == "thinking":
             text = problems.req_string(block, "thinking", bpath)
             signature = problems.opt_string(block.get("signature"), f"{bpath}.signature")
@@ -232,21 +245,21 @@ def _assistant(
 
 
 def _user(
-    blocks: list[Any],
+    blocks: JsonArray,
     path: str,
     problems: Problems,
     tool_names: dict[str, str],
     start: int,
-) -> list[dict[str, Any]]:
-    results: list[dict[str, Any]] = []
-    parts: list[dict[str, Any]] = []
+) -> list[JsonObject]:
+    results: list[JsonObject] = []
+    parts: list[JsonObject] = []
     for bpath, block in problems.objects(blocks, f"{path}.content"):
         if block.get("type") == "tool_result":
             call_id = problems.req_string(block, "tool_use_id", bpath)
             if call_id is None:
                 continue
             content = block.get("content", "")
-            output: Any = content
+            output: JsonValue = content
             if isinstance(content, list):
                 texts = [b.get("text") for b in content if isinstance(b, dict)]
                 if texts and len(texts) == len(content):
@@ -262,7 +275,7 @@ def _user(
         if part is not None:
             keep_source_fields(part, FORMAT, block, _block(part))
             parts.append(part)
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     if results:
         out.append(make_message(f"m{start}", None, "tool", results))
     if parts or not results:
@@ -270,7 +283,7 @@ def _user(
     return out
 
 
-def _common_block(block: dict[str, Any], path: str, problems: Problems) -> dict[str, Any] | None:
+def _common_block(block: JsonObject, path: str, problems: Problems) -> JsonObject | None:
     block_type = block.get("type")
     if block_type == "text":
         text = problems.req_string(block, "text", path)
@@ -280,7 +293,7 @@ def _common_block(block: dict[str, Any], path: str, problems: Problems) -> dict[
         if source is None:
             return None
         spath = f"{path}.source"
-        part: dict[str, Any] | None = None
+        part: JsonObject | None = None
         if source.get("type") == "base64":
             mime = problems.req_string(source, "media_type", spath)
             data = problems.req_string(source, "data", spath)
@@ -307,15 +320,15 @@ def _common_block(block: dict[str, Any], path: str, problems: Problems) -> dict[
     return None
 
 
-def _text_blocks(value: Any, path: str, problems: Problems) -> list[dict[str, Any]]:
+def _text_blocks(value: JsonValue, path: str, problems: Problems) -> list[JsonObject]:
     if isinstance(value, str):
         return [{"type": "text", "text": value}]
     blocks = problems.array(value, path) or []
-    parts = []
+    parts: list[JsonObject] = []
     for where, block in problems.objects(blocks, path):
         text = problems.req_string(block, "text", where)
         if text is not None:
-            part = {"type": "text", "text": text}
+            part: JsonObject = {"type": "text", "text": text}
             keep_source_fields(part, FORMAT, block, {"type": "text", "text": text})
             parts.append(part)
     return parts

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -11,13 +10,21 @@ from pydantic_core import ErrorDetails
 from transcripts.message_schema import PART_TYPES, ROLES, TreeMessage, error_path, full_parts
 
 from .document import TreeThread
+from .jsontypes import (
+    JsonObject,
+    JsonValue,
+    as_str,
+    object_of,
+    objects_in,
+    text_of,
+)
 from .validation import Problems, is_int, json_kind
 
 FORMAT_NAME = "transcripts.message_schema"
 VERSION = 1
 
 
-def export_canonical(thread: TreeThread) -> dict[str, Any]:
+def export_canonical(thread: TreeThread) -> JsonObject:
     """The thread as a canonical JSON document, sharing the thread's values."""
     # No deep copy: the document is written out, never changed, and copying a 5,000-message
     # thread cost more than reading it.
@@ -39,7 +46,7 @@ def export_canonical(thread: TreeThread) -> dict[str, Any]:
     }
 
 
-def import_canonical(data: Any) -> list[TreeThread]:
+def import_canonical(data: object) -> list[TreeThread]:
     """Threads from one canonical document or a list of them."""
     problems = Problems()
     documents = data if isinstance(data, list) else [data]
@@ -54,7 +61,7 @@ def import_canonical(data: Any) -> list[TreeThread]:
     return threads
 
 
-def _read_document(document: Any, path: str, problems: Problems) -> TreeThread | None:
+def _read_document(document: JsonValue, path: str, problems: Problems) -> TreeThread | None:
     doc = problems.obj(document, path)
     if doc is None:
         return None
@@ -87,21 +94,25 @@ def _read_document(document: Any, path: str, problems: Problems) -> TreeThread |
         problems.add(f"{tpath}.activeLeafId", "does not name a message of the document")
     if problems.items:
         return None
+    # Every value was checked above: the narrowing below only tells the type checker so.
     tool_names: dict[str, str] = {}
     return TreeThread(
-        title=title,
+        title=text_of(title),
         messages=[
-            {**copy.deepcopy(message), "parts": full_parts(message["parts"], tool_names)}
-            for message in messages
+            {
+                **copy.deepcopy(message),
+                "parts": full_parts(objects_in(message["parts"]), tool_names),
+            }
+            for message in objects_in(messages)
         ],
-        active_leaf=leaf,
-        metadata=copy.deepcopy(head.get("metadata", {})),
-        agents=copy.deepcopy(head.get("agents", {})),
-        id=head.get("id"),
-        parent_thread_id=head.get("parentThreadId"),
-        created_at=head.get("createdAt"),
-        updated_at=head.get("updatedAt"),
-        runs=copy.deepcopy(runs),
+        active_leaf=as_str(leaf),
+        metadata=copy.deepcopy(object_of(head.get("metadata"))),
+        agents=copy.deepcopy(object_of(head.get("agents"))),
+        id=as_str(head.get("id")),
+        parent_thread_id=as_str(head.get("parentThreadId")),
+        created_at=as_str(head.get("createdAt")),
+        updated_at=as_str(head.get("updatedAt")),
+        runs=copy.deepcopy(objects_in(runs)),
     )
 
 
@@ -109,7 +120,7 @@ def _read_document(document: Any, path: str, problems: Problems) -> TreeThread |
 _FIELD_ORDER = ("id", "parentMessageId", "role", "createdAt", "metadata", "parts")
 
 
-def _check_message(value: Any, path: str, problems: Problems, seen: set[str]) -> None:
+def _check_message(value: JsonValue, path: str, problems: Problems, seen: set[str]) -> None:
     """Check one message against the canonical schema; seen holds the ids listed before it."""
     if not isinstance(value, dict):
         problems.obj(value, path)

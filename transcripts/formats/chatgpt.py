@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import ijson
 
@@ -27,7 +27,15 @@ from transcripts.message_schema import ROLES
 from transcripts.times import epoch_to_iso
 
 from .chatgpt_parts import ExportContext, canvas_document, canvas_input, content_parts
-from .document import TreeThread, make_message, tool_call_part, tool_result_part
+from .document import TreeThread, answer_part, make_message, tool_call_part
+from .jsontypes import (
+    JsonObject,
+    JsonValue,
+    as_str,
+    list_of,
+    object_of,
+    text_of,
+)
 from .sources import Prefixed, Skips, skip_blank
 from .validation import Problems
 
@@ -41,7 +49,7 @@ _HIDDEN_CONTENT = (
 
 
 def import_chatgpt(
-    data: Any, skips: Skips | None = None, *, context: ExportContext | None = None
+    data: JsonValue, skips: Skips | None = None, *, context: ExportContext | None = None
 ) -> list[TreeThread]:
     """Threads from a parsed conversations.json (a list, `{"conversations": […]}` or one)."""
     ctx = context or ExportContext(skips=skips if skips is not None else Skips())
@@ -121,7 +129,7 @@ def _first_key(fp: BinaryIO) -> bytes:
             return read
 
 
-def _time(value: Any) -> str | None:
+def _time(value: JsonValue) -> str | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         try:
             return epoch_to_iso(float(value))
@@ -131,7 +139,7 @@ def _time(value: Any) -> str | None:
 
 
 def _conversation(
-    value: Any, path: str, problems: Problems, ctx: ExportContext
+    value: JsonValue, path: str, problems: Problems, ctx: ExportContext
 ) -> TreeThread | None:
     conversation = problems.obj(value, path)
     if conversation is None:
@@ -141,7 +149,7 @@ def _conversation(
         return None
     title = conversation.get("title")
     conv_id = conversation.get("conversation_id", conversation.get("id"))
-    nodes: dict[str, dict[str, Any]] = {}
+    nodes: dict[str, JsonObject] = {}
     for key, node_value in mapping.items():
         node = problems.obj(node_value, f"{path}.mapping.{key}")
         if node is None:
@@ -156,9 +164,9 @@ def _conversation(
             continue
         nodes[key] = node
     order = _tree_order(nodes)
-    messages: list[dict[str, Any]] = []
+    messages: list[JsonObject] = []
     kept: dict[str, str | None] = {}  # node id -> nearest kept ancestor-or-self
-    calls: dict[str, dict[str, Any]] = {}  # kept message id -> its tool-call part
+    calls: dict[str, JsonObject] = {}  # kept message id -> its tool-call part
     for key in order:
         node = nodes[key]
         parent = node.get("parent")
@@ -178,7 +186,7 @@ def _conversation(
     current = conversation.get("current_node")
     leaf = kept.get(current) if isinstance(current, str) else None
     if leaf is None and messages:
-        leaf = messages[-1]["id"]
+        leaf = as_str(messages[-1]["id"])
     extra = {
         k: v
         for k, v in conversation.items()
@@ -195,7 +203,7 @@ def _conversation(
     )
 
 
-def _tree_order(nodes: dict[str, dict[str, Any]]) -> list[str]:
+def _tree_order(nodes: dict[str, JsonObject]) -> list[str]:
     """Node ids with parents before children, following each node's `children` order."""
     roots = [key for key, node in nodes.items() if node.get("parent") not in nodes]
     order: list[str] = []
@@ -207,7 +215,7 @@ def _tree_order(nodes: dict[str, dict[str, Any]]) -> list[str]:
             continue
         seen.add(key)
         order.append(key)
-        children = [c for c in nodes[key].get("children", []) if c in nodes and c not in seen]
+        children = [c for c in list_of(nodes[key].get("children")) if c in nodes and c not in seen]
         # Children listed by the parent but pointing elsewhere are visited from their real parent.
         children = [c for c in children if nodes[c].get("parent") == key]
         stack.extend(reversed(children))
@@ -217,15 +225,15 @@ def _tree_order(nodes: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def _message(
-    value: Any,
+    value: JsonValue,
     key: str,
     parent: str | None,
     path: str,
     problems: Problems,
-    calls: dict[str, dict[str, Any]],
-    messages: list[dict[str, Any]],
+    calls: dict[str, JsonObject],
+    messages: list[JsonObject],
     ctx: ExportContext,
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     raw = problems.obj(value, path)
     if raw is None:
         return None
@@ -239,15 +247,15 @@ def _message(
     if role not in ROLES:
         problems.add(f"{path}.author.role", f"expected one of {', '.join(ROLES)}")
         return None
-    raw_meta: dict[str, Any] = raw["metadata"] if isinstance(raw.get("metadata"), dict) else {}
+    raw_meta = object_of(raw.get("metadata"))
     content_type = content.get("content_type")
     if not isinstance(content_type, str):
         problems.add(f"{path}.content.content_type", "expected a string")
         return None
     recipient = raw.get("recipient", "all")
-    author_name = author.get("name") if isinstance(author.get("name"), str) else None
-    metadata: dict[str, Any] = {}
-    extra: dict[str, Any] = {"content_type": content_type}
+    author_name = as_str(author.get("name"))
+    metadata: JsonObject = {}
+    extra: JsonObject = {"content_type": content_type}
     for field in ("status", "recipient", "end_turn", "weight", "channel"):
         if field in raw:
             extra[field] = raw[field]
@@ -271,9 +279,10 @@ def _message(
         hidden = True
         text = content.get("text")
         code = text if isinstance(text, str) else _joined(parts)
-        tool_input: dict[str, Any] = {"code" if content_type == "code" else "text": code}
-        if isinstance(content.get("language"), str):
-            tool_input["language"] = content["language"]
+        tool_input: JsonObject = {"code" if content_type == "code" else "text": code}
+        language = content.get("language")
+        if isinstance(language, str):
+            tool_input["language"] = language
         canvas = canvas_input(recipient, code)
         tool_call = tool_call_part(key, recipient, canvas if canvas is not None else tool_input)
         parts = [tool_call]
@@ -281,16 +290,16 @@ def _message(
     elif role == "tool":
         call = _answered_call(parent, author_name, calls, messages)
         if call is not None or content_type == "execution_output":
+            text = as_str(content.get("text"))
             output = (
-                content["text"]
-                if isinstance(content.get("text"), str) and content_type != "sonic_webpage"
-                else _joined(parts)
+                text if text is not None and content_type != "sonic_webpage" else _joined(parts)
             )
             aggregate = raw_meta.get("aggregate_result")
             status = aggregate.get("status") if isinstance(aggregate, dict) else None
-            result = tool_result_part(
-                call["toolCallId"] if call else key,
-                call["toolName"] if call else (author_name or "tool"),
+            result = answer_part(
+                call,
+                key,
+                author_name or "tool",
                 output,
                 is_error=content_type == "system_error"
                 or (isinstance(status, str) and status != "success"),
@@ -303,16 +312,18 @@ def _message(
     return make_message(key, parent, role, parts, _time(raw.get("create_time")), metadata)
 
 
-def _joined(parts: list[dict[str, Any]]) -> str:
-    return "\n\n".join(part["text"] for part in parts if part["type"] in ("text", "reasoning"))
+def _joined(parts: list[JsonObject]) -> str:
+    return "\n\n".join(
+        text_of(part["text"]) for part in parts if part["type"] in ("text", "reasoning")
+    )
 
 
 def _answered_call(
     parent: str | None,
     author_name: str | None,
-    calls: dict[str, dict[str, Any]],
-    messages: list[dict[str, Any]],
-) -> dict[str, Any] | None:
+    calls: dict[str, JsonObject],
+    messages: list[JsonObject],
+) -> JsonObject | None:
     """The tool call this tool message answers: the nearest ancestor call to the same tool."""
     by_id = {message["id"]: message for message in messages[-50:]}
     current = parent
@@ -321,15 +332,16 @@ def _answered_call(
             return None
         call = calls.get(current)
         if call is not None:
+            tool = text_of(call["toolName"])
             if (
                 author_name is None
-                or call["toolName"] == author_name
-                or (author_name.split(".")[0] == call["toolName"].split(".")[0])
+                or tool == author_name
+                or (author_name.split(".")[0] == tool.split(".")[0])
             ):
                 return call
             return None
         message = by_id.get(current)
         if message is None or message["role"] != "tool":
             return None
-        current = message["parentMessageId"]
+        current = as_str(message["parentMessageId"])
     return None

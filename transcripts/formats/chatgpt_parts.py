@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from .document import file_part
+from .jsontypes import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+)
 from .sources import Skips, labelled
 from .zips import Archive, Asset, textdoc_members
 
@@ -38,12 +42,12 @@ class ExportContext:
 
 
 def content_parts(
-    content: dict[str, Any],
+    content: JsonObject,
     content_type: str,
-    extra: dict[str, Any],
+    extra: JsonObject,
     where: str,
     ctx: ExportContext,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """Canonical parts for a message's content; raw content kept in extra unless plain text."""
     items = content.get("parts")
     if content_type == "text":
@@ -81,9 +85,10 @@ def content_parts(
     # Unknown content types: whatever text they carry, else a label naming the type.
     texts = [item for item in (items if isinstance(items, list) else []) if isinstance(item, str)]
     for key in ("text", "result", "content"):
-        if isinstance(content.get(key), str):
-            texts.append(content[key])
-    parts = [{"type": "text", "text": text} for text in texts if text]
+        value = content.get(key)
+        if isinstance(value, str):
+            texts.append(value)
+    parts: list[JsonObject] = [{"type": "text", "text": text} for text in texts if text]
     if parts:
         return parts
     ctx.skips.add(where, f"{content_type} content", "no part type holds it: kept as a label")
@@ -91,7 +96,7 @@ def content_parts(
     return [labelled(f"ChatGPT {content_type} content")]
 
 
-def canvas_input(recipient: str, text: str) -> Any:
+def canvas_input(recipient: str, text: str) -> JsonValue:
     """The JSON payload of a Canvas (canmore) call as its tool input, else None."""
     if recipient.startswith("canmore."):
         try:
@@ -102,9 +107,7 @@ def canvas_input(recipient: str, text: str) -> Any:
     return None
 
 
-def canvas_document(
-    raw_meta: dict[str, Any], where: str, ctx: ExportContext
-) -> list[dict[str, Any]]:
+def canvas_document(raw_meta: JsonObject, where: str, ctx: ExportContext) -> list[JsonObject]:
     """The Canvas document a canmore tool message names, as a file part from `textdocs/`."""
     canvas = raw_meta.get("canvas")
     textdoc_id = canvas.get("textdoc_id") if isinstance(canvas, dict) else None
@@ -128,10 +131,10 @@ def canvas_document(
     return [file_part(found.mime_type, found.url, title if isinstance(title, str) else found.name)]
 
 
-def _thoughts(thoughts: Any) -> list[dict[str, Any]]:
+def _thoughts(thoughts: JsonValue) -> list[JsonObject]:
     if isinstance(thoughts, str):
         return [{"type": "reasoning", "text": thoughts}]
-    out = []
+    out: list[JsonObject] = []
     for thought in thoughts if isinstance(thoughts, list) else []:
         if isinstance(thought, str):
             out.append({"type": "reasoning", "text": thought})
@@ -141,8 +144,8 @@ def _thoughts(thoughts: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _multimodal(items: list[Any], where: str, ctx: ExportContext) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
+def _multimodal(items: JsonArray, where: str, ctx: ExportContext) -> list[JsonObject]:
+    parts: list[JsonObject] = []
     for index, item in enumerate(items):
         if isinstance(item, str):
             if item:
@@ -173,8 +176,8 @@ def _multimodal(items: list[Any], where: str, ctx: ExportContext) -> list[dict[s
 
 
 def _pointer_part(
-    item: dict[str, Any], pointer: str, item_type: str, where: str, ctx: ExportContext
-) -> dict[str, Any]:
+    item: JsonObject, pointer: str, item_type: str, where: str, ctx: ExportContext
+) -> JsonObject:
     kind = {"image_asset_pointer": "image", "audio_asset_pointer": "audio"}.get(item_type)
     mime = item.get("mime_type") or item.get("format")
     mime = mime if isinstance(mime, str) and "/" in mime else None
@@ -202,9 +205,9 @@ def _pointer_part(
     return file_part(found.mime_type, found.url, name if isinstance(name, str) else found.name)
 
 
-def _joined_strings(*values: Any, sep: str = "\n\n") -> str:
+def _joined_strings(*values: JsonValue, sep: str = "\n\n") -> str:
     return sep.join(value for value in values if isinstance(value, str) and value)
 
 
-def _first_string(*values: Any) -> str | None:
+def _first_string(*values: JsonValue) -> str | None:
     return next((value for value in values if isinstance(value, str) and value), None)

@@ -21,13 +21,25 @@ import base64
 import copy
 import json
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import ijson
 
 from transcripts.errors import FormatError
 
-from .document import TreeThread, file_part, make_message, tool_call_part, tool_result_part
+from .document import (
+    TreeThread,
+    answer_part,
+    file_part,
+    make_message,
+    tool_call_part,
+)
+from .jsontypes import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+    as_str,
+)
 from .sources import (
     Prefixed,
     Skips,
@@ -56,10 +68,11 @@ _MESSAGE_FIELDS = (
 )
 
 
-def import_claude_ai(data: Any, skips: Skips | None = None) -> list[TreeThread]:
+def import_claude_ai(data: object, skips: Skips | None = None) -> list[TreeThread]:
     """Threads from a parsed Claude.ai conversations.json (a list, or one conversation)."""
     log = skips if skips is not None else Skips()
     problems = Problems()
+    items: JsonArray
     if isinstance(data, dict) and "chat_messages" in data:
         items, base = [data], "$"
     elif isinstance(data, dict) and isinstance(data.get("conversations"), list):
@@ -108,7 +121,11 @@ def iter_claude_ai(
 
 
 def conversation(
-    value: Any, path: str, problems: Problems, skips: Skips, source: str = "conversations.json"
+    value: JsonValue,
+    path: str,
+    problems: Problems,
+    skips: Skips,
+    source: str = "conversations.json",
 ) -> TreeThread | None:
     """One conversation as a thread, or None (with problems) when it cannot be read."""
     item = problems.obj(value, path)
@@ -118,7 +135,7 @@ def conversation(
     if raw_messages is None:
         return None
     linked = any(isinstance(m, dict) and "parent_message_uuid" in m for m in raw_messages)
-    by_key: dict[str, tuple[str, dict[str, Any]]] = {}
+    by_key: dict[str, tuple[str, JsonObject]] = {}
     previous: str | None = None
     parents: dict[str, str | None] = {}
     for index, raw in enumerate(raw_messages):
@@ -137,10 +154,10 @@ def conversation(
         parent = message.get("parent_message_uuid") if linked else previous
         parents[key] = parent if isinstance(parent, str) and parent not in ZERO_UUIDS else None
         previous = key
-    messages: list[dict[str, Any]] = []
+    messages: list[JsonObject] = []
     placed: set[str] = set()
     kept_parent: dict[str, str | None] = {}
-    model = item.get("model") if isinstance(item.get("model"), str) else None
+    model = as_str(item.get("model"))
     for key in parents_first(by_key, parents.__getitem__):
         where, raw = by_key[key]
         parent = parents[key]
@@ -172,7 +189,7 @@ def conversation(
 
 
 def _message(
-    raw: dict[str, Any],
+    raw: JsonObject,
     key: str,
     parent: str | None,
     path: str,
@@ -180,7 +197,7 @@ def _message(
     skips: Skips,
     source: str,
     model: str | None,
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     sender = raw.get("sender")
     role = _SENDERS.get(sender) if isinstance(sender, str) else None
     if role is None:
@@ -190,10 +207,8 @@ def _message(
         return None
     where = f"{source} {path}"
     content = raw.get("content")
-    parts: list[dict[str, Any]] = []
-    extra: dict[str, Any] = {
-        k: copy.deepcopy(v) for k, v in raw.items() if k not in _MESSAGE_FIELDS
-    }
+    parts: list[JsonObject] = []
+    extra: JsonObject = {k: copy.deepcopy(v) for k, v in raw.items() if k not in _MESSAGE_FIELDS}
     if isinstance(content, list) and content:
         parts = _blocks(content, key, f"{path}.content", where, skips, extra)
     elif "content" in raw and content is not None and not isinstance(content, list):
@@ -203,7 +218,7 @@ def _message(
     if not parts and isinstance(text, str) and text:
         parts = [{"type": "text", "text": text}]
     parts.extend(_attachments(raw, f"{path}", where, skips))
-    metadata: dict[str, Any] = {}
+    metadata: JsonObject = {}
     if role == "assistant" and model:
         metadata["model"] = model
     if extra:
@@ -212,16 +227,16 @@ def _message(
 
 
 def _blocks(
-    blocks: list[Any],
+    blocks: JsonArray,
     key: str,
     path: str,
     where: str,
     skips: Skips,
-    extra: dict[str, Any],
-) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    open_calls: list[dict[str, Any]] = []
-    kept: list[Any] = []
+    extra: JsonObject,
+) -> list[JsonObject]:
+    parts: list[JsonObject] = []
+    open_calls: list[JsonObject] = []
+    kept: JsonArray = []
     for index, block in enumerate(blocks):
         block_type = block.get("type") if isinstance(block, dict) else None
         if not isinstance(block, dict):
@@ -269,38 +284,37 @@ def _blocks(
     return parts
 
 
-def _tool_result(
-    block: dict[str, Any], open_calls: list[dict[str, Any]], fallback_id: str
-) -> dict[str, Any]:
+def _tool_result(block: JsonObject, open_calls: list[JsonObject], fallback_id: str) -> JsonObject:
     """A tool result joined to its call: by tool_use_id, else the last open call of its name."""
-    name = block.get("name") if isinstance(block.get("name"), str) else None
-    call_id = block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
+    name = as_str(block.get("name"))
+    call_id = as_str(block.get("tool_use_id"))
     call = next((c for c in open_calls if c["toolCallId"] == call_id), None) if call_id else None
     if call is None and call_id is None:
         call = next((c for c in reversed(open_calls) if name in (None, c["toolName"])), None)
     if call is not None:
         open_calls.remove(call)
     content = block.get("content")
-    output: Any = content
+    output: JsonValue = content
     if isinstance(content, list) and all(
         isinstance(item, dict) and item.get("type") == "text" for item in content
     ):
         output = "\n\n".join(str(item.get("text") or "") for item in content)
-    return tool_result_part(
-        call["toolCallId"] if call else (call_id or fallback_id),
-        call["toolName"] if call else (name or "tool"),
+    return answer_part(
+        call,
+        call_id or fallback_id,
+        name or "tool",
         output,
         is_error=block.get("is_error") is True,
     )
 
 
-def _attachments(raw: dict[str, Any], path: str, where: str, skips: Skips) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
+def _attachments(raw: JsonObject, path: str, where: str, skips: Skips) -> list[JsonObject]:
+    parts: list[JsonObject] = []
     attachments = raw.get("attachments")
     for index, attachment in enumerate(attachments if isinstance(attachments, list) else []):
         if not isinstance(attachment, dict):
             continue
-        name = attachment.get("file_name") if isinstance(attachment.get("file_name"), str) else None
+        name = as_str(attachment.get("file_name"))
         text = attachment.get("extracted_content")
         if isinstance(text, str):
             encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")

@@ -11,12 +11,22 @@ from typing import Any
 
 from transcripts.message_schema import SCHEMA_VERSION
 
+from .jsontypes import (
+    JsonObject,
+    JsonValue,
+    as_str,
+    object_of,
+    objects_in,
+    text_of,
+)
+
 
 @dataclass
 class TreeThread:
     """A thread as a list of canonical messages (parents before children) plus thread fields."""
 
     title: str
+    # Any: readers outside formats index these documents directly (typed at their boundary).
     messages: list[dict[str, Any]]
     active_leaf: str | None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -32,12 +42,13 @@ def make_message(
     key: str,
     parent: str | None,
     role: str,
+    # Any: callers outside the readers (tests, fixtures) pass parts typed loosely.
     parts: list[dict[str, Any]],
     created_at: str | None = None,
-    metadata: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    metadata: JsonObject | None = None,
+) -> JsonObject:
     """A canonical message dict with schemaVersion set."""
-    meta: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION}
+    meta: JsonObject = {"schemaVersion": SCHEMA_VERSION}
     if metadata:
         meta.update(metadata)
     return {
@@ -50,14 +61,14 @@ def make_message(
     }
 
 
-def tool_call_part(call_id: str, name: str, tool_input: Any) -> dict[str, Any]:
+def tool_call_part(call_id: str, name: str, tool_input: JsonValue) -> JsonObject:
     """A canonical tool-call part."""
     return {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": tool_input}
 
 
 def tool_result_part(
-    call_id: str, name: str, output: Any, *, is_error: bool = False
-) -> dict[str, Any]:
+    call_id: str, name: str, output: JsonValue, *, is_error: bool = False
+) -> JsonObject:
     """A canonical tool-result part."""
     return {
         "type": "tool-result",
@@ -68,24 +79,33 @@ def tool_result_part(
     }
 
 
-def file_part(mime_type: str, url: str, name: Any = None) -> dict[str, Any]:
+def answer_part(
+    call: JsonObject | None, call_id: str, name: str, output: JsonValue, *, is_error: bool
+) -> JsonObject:
+    """A tool-result part answering call (its id and tool name), or call_id and name without."""
+    if call is not None:
+        call_id, name = text_of(call["toolCallId"]), text_of(call["toolName"])
+    return tool_result_part(call_id, name, output, is_error=is_error)
+
+
+def file_part(mime_type: str, url: str, name: object = None) -> JsonObject:
     """A canonical file part, named when name is a string."""
-    part = {"type": "file", "mimeType": mime_type, "url": url}
+    part: JsonObject = {"type": "file", "mimeType": mime_type, "url": url}
     if isinstance(name, str):
         part["name"] = name
     return part
 
 
 def linear_thread(
-    messages: list[dict[str, Any]],
+    messages: list[JsonObject],
     title: str | None = None,
-    metadata: dict[str, Any] | None = None,
+    metadata: JsonObject | None = None,
 ) -> TreeThread:
     """A chain thread: each message's parent is the previous one, the last one is the leaf."""
     previous: str | None = None
     for message in messages:
         message["parentMessageId"] = previous
-        previous = message["id"]
+        previous = as_str(message["id"])
     return TreeThread(
         title=title if title is not None else derive_title(messages),
         messages=messages,
@@ -94,25 +114,31 @@ def linear_thread(
     )
 
 
-def derive_title(messages: list[dict[str, Any]]) -> str:
+def parts_of(message: JsonObject) -> list[JsonObject]:
+    """The parts of a canonical message (a copy of the list; the parts are its own)."""
+    return objects_in(message["parts"])
+
+
+def derive_title(messages: list[JsonObject]) -> str:
     """The first line of the first user text, cut to 80 characters, for formats without one."""
     for message in messages:
         if message["role"] != "user":
             continue
-        for part in message["parts"]:
-            if part.get("type") == "text" and part["text"].strip():
-                line = part["text"].strip().splitlines()[0]
-                line = str(line)
+        for part in objects_in(message["parts"]):
+            text = text_of(part.get("text")).strip()
+            if part.get("type") == "text" and text:
+                line = text.splitlines()[0]
                 return line if len(line) <= 80 else line[:79] + "…"
     return ""
 
 
 def active_path(thread: TreeThread) -> list[dict[str, Any]]:
-    """Messages from the root down to the active leaf (the last message when none is set)."""
+    """Messages from the root down to the active leaf (the last message when none is set);
+    the thread's own message dicts, typed as TreeThread types them."""
     if not thread.messages:
         return []
-    by_id = {message["id"]: message for message in thread.messages}
-    leaf = thread.active_leaf if thread.active_leaf in by_id else thread.messages[-1]["id"]
+    by_id = {as_str(message["id"]): message for message in thread.messages}
+    leaf = thread.active_leaf if thread.active_leaf in by_id else as_str(thread.messages[-1]["id"])
     path: list[dict[str, Any]] = []
     seen: set[str] = set()
     current: str | None = leaf
@@ -120,7 +146,7 @@ def active_path(thread: TreeThread) -> list[dict[str, Any]]:
     while current is not None and current in by_id and current not in seen:
         seen.add(current)
         path.append(by_id[current])
-        current = by_id[current].get("parentMessageId")
+        current = as_str(by_id[current].get("parentMessageId"))
     path.reverse()
     return path
 
@@ -128,31 +154,35 @@ def active_path(thread: TreeThread) -> list[dict[str, Any]]:
 def leaves(thread: TreeThread) -> list[str]:
     """Ids of messages without children, in list order."""
     parents = {message.get("parentMessageId") for message in thread.messages}
-    return [message["id"] for message in thread.messages if message["id"] not in parents]
+    return [
+        key
+        for message in thread.messages
+        if isinstance(key := message["id"], str) and key not in parents
+    ]
 
 
-def path_to(thread: TreeThread, leaf: str) -> list[dict[str, Any]]:
+def path_to(thread: TreeThread, leaf: str) -> list[JsonObject]:
     """Messages from the root down to leaf."""
     return active_path(
         TreeThread(title=thread.title, messages=thread.messages, active_leaf=leaf),
     )
 
 
-def extra_of(message: dict[str, Any], provider: str) -> dict[str, Any]:
+def extra_of(message: JsonObject, provider: str) -> JsonObject:
     """The message's metadata.extra.<provider> dict, or an empty dict."""
-    extra = message.get("metadata", {}).get("extra")
-    if isinstance(extra, dict):
-        value = extra.get(provider)
-        if isinstance(value, dict):
-            return value
-    return {}
+    extra = object_of(object_of(message.get("metadata")).get("extra"))
+    return object_of(extra.get(provider))
 
 
-def set_extra(metadata: dict[str, Any], provider: str, values: dict[str, Any]) -> None:
+def set_extra(metadata: JsonObject, provider: str, values: JsonObject) -> None:
     """Merge values into metadata.extra.<provider>, skipping empty input."""
     if not values:
         return
-    metadata.setdefault("extra", {}).setdefault(provider, {}).update(values)
+    extra = metadata.setdefault("extra", {})
+    assert isinstance(extra, dict)
+    kept = extra.setdefault(provider, {})
+    assert isinstance(kept, dict)
+    kept.update(values)
 
 
 _DATA_URL = re.compile(r"^data:(?P<mime>[^;,]*)(?P<params>(;[^;,]*)*?);base64,(?P<data>.*)$", re.S)
@@ -171,20 +201,21 @@ def data_url(mime_type: str, data: str) -> str:
     return f"data:{mime_type};base64,{data}"
 
 
-def parse_json_text(text: str) -> Any:
+def parse_json_text(text: str) -> JsonValue:
     """The JSON value a string holds, or the string itself when it is not JSON."""
     try:
-        return json.loads(text)
+        value: JsonValue = json.loads(text)
     except ValueError:
         return text
+    return value
 
 
-def dump_json_text(value: Any) -> str:
+def dump_json_text(value: object) -> str:
     """Compact JSON text for a value (non-ASCII kept readable)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def output_text(value: Any) -> str:
+def output_text(value: object) -> str:
     """A tool output as text: strings as they are, anything else as JSON."""
     return value if isinstance(value, str) else dump_json_text(value)
 
@@ -196,7 +227,7 @@ def output_text(value: Any) -> str:
 SOURCE_FIELDS = "sourceFields"
 
 
-def part_fingerprint(part: dict[str, Any]) -> str:
+def part_fingerprint(part: JsonObject) -> str:
     """A short digest of a part's content, so kept source fields follow only that content."""
     content = {key: value for key, value in part.items() if key != SOURCE_FIELDS}
     text = json.dumps(
@@ -205,7 +236,7 @@ def part_fingerprint(part: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _as_stored(value: Any) -> Any:
+def _as_stored(value: object) -> object:
     """value as PostgreSQL jsonb gives it back: -0.0 is 0.0 there, and a float of 1e16 or
     more (written with an exponent) an integer, so a digest survives a trip through it."""
     if isinstance(value, float):
@@ -219,19 +250,17 @@ def _as_stored(value: Any) -> Any:
     return value
 
 
-def keep_source_fields(
-    part: dict[str, Any], fmt: str, source: dict[str, Any], rebuilt: dict[str, Any]
-) -> None:
+def keep_source_fields(part: JsonObject, fmt: str, source: JsonObject, rebuilt: JsonObject) -> None:
     """Record on part what turns rebuilt (the export of part) into source (the source's block)."""
     record = _difference(source, rebuilt)
     if record:
         record["for"] = part_fingerprint(part)
-        part.setdefault(SOURCE_FIELDS, {})[fmt] = record
+        kept = part.setdefault(SOURCE_FIELDS, {})
+        assert isinstance(kept, dict)
+        kept[fmt] = record
 
 
-def restore_source_fields(
-    part: dict[str, Any], fmt: str, rebuilt: dict[str, Any]
-) -> dict[str, Any]:
+def restore_source_fields(part: JsonObject, fmt: str, rebuilt: JsonObject) -> JsonObject:
     """rebuilt with the source's own fields put back, while the part is as it was imported."""
     kept = part.get(SOURCE_FIELDS)
     record = kept.get(fmt) if isinstance(kept, dict) else None
@@ -240,20 +269,21 @@ def restore_source_fields(
     return _patched(rebuilt, record)
 
 
-def _difference(source: dict[str, Any], rebuilt: dict[str, Any]) -> dict[str, Any]:
+def _difference(source: JsonObject, rebuilt: JsonObject) -> JsonObject:
     """What turns rebuilt into source; objects in both are compared key by key, so a changed
     detail does not copy the content beside it (an image's data next to its `detail`)."""
-    changed: dict[str, Any] = {}
-    nested: dict[str, Any] = {}
+    changed: JsonObject = {}
+    nested: JsonObject = {}
     for key, value in source.items():
         if key in rebuilt and rebuilt[key] == value:
             continue
-        if isinstance(value, dict) and isinstance(rebuilt.get(key), dict):
-            nested[key] = _difference(value, rebuilt[key])
+        inner = rebuilt.get(key)
+        if isinstance(value, dict) and isinstance(inner, dict):
+            nested[key] = _difference(value, inner)
         else:
             changed[key] = copy.deepcopy(value)
     missing = [key for key in rebuilt if key not in source]
-    record: dict[str, Any] = {}
+    record: JsonObject = {}
     if changed:
         record["set"] = changed
     if missing:
@@ -263,7 +293,7 @@ def _difference(source: dict[str, Any], rebuilt: dict[str, Any]) -> dict[str, An
     return record
 
 
-def _patched(rebuilt: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+def _patched(rebuilt: JsonObject, record: JsonObject) -> JsonObject:
     unset = record.get("unset")
     out = {
         key: value
@@ -273,8 +303,9 @@ def _patched(rebuilt: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
     within = record.get("within")
     if isinstance(within, dict):
         for key, inner in within.items():
-            if isinstance(out.get(key), dict) and isinstance(inner, dict):
-                out[key] = _patched(out[key], inner)
+            current = out.get(key)
+            if isinstance(current, dict) and isinstance(inner, dict):
+                out[key] = _patched(current, inner)
     changed = record.get("set")
     if isinstance(changed, dict):
         out.update(copy.deepcopy(changed))

@@ -30,10 +30,18 @@ from .document import (
     linear_thread,
     make_message,
     parse_data_url,
+    parts_of,
     restore_source_fields,
     set_extra,
     tool_call_part,
     tool_result_part,
+)
+from .jsontypes import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+    object_of,
+    text_of,
 )
 from .validation import Problems
 
@@ -57,13 +65,14 @@ _SNAKE = {
 
 def export_gemini(thread: TreeThread) -> dict[str, Any]:
     """The active path as a generateContent request body."""
-    body: dict[str, Any] = dict(thread.metadata.get("extra", {}).get("gemini", {}))
-    system: list[dict[str, Any]] = []
-    contents: list[dict[str, Any]] = []
+    # Any: callers (generators, tests) index the written document freely.
+    body: JsonObject = dict(thread.metadata.get("extra", {}).get("gemini", {}))
+    system: list[JsonObject] = []
+    contents: list[JsonObject] = []
     for message in active_path(thread):
         if message["role"] == "system":
             system.extend(
-                {"text": part["text"]} for part in message["parts"] if part["type"] == "text"
+                {"text": part["text"]} for part in parts_of(message) if part["type"] == "text"
             )
             continue
         role = "model" if message["role"] == "assistant" else "user"
@@ -74,10 +83,10 @@ def export_gemini(thread: TreeThread) -> dict[str, Any]:
     return body
 
 
-def _export_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
+def _export_parts(message: JsonObject) -> list[JsonObject]:
     signatures = extra_of(message, "gemini").get("thought_signatures", {})
-    out: list[dict[str, Any]] = []
-    for index, part in enumerate(message["parts"]):
+    out: list[JsonObject] = []
+    for index, part in enumerate(parts_of(message)):
         item = restore_source_fields(part, FORMAT, _export_part(part))
         signature = signatures.get(str(index)) if isinstance(signatures, dict) else None
         if isinstance(signature, str):
@@ -86,10 +95,10 @@ def _export_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _export_part(part: dict[str, Any]) -> dict[str, Any]:
+def _export_part(part: JsonObject) -> JsonObject:
     """The Gemini part a canonical part becomes, before the source's own fields are put back."""
     part_type = part["type"]
-    item: dict[str, Any]
+    item: JsonObject
     if part_type == "text":
         item = {"text": part["text"]}
     elif part_type == "reasoning":
@@ -113,7 +122,7 @@ def _export_part(part: dict[str, Any]) -> dict[str, Any]:
             }
         }
     else:
-        inline = parse_data_url(part["url"])
+        inline = parse_data_url(text_of(part["url"]))
         if inline is not None:
             item = {"inlineData": {"mimeType": part["mimeType"], "data": inline[1]}}
         else:
@@ -121,12 +130,12 @@ def _export_part(part: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
-def _camel(value: Any) -> Any:
+def _camel(value: JsonValue) -> JsonValue:
     """A copy with the SDK's snake_case keys renamed to REST camelCase (payloads untouched)."""
     if isinstance(value, dict):
-        out = {}
+        out: JsonObject = {}
         for key, item in value.items():
-            name = _SNAKE.get(key, key)
+            name = _SNAKE.get(key) or key
             # args and response are the tool's own data: keep their keys as they are.
             out[name] = item if name in ("args", "response") else _camel(item)
         return out
@@ -135,18 +144,18 @@ def _camel(value: Any) -> Any:
     return value
 
 
-def import_gemini(data: Any) -> list[TreeThread]:
+def import_gemini(data: object) -> list[TreeThread]:
     """One linear thread from a generateContent body (or a bare contents list)."""
     problems = Problems()
     if isinstance(data, list):
-        body: dict[str, Any] = {"contents": _camel(data)}
+        body: JsonObject = {"contents": _camel(data)}
         base = "$"
     else:
-        parsed = problems.obj(_camel(data), "$")
+        parsed = problems.obj(data, "$")
         # An empty object is no request body either: `contents` is required.
-        body = parsed if parsed is not None else {"contents": []}
+        body = object_of(_camel(parsed)) if parsed is not None else {"contents": []}
         base = "$.contents"
-    messages: list[dict[str, Any]] = []
+    messages: list[JsonObject] = []
     system = body.get("systemInstruction")
     if system is not None:
         if isinstance(system, str):
@@ -155,7 +164,7 @@ def import_gemini(data: Any) -> list[TreeThread]:
         if instruction is not None:
             ppath = "$.systemInstruction.parts"
             items = problems.array(instruction.get("parts"), ppath) or []
-            parts = []
+            parts: list[JsonObject] = []
             for ipath, raw in problems.objects(items, ppath):
                 text = problems.req_string(raw, "text", ipath)
                 if text is not None:
@@ -175,10 +184,10 @@ def import_gemini(data: Any) -> list[TreeThread]:
 
 
 def _import_content(
-    role: str, items: list[Any], path: str, problems: Problems, start: int
-) -> list[dict[str, Any]]:
+    role: str, items: JsonArray, path: str, problems: Problems, start: int
+) -> list[JsonObject]:
     # Each run of parts of one canonical role becomes a message: results split from prompts.
-    groups: list[tuple[str, list[dict[str, Any]], dict[str, str]]] = []
+    groups: list[tuple[str, list[JsonObject], dict[str, str]]] = []
     code_call: list[str] = []
     for ipath, raw in problems.objects(items, f"{path}.parts"):
         if "executableCode" in raw or "codeExecutionResult" in raw:
@@ -204,15 +213,15 @@ def _import_content(
         groups.append(("assistant" if role == "model" else "user", [], {}))
     out = []
     for offset, (target, parts, signatures) in enumerate(groups):
-        metadata: dict[str, Any] = {}
+        metadata: JsonObject = {}
         set_extra(metadata, "gemini", {"thought_signatures": signatures} if signatures else {})
         out.append(make_message(f"m{start + offset}", None, target, parts, metadata=metadata))
     return out
 
 
 def _code_part(
-    raw: dict[str, Any], path: str, problems: Problems, code_call: list[str]
-) -> dict[str, Any] | None:
+    raw: JsonObject, path: str, problems: Problems, code_call: list[str]
+) -> JsonObject | None:
     """Code Gemini ran (its code execution tool) as a tool call, and what it gave back as the
     call's result; code_call holds the id of the content's latest code, which a result answers.
     """
@@ -231,7 +240,7 @@ def _code_part(
     return tool_result_part(call_id, CODE_EXECUTION, copy.deepcopy(result), is_error=failed)
 
 
-def _import_part(raw: dict[str, Any], path: str, problems: Problems) -> dict[str, Any] | None:
+def _import_part(raw: JsonObject, path: str, problems: Problems) -> JsonObject | None:
     if "functionCall" in raw:
         call = problems.obj(raw["functionCall"], f"{path}.functionCall")
         name = None if call is None else problems.req_string(call, "name", f"{path}.functionCall")

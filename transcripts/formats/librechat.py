@@ -17,7 +17,6 @@ the LibreChat server are labelled parts and report entries.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from .document import (
     TreeThread,
@@ -27,12 +26,20 @@ from .document import (
     tool_call_part,
     tool_result_part,
 )
+from .jsontypes import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+    as_str,
+    object_of,
+    text_of,
+)
 from .sources import (
     Skips,
+    file_parts,
     import_each,
     iso_time,
     labelled,
-    mapping,
     orphaned,
     parents_first,
     string,
@@ -53,12 +60,14 @@ _MESSAGE_FIELDS = (
 )
 
 
-def import_librechat(data: Any, skips: Skips | None = None) -> list[TreeThread]:
+def import_librechat(data: object, skips: Skips | None = None) -> list[TreeThread]:
     """Threads from a parsed LibreChat export (one conversation, or an array of them)."""
     return import_each(data, _conversation, skips)
 
 
-def _conversation(value: Any, path: str, problems: Problems, skips: Skips) -> TreeThread | None:
+def _conversation(
+    value: JsonValue, path: str, problems: Problems, skips: Skips
+) -> TreeThread | None:
     item = problems.obj(value, path)
     if item is None:
         return None
@@ -66,12 +75,12 @@ def _conversation(value: Any, path: str, problems: Problems, skips: Skips) -> Tr
     listed = problems.array(item.get(field), f"{path}.{field}")
     if listed is None:
         return None
-    raw: dict[str, tuple[str, dict[str, Any]]] = {}
+    raw: dict[str, tuple[str, JsonObject]] = {}
     parents: dict[str, str | None] = {}
     _flatten(listed, None, f"{path}.{field}", raw, parents, problems)
-    options = mapping(item.get("options"))
-    default_model = options.get("model") if isinstance(options.get("model"), str) else None
-    messages: list[dict[str, Any]] = []
+    options = object_of(item.get("options"))
+    default_model = as_str(options.get("model"))
+    messages: list[JsonObject] = []
     placed: set[str] = set()
     for key in parents_first(raw, parents.__getitem__):
         where, message = raw[key]
@@ -84,7 +93,7 @@ def _conversation(value: Any, path: str, problems: Problems, skips: Skips) -> Tr
     extra = {k: copy.deepcopy(v) for k, v in item.items() if k not in _CONVERSATION_FIELDS}
     conv_id = item.get("conversationId")
     title = item.get("title")
-    times = [m["createdAt"] for m in messages if m["createdAt"]]
+    times = [time for m in messages if (time := as_str(m["createdAt"]))]
     return TreeThread(
         title=title if isinstance(title, str) else "",
         messages=messages,
@@ -97,10 +106,10 @@ def _conversation(value: Any, path: str, problems: Problems, skips: Skips) -> Tr
 
 
 def _flatten(
-    listed: list[Any],
+    listed: JsonArray,
     parent: str | None,
     path: str,
-    raw: dict[str, tuple[str, dict[str, Any]]],
+    raw: dict[str, tuple[str, JsonObject]],
     parents: dict[str, str | None],
     problems: Problems,
 ) -> None:
@@ -130,40 +139,41 @@ def _flatten(
                 stack.append((children, key, f"{where}.children"))
 
 
-def _shown_leaf(messages: list[dict[str, Any]]) -> str | None:
+def _shown_leaf(messages: list[JsonObject]) -> str | None:
     """The leaf LibreChat opens: from the newest root, always the newest child."""
-    children: dict[str | None, list[dict[str, Any]]] = {}
+    # Per parent: (created at, list position, id) of each child; the newest is the largest.
+    children: dict[str | None, list[tuple[str, int, str]]] = {}
     for index, message in enumerate(messages):
-        children.setdefault(message["parentMessageId"], []).append({"i": index, **message})
+        child = (text_of(message["createdAt"]), index, text_of(message["id"]))
+        children.setdefault(as_str(message["parentMessageId"]), []).append(child)
     current: str | None = None
     while children.get(current):
-        newest = max(children[current], key=lambda m: (m["createdAt"] or "", m["i"]))
-        current = newest["id"]
+        current = max(children[current])[2]
     return current
 
 
 def _message(
-    raw: dict[str, Any],
+    raw: JsonObject,
     key: str,
     parent: str | None,
     where: str,
     skips: Skips,
     default_model: str | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     role = "user" if raw.get("isCreatedByUser") is True else "assistant"
     content = raw.get("content")
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
     if isinstance(content, list) and content:
         parts = _content_parts(content, key, f"{where}.content", skips)
     text = raw.get("text")
     if not parts and isinstance(text, str) and text:
         parts = [{"type": "text", "text": text}]
-    parts.extend(_files(raw.get("files"), f"{where}.files", skips))
+    parts.extend(file_parts(raw.get("files"), f"{where}.files", skips, "LibreChat", _file))
     extra = {k: copy.deepcopy(v) for k, v in raw.items() if k not in _MESSAGE_FIELDS}
     if isinstance(content, list) and content:
         extra["content"] = copy.deepcopy(content)
-    metadata: dict[str, Any] = {}
-    model = raw.get("model") if isinstance(raw.get("model"), str) else None
+    metadata: JsonObject = {}
+    model = as_str(raw.get("model"))
     if role == "assistant" and (model or default_model):
         metadata["model"] = model or default_model
     if isinstance(raw.get("finish_reason"), str):
@@ -173,16 +183,17 @@ def _message(
     return make_message(key, parent, role, parts, iso_time(raw.get("createdAt")), metadata)
 
 
-def _value(part: dict[str, Any], key: str) -> Any:
+def _value(part: JsonObject, key: str) -> JsonValue:
     """A content part's value: LibreChat writes `{type, text: "..."}` or `{text: {value}}`."""
     value = part.get(key)
     if isinstance(value, dict) and "value" in value:
-        return value["value"]
+        inner: JsonValue = value["value"]
+        return inner
     return value
 
 
-def _content_parts(content: list[Any], key: str, where: str, skips: Skips) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
+def _content_parts(content: JsonArray, key: str, where: str, skips: Skips) -> list[JsonObject]:
+    parts: list[JsonObject] = []
     for index, part in enumerate(content):
         if not isinstance(part, dict):
             continue
@@ -216,9 +227,9 @@ def _content_parts(content: list[Any], key: str, where: str, skips: Skips) -> li
     return parts
 
 
-def _tool_call(call: dict[str, Any], fallback_id: str) -> list[dict[str, Any]]:
+def _tool_call(call: JsonObject, fallback_id: str) -> list[JsonObject]:
     """A tool call part and, when LibreChat recorded its output, the result joined to it."""
-    function = mapping(call.get("function"))
+    function = object_of(call.get("function"))
     call_id = str(call.get("id") or fallback_id)
     name = str(call.get("name") or function.get("name") or call.get("type") or "tool")
     arguments = call.get("args", function.get("arguments"))
@@ -231,23 +242,11 @@ def _tool_call(call: dict[str, Any], fallback_id: str) -> list[dict[str, Any]]:
     return parts
 
 
-def _files(files: Any, where: str, skips: Skips) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for index, item in enumerate(files if isinstance(files, list) else []):
-        if not isinstance(item, dict):
-            continue
-        path = string(item.get("filepath")) or ""
-        name = string(item.get("filename"))
-        if path.startswith(("http://", "https://", "data:")):
-            mime = string(item.get("type"))
-            parts.append(
-                file_part(mime if mime and "/" in mime else "application/octet-stream", path, name)
-            )
-            continue
-        label = name or path or "unnamed"
-        skips.add(
-            f"{where}[{index}]", f"file {label}", "kept on the LibreChat server, not exported"
-        )
-        skips.count("labelled")
-        parts.append(labelled(f"file not in the export: {label}"))
-    return parts
+def _file(item: JsonObject) -> JsonObject | str:
+    """An attached file's part when the export links or holds it, else its label."""
+    path = string(item.get("filepath")) or ""
+    name = string(item.get("filename"))
+    if path.startswith(("http://", "https://", "data:")):
+        mime = string(item.get("type"))
+        return file_part(mime if mime and "/" in mime else "application/octet-stream", path, name)
+    return name or path or "unnamed"

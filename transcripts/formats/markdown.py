@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from .document import TreeThread, active_path, parse_data_url
+from .jsontypes import (
+    JsonObject,
+    JsonValue,
+    object_of,
+    objects_in,
+    text_of,
+)
 
 _ROLE_TITLES = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
 
@@ -19,24 +25,26 @@ def export_markdown(thread: TreeThread) -> str:
     """The active path as Markdown text."""
     blocks = [f"# {thread.title or 'Untitled thread'}"]
     for message in active_path(thread):
-        if message["metadata"].get("hidden") is True:
+        if object_of(message["metadata"]).get("hidden") is True:
             continue
         blocks.append(_heading(message, thread.agents))
-        blocks.extend(_part(part) for part in message["parts"])
+        blocks.extend(_part(part) for part in objects_in(message["parts"]))
     return "\n\n".join(blocks) + "\n"
 
 
-def _heading(message: dict[str, Any], agents: dict[str, Any]) -> str:
-    metadata = message["metadata"]
+def _heading(message: JsonObject, agents: JsonObject) -> str:
+    metadata = object_of(message["metadata"])
+    role = text_of(message["role"])
     details = []
     agent = metadata.get("agentId")
     if isinstance(agent, str):
         config = agents.get(agent)
         name = config.get("agent_name") if isinstance(config, dict) else None
         details.append(name if isinstance(name, str) else agent)
-    if isinstance(metadata.get("model"), str):
-        details.append(f"`{metadata['model']}`")
-    heading = f"## {_ROLE_TITLES.get(message['role'], message['role'])}"
+    model = metadata.get("model")
+    if isinstance(model, str):
+        details.append(f"`{model}`")
+    heading = f"## {_ROLE_TITLES.get(role, role)}"
     if details:
         heading += " · " + " · ".join(details)
     if message.get("createdAt"):
@@ -51,11 +59,11 @@ def _fence(text: str, language: str) -> str:
     return f"{fence}{language}\n{text}\n{fence}"
 
 
-def _json(value: Any) -> str:
+def _json(value: JsonValue) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def _part(part: dict[str, Any]) -> str:
+def _part(part: JsonObject) -> str:
     part_type = part["type"]
     if part_type == "text":
         return str(part["text"])
@@ -70,8 +78,9 @@ def _part(part: dict[str, Any]) -> str:
         output = part["output"]
         body = _fence(output, "text") if isinstance(output, str) else _fence(_json(output), "json")
         return f"{title}\n\n{body}"
-    name = part.get("name") or part["mimeType"]
-    if parse_data_url(part["url"]) is not None:
-        return f"📎 {name} ({part['mimeType']}, inline)"
-    marker = "!" if part["mimeType"].startswith("image/") else ""
+    mime_type, url = text_of(part["mimeType"]), text_of(part["url"])
+    name = part.get("name") or mime_type
+    if parse_data_url(url) is not None:
+        return f"📎 {name} ({mime_type}, inline)"
+    marker = "!" if mime_type.startswith("image/") else ""
     return f"{marker}[{name}](<{part['url']}>)"

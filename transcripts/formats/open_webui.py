@@ -21,15 +21,20 @@ import copy
 import html
 import json
 import re
-from typing import Any
 
 from .document import TreeThread, file_part, make_message, tool_call_part, tool_result_part
+from .jsontypes import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+    object_of,
+)
 from .sources import (
     Skips,
+    file_parts,
     import_each,
     iso_time,
     labelled,
-    mapping,
     newest_leaf,
     orphaned,
     parents_first,
@@ -46,12 +51,12 @@ _SUMMARY = re.compile(r"^\s*<summary>.*?</summary>", re.S)
 _MESSAGE_FIELDS = ("id", "parentId", "childrenIds", "role", "content", "timestamp", "model")
 
 
-def import_open_webui(data: Any, skips: Skips | None = None) -> list[TreeThread]:
+def import_open_webui(data: object, skips: Skips | None = None) -> list[TreeThread]:
     """Threads from a parsed Open WebUI export (an array of chats, or one chat)."""
     return import_each(data, _chat, skips)
 
 
-def _chat(value: Any, path: str, problems: Problems, skips: Skips) -> TreeThread | None:
+def _chat(value: JsonValue, path: str, problems: Problems, skips: Skips) -> TreeThread | None:
     item = problems.obj(value, path)
     if item is None:
         return None
@@ -59,9 +64,9 @@ def _chat(value: Any, path: str, problems: Problems, skips: Skips) -> TreeThread
     if chat is None:
         return None
     history = chat.get("history")
-    raw: dict[str, tuple[str, dict[str, Any]]] = {}
+    raw: dict[str, tuple[str, JsonObject]] = {}
     parents: dict[str, str | None] = {}
-    current: Any = None
+    current: JsonValue = None
     if isinstance(history, dict) and isinstance(history.get("messages"), dict):
         current = history.get("currentId")
         for key, node in history["messages"].items():
@@ -87,7 +92,7 @@ def _chat(value: Any, path: str, problems: Problems, skips: Skips) -> TreeThread
             raw[key] = (where, message)
             parents[key] = previous
             previous = key
-    messages: list[dict[str, Any]] = []
+    messages: list[JsonObject] = []
     placed: set[str] = set()
     handed: dict[str, str | None] = {}
     for key in parents_first(raw, parents.__getitem__):
@@ -124,8 +129,8 @@ def _chat(value: Any, path: str, problems: Problems, skips: Skips) -> TreeThread
 
 
 def _message(
-    raw: dict[str, Any], key: str, parent: str | None, where: str, skips: Skips
-) -> dict[str, Any] | None:
+    raw: JsonObject, key: str, parent: str | None, where: str, skips: Skips
+) -> JsonObject | None:
     role = raw.get("role")
     if role not in _ROLES:
         skips.add(where, "message", f"role {role!r} is not user, assistant or system")
@@ -145,21 +150,21 @@ def _message(
         if content is not None:
             skips.add(f"{where}.content", "content", "not text: kept in metadata only")
             extra["content"] = copy.deepcopy(content)
-    parts.extend(_files(raw.get("files"), f"{where}.files", skips))
+    parts.extend(file_parts(raw.get("files"), f"{where}.files", skips, "Open WebUI", _file))
     error = raw.get("error")
     if error:
         detail = error.get("content") if isinstance(error, dict) else error
         skips.count("labelled")
         parts.append(labelled("error", detail if isinstance(detail, str) else json.dumps(detail)))
-    metadata: dict[str, Any] = {"extra": {"open_webui": extra}} if extra else {}
+    metadata: JsonObject = {"extra": {"open_webui": extra}} if extra else {}
     if isinstance(raw.get("model"), str) and raw["model"]:
         metadata["model"] = raw["model"]
     return make_message(key, parent, str(role), parts, iso_time(raw.get("timestamp")), metadata)
 
 
-def _content_parts(content: str, key: str) -> list[dict[str, Any]]:
+def _content_parts(content: str, key: str) -> list[JsonObject]:
     """Parts from a content string, reading the `<details>` blocks Open WebUI embeds."""
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
     position = 0
     for index, match in enumerate(_DETAILS.finditer(content)):
         _text(parts, content[position : match.start()])
@@ -172,9 +177,10 @@ def _content_parts(content: str, key: str) -> list[dict[str, Any]]:
             parts.append({"type": "reasoning", "text": "\n".join(lines).strip()})
         elif kind in ("tool_calls", "code_interpreter"):
             call_id = attrs.get("id") or f"{key}:{index}"
+            tool_input: JsonValue
             if kind == "code_interpreter":
                 name, tool_input = "code_interpreter", {"code": body, "language": attrs.get("lang")}
-                result: Any = _json_value(attrs["output"]) if attrs.get("output") else None
+                result: JsonValue = _json_value(attrs["output"]) if attrs.get("output") else None
             else:
                 name = attrs.get("name") or "tool"
                 tool_input = _json_value(attrs.get("arguments", ""))
@@ -188,8 +194,8 @@ def _content_parts(content: str, key: str) -> list[dict[str, Any]]:
     return parts
 
 
-def _output_parts(output: list[Any], key: str, where: str, skips: Skips) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
+def _output_parts(output: JsonArray, key: str, where: str, skips: Skips) -> list[JsonObject]:
+    parts: list[JsonObject] = []
     names: dict[str, str] = {}
     for index, item in enumerate(output):
         kind = item.get("type") if isinstance(item, dict) else None
@@ -219,40 +225,30 @@ def _output_parts(output: list[Any], key: str, where: str, skips: Skips) -> list
     return parts
 
 
-def _files(files: Any, where: str, skips: Skips) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for index, item in enumerate(files if isinstance(files, list) else []):
-        if not isinstance(item, dict):
-            continue
-        url = string(item.get("url")) or ""
-        inner = mapping(item.get("file"))
-        name = string(item.get("name")) or string(inner.get("filename"))
-        data = mapping(inner.get("data"))
-        if url.startswith("data:"):
-            mime = url[5:].split(";", 1)[0].split(",", 1)[0] or "application/octet-stream"
-            parts.append(file_part(mime, url, name))
-        elif url.startswith(("http://", "https://")):
-            kind = "image/*" if item.get("type") == "image" else "application/octet-stream"
-            parts.append(file_part(kind, url, name))
-        elif isinstance(data.get("content"), str):
-            encoded = base64.b64encode(data["content"].encode("utf-8")).decode("ascii")
-            parts.append(file_part("text/plain", f"data:text/plain;base64,{encoded}", name))
-        else:
-            label = name or url or "unnamed"
-            skips.add(
-                f"{where}[{index}]", f"file {label}", "kept on the Open WebUI server, not exported"
-            )
-            skips.count("labelled")
-            parts.append(labelled(f"file not in the export: {label}"))
-    return parts
+def _file(item: JsonObject) -> JsonObject | str:
+    """An attached file's part when the export links or holds it, else its label."""
+    url = string(item.get("url")) or ""
+    inner = object_of(item.get("file"))
+    name = string(item.get("name")) or string(inner.get("filename"))
+    content = object_of(inner.get("data")).get("content")
+    if url.startswith("data:"):
+        mime = url[5:].split(";", 1)[0].split(",", 1)[0] or "application/octet-stream"
+        return file_part(mime, url, name)
+    if url.startswith(("http://", "https://")):
+        kind = "image/*" if item.get("type") == "image" else "application/octet-stream"
+        return file_part(kind, url, name)
+    if isinstance(content, str):
+        encoded = base64.b64encode(content.encode("utf-8")).decode("ascii")
+        return file_part("text/plain", f"data:text/plain;base64,{encoded}", name)
+    return name or url or "unnamed"
 
 
-def _text(parts: list[dict[str, Any]], text: str) -> None:
+def _text(parts: list[JsonObject], text: str) -> None:
     if text.strip():
         parts.append({"type": "text", "text": text.strip("\n")})
 
 
-def _item_text(value: Any) -> str:
+def _item_text(value: JsonValue) -> str:
     """The text of Responses-style content items (`[{type: output_text, text}]`) or a string."""
     if isinstance(value, str):
         return value
@@ -267,7 +263,7 @@ def _item_text(value: Any) -> str:
     return ""
 
 
-def _json_value(text: Any) -> Any:
+def _json_value(text: JsonValue) -> JsonValue:
     """A JSON value written as text (Open WebUI sometimes encodes it twice), else the text."""
     value = text
     for _ in range(2):

@@ -34,38 +34,47 @@ from .document import (
     output_text,
     parse_data_url,
     parse_json_text,
+    parts_of,
     restore_source_fields,
     set_extra,
     tool_call_part,
     tool_result_part,
+)
+from .jsontypes import (
+    JsonObject,
+    JsonValue,
+    list_of,
+    object_of,
+    text_of,
 )
 from .validation import Problems
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 FORMAT = "openai"
 _FILE_ID_URL = "openai-file://"
-_ABSENT = object()
 # The message fields import reads into canonical ones.
 _READ = ("role", "content", "name", "refusal", "tool_calls", "function_call")
 # How an assistant message without text had its content: what the hint names, written back.
-_EMPTY_CONTENT: dict[str, Any] = {"null": None, "absent": _ABSENT, "empty": ""}
+# ("absent": no content field is written.)
+_EMPTY_CONTENT: JsonObject = {"null": None, "empty": ""}
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
 def export_openai(thread: TreeThread) -> dict[str, Any]:
     """The active path as a Chat Completions request body."""
-    body: dict[str, Any] = dict(thread.metadata.get("extra", {}).get("openai", {}))
-    out: list[dict[str, Any]] = []
+    # Any: callers (generators, tests) index the written document freely.
+    body: JsonObject = dict(thread.metadata.get("extra", {}).get("openai", {}))
+    out: list[JsonObject] = []
     for message in active_path(thread):
         out.extend(export_message(message))
     body["messages"] = out
     return body
 
 
-def export_message(message: dict[str, Any]) -> list[dict[str, Any]]:
+def export_message(message: JsonObject) -> list[JsonObject]:
     """One canonical message as the OpenAI chat messages it becomes (datasets use it too)."""
     role = message["role"]
-    parts = message["parts"]
+    parts = parts_of(message)
     if role == "tool":
         return [
             restore_source_fields(part, FORMAT, _tool_message(part))
@@ -78,7 +87,7 @@ def export_message(message: dict[str, Any]) -> list[dict[str, Any]]:
     if role == "assistant" and hints.get("refusal") is True and texts:
         # Import put the message's refusal after its content: the last text.
         refusal = texts.pop()
-    result: dict[str, Any] = {"role": role}
+    result: JsonObject = {"role": role}
     if role == "system":
         result["role"] = hints.get("role", "system")
         result["content"] = _text_content(texts, hints)
@@ -109,16 +118,15 @@ def export_message(message: dict[str, Any]) -> list[dict[str, Any]]:
         shape = hints.get("content")
         if texts or shape == "list":
             result["content"] = _text_content(texts, hints)
-        elif shape in _EMPTY_CONTENT:
-            if _EMPTY_CONTENT[shape] is not _ABSENT:
-                result["content"] = _EMPTY_CONTENT[shape]
-        elif not calls:
+        elif isinstance(shape, str) and shape in _EMPTY_CONTENT:
+            result["content"] = _EMPTY_CONTENT[shape]
+        elif not calls and shape != "absent":
             result["content"] = ""
         if refusal is not None:
             result["refusal"] = refusal["text"]
         if calls:
             result["tool_calls"] = calls
-    agent = message["metadata"].get("agentId")
+    agent = object_of(message["metadata"]).get("agentId")
     if role != "tool" and isinstance(agent, str) and _NAME.match(agent):
         result["name"] = agent
     others = hints.get("fields")
@@ -128,7 +136,7 @@ def export_message(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [result]
 
 
-def _arguments(part: dict[str, Any], raw_arguments: Any) -> str:
+def _arguments(part: JsonObject, raw_arguments: JsonValue) -> str:
     """The source's own argument text when it still says the same, else compact JSON."""
     raw = raw_arguments.get(part["toolCallId"]) if isinstance(raw_arguments, dict) else None
     if isinstance(raw, str) and parse_json_text(raw) == part["input"]:
@@ -136,7 +144,7 @@ def _arguments(part: dict[str, Any], raw_arguments: Any) -> str:
     return dump_json_text(part["input"])
 
 
-def _text_content(texts: list[dict[str, Any]], hints: dict[str, Any]) -> Any:
+def _text_content(texts: list[JsonObject], hints: JsonObject) -> JsonValue:
     """One text as a string (unless the source had a list), else a list of text parts."""
     if len(texts) == 1 and hints.get("content") != "list":
         return texts[0]["text"]
@@ -146,7 +154,7 @@ def _text_content(texts: list[dict[str, Any]], hints: dict[str, Any]) -> Any:
     ]
 
 
-def _tool_message(part: dict[str, Any]) -> dict[str, Any]:
+def _tool_message(part: JsonObject) -> JsonObject:
     return {
         "role": "tool",
         "tool_call_id": part["toolCallId"],
@@ -154,10 +162,10 @@ def _tool_message(part: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _user_part(part: dict[str, Any]) -> dict[str, Any]:
+def _user_part(part: JsonObject) -> JsonObject:
     if part["type"] == "text":
         return {"type": "text", "text": part["text"]}
-    mime, url = part["mimeType"], part["url"]
+    mime, url = text_of(part["mimeType"]), text_of(part["url"])
     if url.startswith(_FILE_ID_URL):
         return {"type": "file", "file": {"file_id": url[len(_FILE_ID_URL) :]}}
     if mime.startswith("image/"):
@@ -168,16 +176,16 @@ def _user_part(part: dict[str, Any]) -> dict[str, Any]:
             "type": "input_audio",
             "input_audio": {"data": inline[1], "format": _AUDIO_FORMATS[mime]},
         }
-    file: dict[str, Any] = {"file_data": url}
+    file: JsonObject = {"file_data": url}
     if "name" in part:
         file["filename"] = part["name"]
     return {"type": "file", "file": file}
 
 
-def import_openai(data: Any) -> list[TreeThread]:
+def import_openai(data: object) -> list[TreeThread]:
     """One linear thread from a messages list or a `{"messages": [...]}` body."""
     problems = Problems()
-    extra: dict[str, Any] = {}
+    extra: JsonObject = {}
     if isinstance(data, dict):
         items = problems.array(data.get("messages"), "$.messages")
         extra = {key: value for key, value in data.items() if key != "messages"}
@@ -185,7 +193,7 @@ def import_openai(data: Any) -> list[TreeThread]:
     else:
         items = problems.array(data, "$")
         base = "$"
-    messages: list[dict[str, Any]] = []
+    messages: list[JsonObject] = []
     tool_names: dict[str, str] = {}
     for path, raw in problems.objects(items or [], base):
         message = _import_message(raw, path, problems, tool_names, f"m{len(messages)}")
@@ -194,34 +202,34 @@ def import_openai(data: Any) -> list[TreeThread]:
         previous = messages[-1] if messages else None
         # One canonical tool message answers all the calls of one assistant turn.
         if previous is not None and message["role"] == "tool" and previous["role"] == "tool":
-            previous["parts"].extend(message["parts"])
+            list_of(previous["parts"]).extend(parts_of(message))
         else:
             messages.append(message)
     problems.raise_if_any()
-    metadata = {"extra": {"openai": extra}} if extra else {}
+    metadata: JsonObject = {"extra": {"openai": extra}} if extra else {}
     return [linear_thread(messages, metadata=metadata)]
 
 
 def _import_message(
-    raw: dict[str, Any],
+    raw: JsonObject,
     path: str,
     problems: Problems,
     tool_names: dict[str, str],
     key: str,
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     role = raw.get("role")
-    metadata: dict[str, Any] = {}
+    metadata: JsonObject = {}
     name = raw.get("name")
     if isinstance(name, str) and role != "tool":
         metadata["agentId"] = name
     if role in ("tool", "function"):
-        call_id = raw.get("tool_call_id", raw.get("call_id", raw.get("id", raw.get("name"))))
-        call_id = problems.string(call_id, f"{path}.tool_call_id")
-        content = _content_text(raw.get("content"), f"{path}.content", problems)
-        if call_id is None or content is None:
+        given = raw.get("tool_call_id", raw.get("call_id", raw.get("id", raw.get("name"))))
+        call_id = problems.string(given, f"{path}.tool_call_id")
+        text = _content_text(raw.get("content"), f"{path}.content", problems)
+        if call_id is None or text is None:
             return None
         tool_name = tool_names.get(call_id, name if isinstance(name, str) else "")
-        part = tool_result_part(call_id, tool_name, content)
+        part = tool_result_part(call_id, tool_name, text)
         # A list content, a name: what the tool message had beyond its text rides on the part.
         keep_source_fields(part, FORMAT, raw, _tool_message(part))
         return make_message(key, None, "tool", [part], metadata=metadata)
@@ -262,18 +270,19 @@ def _import_message(
         for index, call in enumerate(calls):
             call_part = _tool_call(call, f"{path}.tool_calls[{index}]", problems)
             if call_part is not None:
-                tool_names[call_part["toolCallId"]] = call_part["toolName"]
+                call_id = text_of(call_part["toolCallId"])
+                tool_names[call_id] = text_of(call_part["toolName"])
                 parts.append(call_part)
-                arguments = call["function"].get("arguments")
+                arguments = object_of(object_of(call).get("function")).get("arguments")
                 if isinstance(arguments, str) and arguments != dump_json_text(call_part["input"]):
-                    raw_arguments[call_part["toolCallId"]] = arguments
+                    raw_arguments[call_id] = arguments
         set_extra(metadata, FORMAT, {"arguments": raw_arguments} if raw_arguments else {})
         return make_message(key, None, "assistant", parts, metadata=metadata)
     problems.add(f"{path}.role", "expected system, developer, user, assistant or tool")
     return None
 
 
-def _tool_call(value: Any, path: str, problems: Problems) -> dict[str, Any] | None:
+def _tool_call(value: JsonValue, path: str, problems: Problems) -> JsonObject | None:
     call = problems.obj(value, path)
     if call is None:
         return None
@@ -289,22 +298,22 @@ def _tool_call(value: Any, path: str, problems: Problems) -> dict[str, Any] | No
     return tool_call_part(call_id, name, payload)
 
 
-def _content_text(value: Any, path: str, problems: Problems) -> str | None:
+def _content_text(value: JsonValue, path: str, problems: Problems) -> str | None:
     if value is None:
         return ""
     if isinstance(value, str):
         return value
     parts = _content_parts(value, path, problems)
-    return "".join(part["text"] for part in parts if part["type"] == "text")
+    return "".join(text_of(part["text"]) for part in parts if part["type"] == "text")
 
 
-def _content_parts(value: Any, path: str, problems: Problems) -> list[dict[str, Any]]:
+def _content_parts(value: JsonValue, path: str, problems: Problems) -> list[JsonObject]:
     if value is None:
         return []
     if isinstance(value, str):
         return [{"type": "text", "text": value}]
     items = problems.array(value, path)
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
     for index, item in enumerate(items or []):
         part = _content_part(item, f"{path}[{index}]", problems)
         if part is not None:
@@ -312,7 +321,7 @@ def _content_parts(value: Any, path: str, problems: Problems) -> list[dict[str, 
     return parts
 
 
-def _content_part(value: Any, path: str, problems: Problems) -> dict[str, Any] | None:
+def _content_part(value: JsonValue, path: str, problems: Problems) -> JsonObject | None:
     item = problems.obj(value, path)
     if item is None:
         return None
@@ -322,7 +331,7 @@ def _content_part(value: Any, path: str, problems: Problems) -> dict[str, Any] |
     return part
 
 
-def _content_item(item: dict[str, Any], path: str, problems: Problems) -> dict[str, Any] | None:
+def _content_item(item: JsonObject, path: str, problems: Problems) -> JsonObject | None:
     part_type = item.get("type")
     if part_type in ("text", "refusal"):
         text = problems.req_string(item, part_type, path)
@@ -348,14 +357,14 @@ def _content_item(item: dict[str, Any], path: str, problems: Problems) -> dict[s
         file = problems.obj(item.get("file"), f"{path}.file")
         if file is None:
             return None
-        url = file.get("file_data") or (
+        given = file.get("file_data") or (
             f"openai-file://{file['file_id']}" if file.get("file_id") else None
         )
-        if not isinstance(url, str):
+        if not isinstance(given, str):
             problems.add(f"{path}.file", "expected file_data or file_id")
             return None
-        inline = parse_data_url(url)
+        inline = parse_data_url(given)
         mime = inline[0] if inline else "application/octet-stream"
-        return file_part(mime, url, file.get("filename"))
+        return file_part(mime, given, file.get("filename"))
     problems.add(f"{path}.type", "expected text, refusal, image_url, input_audio or file")
     return None

@@ -13,20 +13,32 @@ parts that are not data URLs.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from dataclasses import dataclass, field
 
 from .document import (
     TreeThread,
     active_path,
     data_url,
     dump_json_text,
+    extra_of,
     file_part,
     linear_thread,
     make_message,
     parse_data_url,
     parse_json_text,
+    parts_of,
     tool_call_part,
     tool_result_part,
+)
+from .jsontypes import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+    as_str,
+    list_of,
+    object_of,
+    objects_in,
+    text_of,
 )
 from .validation import Problems, is_int
 
@@ -41,24 +53,24 @@ _USAGE_NAMES = {
 _URL_KINDS = {"image": "image-url", "audio": "audio-url", "video": "video-url"}
 
 
-def export_pydantic_ai(thread: TreeThread) -> list[dict[str, Any]]:
+def export_pydantic_ai(thread: TreeThread) -> list[JsonObject]:
     """The active path as a JSON list of ModelRequest / ModelResponse."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for message in active_path(thread):
-        extra = message["metadata"].get("extra", {}).get("pydantic_ai", {})
+        extra = extra_of(message, "pydantic_ai")
         if message["role"] == "assistant":
             out.append(_response(message, extra))
             continue
         starts = isinstance(extra.get("request"), dict)
         if not out or out[-1]["kind"] != "request" or starts:
-            request = {"kind": "request", "parts": []}
-            request.update(copy.deepcopy(extra.get("request", {})))
+            request: JsonObject = {"kind": "request", "parts": []}
+            request.update(copy.deepcopy(object_of(extra.get("request"))))
             out.append(request)
-        out[-1]["parts"].extend(_request_parts(message, extra))
+        list_of(out[-1]["parts"]).extend(_request_parts(message, extra))
     return out
 
 
-def _with_leftovers(parts: list[dict[str, Any]], extra: dict[str, Any]) -> list[dict[str, Any]]:
+def _with_leftovers(parts: list[JsonObject], extra: JsonObject) -> list[JsonObject]:
     """Put back the source fields import kept, matching parts by position."""
     leftovers = extra.get("parts")
     if not isinstance(leftovers, list) or len(leftovers) != len(parts):
@@ -83,19 +95,19 @@ def _with_leftovers(parts: list[dict[str, Any]], extra: dict[str, Any]) -> list[
     return parts
 
 
-def _request_parts(message: dict[str, Any], extra: dict[str, Any]) -> list[dict[str, Any]]:
-    stamp = {"timestamp": message["createdAt"]} if message["createdAt"] else {}
+def _request_parts(message: JsonObject, extra: JsonObject) -> list[JsonObject]:
+    stamp: JsonObject = {"timestamp": message["createdAt"]} if message["createdAt"] else {}
     role = message["role"]
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
     if role == "system":
         parts = [
             {"part_kind": "system-prompt", "content": part["text"], **stamp}
-            for part in message["parts"]
+            for part in parts_of(message)
             if part["type"] == "text"
         ]
     elif role == "user":
-        items: list[Any] = []
-        for part in message["parts"]:
+        items: JsonArray = []
+        for part in parts_of(message):
             if part["type"] == "text":
                 items.append(part["text"])
             elif part["type"] == "file":
@@ -106,14 +118,18 @@ def _request_parts(message: dict[str, Any], extra: dict[str, Any]) -> list[dict[
                 if isinstance(entry, dict) and isinstance(leftover, dict):
                     entry.update(copy.deepcopy(leftover))
         single = len(items) == 1 and isinstance(items[0], str) and not isinstance(stored, list)
-        content: Any = items[0] if single else items
+        content: JsonValue = items[0] if single else items
         parts = [{"part_kind": "user-prompt", "content": content, **stamp}]
     else:
-        for part in message["parts"]:
+        for part in parts_of(message):
             if part["type"] != "tool-result":
                 continue
             output = part["output"]
-            common = {"tool_name": part["toolName"], "tool_call_id": part["toolCallId"], **stamp}
+            common: JsonObject = {
+                "tool_name": part["toolName"],
+                "tool_call_id": part["toolCallId"],
+                **stamp,
+            }
             if part["isError"] and isinstance(output, str):
                 parts.append({"part_kind": "retry-prompt", "content": output, **common})
             elif part["isError"]:
@@ -122,34 +138,35 @@ def _request_parts(message: dict[str, Any], extra: dict[str, Any]) -> list[dict[
                 )
             else:
                 parts.append({"part_kind": "tool-return", "content": output, **common})
-    others: list[dict[str, Any]] = copy.deepcopy(extra.get("other_parts", []))
+    others = copy.deepcopy(objects_in(extra.get("other_parts")))
     return _with_leftovers(parts, extra) + others
 
 
-def _user_file(part: dict[str, Any]) -> dict[str, Any]:
-    inline = parse_data_url(part["url"])
+def _user_file(part: JsonObject) -> JsonObject:
+    mime, url = text_of(part["mimeType"]), text_of(part["url"])
+    inline = parse_data_url(url)
     if inline is not None:
-        return {"kind": "binary", "data": inline[1], "media_type": part["mimeType"]}
-    kind = _URL_KINDS.get(part["mimeType"].split("/")[0], "document-url")
-    return {"kind": kind, "url": part["url"], "media_type": part["mimeType"]}
+        return {"kind": "binary", "data": inline[1], "media_type": mime}
+    kind = _URL_KINDS.get(mime.split("/")[0], "document-url")
+    return {"kind": kind, "url": url, "media_type": mime}
 
 
-def _response(message: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    metadata = message["metadata"]
-    parts: list[dict[str, Any]] = []
-    for part in message["parts"]:
+def _response(message: JsonObject, extra: JsonObject) -> JsonObject:
+    metadata = object_of(message["metadata"])
+    parts: list[JsonObject] = []
+    for part in parts_of(message):
         part_type = part["type"]
         if part_type == "text":
             parts.append({"part_kind": "text", "content": part["text"]})
         elif part_type == "reasoning":
-            thinking = {"part_kind": "thinking", "content": part["text"]}
+            thinking: JsonObject = {"part_kind": "thinking", "content": part["text"]}
             if "signature" in part:
                 thinking["signature"] = part["signature"]
             parts.append(thinking)
         elif part_type == "tool-call":
             value = part["input"]
-            builtin = part["toolCallId"] in extra.get("builtin_calls", [])
-            raw_args = extra.get("raw_args", {}).get(part["toolCallId"])
+            builtin = part["toolCallId"] in list_of(extra.get("builtin_calls"))
+            raw_args = object_of(extra.get("raw_args")).get(text_of(part["toolCallId"]))
             parts.append(
                 {
                     "part_kind": "builtin-tool-call" if builtin else "tool-call",
@@ -172,36 +189,39 @@ def _response(message: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
                 }
             )
         elif part_type == "file":
-            inline = parse_data_url(part["url"])
+            inline = parse_data_url(text_of(part["url"]))
             if inline is not None:
-                content = {"kind": "binary", "data": inline[1], "media_type": part["mimeType"]}
+                content: JsonObject = {
+                    "kind": "binary",
+                    "data": inline[1],
+                    "media_type": part["mimeType"],
+                }
                 parts.append({"part_kind": "file", "content": content})
-    response: dict[str, Any] = {"kind": "response", "parts": _with_leftovers(parts, extra)}
-    response["parts"].extend(copy.deepcopy(extra.get("other_parts", [])))
-    if isinstance(extra.get("usage"), dict):
-        response["usage"] = copy.deepcopy(extra["usage"])
-    elif isinstance(metadata.get("usage"), dict):
+    others = copy.deepcopy(objects_in(extra.get("other_parts")))
+    response: JsonObject = {"kind": "response", "parts": _with_leftovers(parts, extra) + others}
+    kept_usage, usage = extra.get("usage"), metadata.get("usage")
+    if isinstance(kept_usage, dict):
+        response["usage"] = copy.deepcopy(kept_usage)
+    elif isinstance(usage, dict):
         names = {camel: snake for snake, camel in _USAGE_NAMES.items()}
-        response["usage"] = {
-            names[key]: value for key, value in metadata["usage"].items() if key in names
-        }
+        response["usage"] = {names[key]: value for key, value in usage.items() if key in names}
     if "model" in metadata:
         response["model_name"] = metadata["model"]
     if metadata.get("finishReason") in _FINISH_REASONS:
         response["finish_reason"] = metadata["finishReason"]
     if message["createdAt"]:
         response["timestamp"] = message["createdAt"]
-    for key, value in extra.get("response", {}).items():
+    for key, value in object_of(extra.get("response")).items():
         if key == "timestamp" or key not in response:
             response[key] = copy.deepcopy(value)
     return response
 
 
-def import_pydantic_ai(data: Any) -> list[TreeThread]:
+def import_pydantic_ai(data: object) -> list[TreeThread]:
     """One linear thread from a ModelMessagesTypeAdapter JSON list."""
     problems = Problems()
     items = problems.array(data, "$") or []
-    messages: list[dict[str, Any]] = []
+    messages: list[JsonObject] = []
     for path, raw in problems.objects(items, "$"):
         parts = problems.array(raw.get("parts"), f"{path}.parts")
         if parts is None:
@@ -216,20 +236,33 @@ def import_pydantic_ai(data: Any) -> list[TreeThread]:
     return [linear_thread(messages)]
 
 
-def _leftover(raw: dict[str, Any], used: tuple[str, ...]) -> dict[str, Any]:
+def _leftover(raw: JsonObject, used: tuple[str, ...]) -> JsonObject:
     return {key: copy.deepcopy(value) for key, value in raw.items() if key not in used}
 
 
-def _import_request(
-    raw: dict[str, Any], items: list[Any], path: str, problems: Problems, start: int
-) -> list[dict[str, Any]]:
-    # (role, canonical parts, leftovers of the source parts, createdAt, unmapped parts)
-    groups: list[dict[str, Any]] = []
+@dataclass
+class _Group:
+    """One run of same-role parts of a request: the canonical message it becomes."""
 
-    def group(role: str, created_at: Any, fresh: bool = False) -> dict[str, Any]:
-        if fresh or not groups or groups[-1]["role"] != role:
-            stamp = created_at if isinstance(created_at, str) else None
-            groups.append({"role": role, "parts": [], "left": [], "at": stamp, "other": []})
+    role: str
+    at: str | None
+    parts: list[JsonObject] = field(default_factory=list)
+    # The source parts' fields no canonical field holds, one dict per part.
+    left: list[JsonObject] = field(default_factory=list)
+    # Parts with no canonical type, kept as they are.
+    other: list[JsonObject] = field(default_factory=list)
+    # Per item of a list prompt, its leftover fields (None when the prompt was a string).
+    items: list[JsonObject] | None = None
+
+
+def _import_request(
+    raw: JsonObject, items: JsonArray, path: str, problems: Problems, start: int
+) -> list[JsonObject]:
+    groups: list[_Group] = []
+
+    def group(role: str, created_at: JsonValue, fresh: bool = False) -> _Group:
+        if fresh or not groups or groups[-1].role != role:
+            groups.append(_Group(role, as_str(created_at)))
         return groups[-1]
 
     for ppath, part in problems.objects(items, f"{path}.parts"):
@@ -239,19 +272,19 @@ def _import_request(
             text = problems.req_string(part, "content", ppath)
             if text is not None:
                 target = group("system", stamp)
-                target["parts"].append({"type": "text", "text": text})
-                target["left"].append(_leftover(part, ("content", "part_kind")))
+                target.parts.append({"type": "text", "text": text})
+                target.left.append(_leftover(part, ("content", "part_kind")))
         elif kind == "user-prompt":
             converted = _user_content(part.get("content"), f"{ppath}.content", problems)
             target = group("user", stamp, fresh=True)
-            target["parts"].extend(converted)
+            target.parts.extend(converted)
             content = part.get("content")
             if isinstance(content, list):
                 used_keys = ("kind", "url", "data", "media_type", "content")
-                target["items"] = [
+                target.items = [
                     _leftover(item, used_keys) if isinstance(item, dict) else {} for item in content
                 ]
-            target["left"].append(_leftover(part, ("content", "part_kind")))
+            target.left.append(_leftover(part, ("content", "part_kind")))
         elif kind in ("tool-return", "retry-prompt"):
             call_id = problems.req_string(part, "tool_call_id", ppath)
             name = part.get("tool_name")
@@ -259,8 +292,8 @@ def _import_request(
                 content = part.get("content")
                 text = content if isinstance(content, str) else dump_json_text(content)
                 target = group("user", stamp, fresh=True)
-                target["parts"].append({"type": "text", "text": text})
-                target["left"].append(_leftover(part, ("content",)))
+                target.parts.append({"type": "text", "text": text})
+                target.left.append(_leftover(part, ("content",)))
                 continue
             tool_name = problems.string(name, f"{ppath}.tool_name")
             if tool_name is None or call_id is None:
@@ -268,40 +301,38 @@ def _import_request(
             is_error = kind == "retry-prompt" or part.get("outcome") in _ERROR_OUTCOMES
             output = copy.deepcopy(part.get("content"))
             target = group("tool", stamp)
-            target["parts"].append(tool_result_part(call_id, tool_name, output, is_error=is_error))
+            target.parts.append(tool_result_part(call_id, tool_name, output, is_error=is_error))
             used = ("content", "tool_name", "tool_call_id")
-            target["left"].append(_leftover(part, used))
+            target.left.append(_leftover(part, used))
         elif isinstance(kind, str):
             # Newer request parts (instruction deltas, retry feedback, …) are kept as they are.
-            group(groups[-1]["role"] if groups else "user", stamp)["other"].append(
-                copy.deepcopy(part)
-            )
+            group(groups[-1].role if groups else "user", stamp).other.append(copy.deepcopy(part))
         else:
             problems.add(f"{ppath}.part_kind", "expected a string")
     out = []
     envelope = _leftover(raw, ("kind", "parts"))
     for offset, item in enumerate(groups):
-        extra: dict[str, Any] = {}
+        extra: JsonObject = {}
         if offset == 0:
             extra["request"] = envelope
-        if any(item["left"]):
-            extra["parts"] = item["left"]
-        if item["other"]:
-            extra["other_parts"] = item["other"]
-        if "items" in item:
+        if any(item.left):
+            extra["parts"] = item.left
+        if item.other:
+            extra["other_parts"] = item.other
+        if item.items is not None:
             # Kept even when empty: it says the prompt was a list, not one string.
-            extra["items"] = item["items"]
+            extra["items"] = item.items
         key = f"m{start + offset}"
-        metadata = {"extra": {"pydantic_ai": extra}}
-        out.append(make_message(key, None, item["role"], item["parts"], item["at"], metadata))
+        metadata: JsonObject = {"extra": {"pydantic_ai": extra}}
+        out.append(make_message(key, None, item.role, item.parts, item.at, metadata))
     return out
 
 
-def _user_content(value: Any, path: str, problems: Problems) -> list[dict[str, Any]]:
+def _user_content(value: JsonValue, path: str, problems: Problems) -> list[JsonObject]:
     if isinstance(value, str):
         return [{"type": "text", "text": value}]
     items = problems.array(value, path) or []
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
     for index, item in enumerate(items):
         ipath = f"{path}[{index}]"
         if isinstance(item, str):
@@ -318,14 +349,14 @@ def _user_content(value: Any, path: str, problems: Problems) -> list[dict[str, A
                 parts.append(file_part(mime, data_url(mime, data)))
         elif kind in ("image-url", "audio-url", "video-url", "document-url"):
             url = problems.req_string(content, "url", ipath)
-            mime = content.get("media_type")
+            given = as_str(content.get("media_type"))
             if url is not None:
                 fallback = (
                     f"{kind.split('-')[0]}/*"
                     if kind != "document-url"
                     else "application/octet-stream"
                 )
-                parts.append(file_part(mime if isinstance(mime, str) else fallback, url))
+                parts.append(file_part(given if given is not None else fallback, url))
         elif kind == "text" and isinstance(content.get("content"), str):
             parts.append({"type": "text", "text": content["content"]})
         else:
@@ -334,16 +365,16 @@ def _user_content(value: Any, path: str, problems: Problems) -> list[dict[str, A
 
 
 def _import_response(
-    raw: dict[str, Any], items: list[Any], path: str, problems: Problems, key: str
-) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
-    leftovers: list[dict[str, Any]] = []
-    others: list[dict[str, Any]] = []
+    raw: JsonObject, items: JsonArray, path: str, problems: Problems, key: str
+) -> JsonObject:
+    parts: list[JsonObject] = []
+    leftovers: list[JsonObject] = []
+    others: list[JsonObject] = []
     builtin: list[str] = []
     raw_args: dict[str, str] = {}
     for ppath, part in problems.objects(items, f"{path}.parts"):
         kind = part.get("part_kind")
-        converted: dict[str, Any] | None = None
+        converted: JsonObject | None = None
         used: tuple[str, ...] = ("part_kind", "content")
         if kind in ("text", "thinking"):
             text = problems.req_string(part, "content", ppath)
@@ -383,8 +414,8 @@ def _import_response(
         if converted is not None:
             parts.append(converted)
             leftovers.append(_leftover(part, used))
-    metadata: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
+    metadata: JsonObject = {}
+    extra: JsonObject = {}
     model = raw.get("model_name")
     if isinstance(model, str):
         metadata["model"] = model
@@ -393,11 +424,11 @@ def _import_response(
         metadata["finishReason"] = finish
     usage = raw.get("usage")
     if isinstance(usage, dict):
-        mapped = {
-            camel: usage[snake]
+        mapped: dict[str, int] = {
+            camel: count
             for snake, camel in _USAGE_NAMES.items()
-            if is_int(usage.get(snake))
-            and (usage[snake] or camel in ("inputTokens", "outputTokens"))
+            if is_int(count := usage.get(snake))
+            and (count or camel in ("inputTokens", "outputTokens"))
         }
         if "inputTokens" in mapped and "outputTokens" in mapped:
             mapped["totalTokens"] = mapped["inputTokens"] + mapped["outputTokens"]

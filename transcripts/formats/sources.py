@@ -7,11 +7,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from transcripts.times import epoch_to_iso, parse_iso, to_iso
 
 from .document import TreeThread
+from .jsontypes import (
+    JsonObject,
+    JsonValue,
+    as_str,
+    list_of,
+    text_of,
+)
 from .validation import Problems
 
 
@@ -45,13 +52,36 @@ class Skips:
         self.counts[key] = self.counts.get(key, 0) + amount
 
 
-def labelled(label: str, body: str | None = None) -> dict[str, Any]:
+def labelled(label: str, body: str | None = None) -> JsonObject:
     """A text part standing for content that has no part type of its own: `[label]` first."""
     text = f"[{label}]" if not body else f"[{label}]\n\n{body}"
     return {"type": "text", "text": text}
 
 
-def iso_time(value: Any) -> str | None:
+def file_parts(
+    files: object,
+    where: str,
+    skips: Skips,
+    app: str,
+    read: Callable[[JsonObject], JsonObject | str],
+) -> list[JsonObject]:
+    """The parts of a chat app's list of attached files: read gives a file's part, or the
+    label of a file the export does not hold (kept as a labelled text part, and logged)."""
+    parts: list[JsonObject] = []
+    for index, item in enumerate(list_of(files)):
+        if not isinstance(item, dict):
+            continue
+        found = read(item)
+        if isinstance(found, dict):
+            parts.append(found)
+            continue
+        skips.add(f"{where}[{index}]", f"file {found}", f"kept on the {app} server, not exported")
+        skips.count("labelled")
+        parts.append(labelled(f"file not in the export: {found}"))
+    return parts
+
+
+def iso_time(value: JsonValue) -> str | None:
     """ISO 8601 text for an ISO string or epoch seconds (milliseconds when that large)."""
     if isinstance(value, str):
         moment = parse_iso(value)
@@ -114,28 +144,24 @@ def orphaned(parent: str, known: Collection[str]) -> str:
     return f"parent {parent} is not in the export: made a root"
 
 
-def newest_leaf(messages: list[dict[str, Any]]) -> str | None:
+def newest_leaf(messages: list[JsonObject]) -> str | None:
     """The leaf created last (list order breaks ties and stands in for missing times)."""
     parents = {message.get("parentMessageId") for message in messages}
     best: tuple[str, int] | None = None
     best_id: str | None = None
     for index, message in enumerate(messages):
-        if message["id"] in parents:
+        key = as_str(message["id"])
+        if key in parents:
             continue
-        rank = (message.get("createdAt") or "", index)
+        rank = (text_of(message.get("createdAt")), index)
         if best is None or rank >= best:
-            best, best_id = rank, message["id"]
+            best, best_id = rank, key
     return best_id
 
 
-def string(value: Any) -> str | None:
+def string(value: object) -> str | None:
     """value when it is a non-empty string, else None."""
     return value if isinstance(value, str) and value else None
-
-
-def mapping(value: Any) -> dict[str, Any]:
-    """value when it is a JSON object, else an empty one."""
-    return value if isinstance(value, dict) else {}
 
 
 def skip_blank(fp: BinaryIO) -> bytes:
@@ -164,10 +190,10 @@ class Prefixed:
         return self.fp.read(size)
 
 
-ReadOne = Callable[[Any, str, Problems, "Skips"], "TreeThread | None"]
+ReadOne = Callable[[JsonValue, str, Problems, "Skips"], "TreeThread | None"]
 
 
-def import_each(data: Any, read: ReadOne, skips: Skips | None) -> list[TreeThread]:
+def import_each(data: object, read: ReadOne, skips: Skips | None) -> list[TreeThread]:
     """The threads read (by read) from one exported conversation or an array of them; every
     problem of every conversation is reported at once."""
     log = skips if skips is not None else Skips()

@@ -25,12 +25,20 @@ from typing import Any
 from transcripts.ids import derived_ulid, is_ulid, ulid_to_uuid
 from transcripts.times import parse_iso, parse_iso_utc
 
-from .document import TreeThread, active_path, leaves, path_to
+from .document import TreeThread, active_path, leaves, parts_of, path_to
+from .jsontypes import (
+    JsonObject,
+    JsonValue,
+    as_str,
+    object_of,
+    objects_in,
+    text_of,
+)
 from .threadprotocol_derive import DEFAULT_AGENT, message_actions
 from .threadprotocol_parts import RECORD, has_record, json_copy, recorded_actions
 from .threadprotocol_read import ACTION_STEP, read_thread
 from .threadprotocol_rules import VERSION, validate_thread
-from .validation import Problems
+from .validation import Problems, is_int
 
 EPOCH = "1970-01-01T00:00:00Z"
 _UUID_SPACE = 1 << 128
@@ -38,16 +46,17 @@ _UUID_SPACE = 1 << 128
 
 def export_threadprotocol(thread: TreeThread) -> dict[str, Any]:
     """The thread's active path as one ThreadProtocol thread."""
+    # Any: callers (generators, tests) index the written document freely.
     return _Export(thread).main
 
 
-def export_threadprotocol_branches(thread: TreeThread) -> list[dict[str, Any]]:
+def export_threadprotocol_branches(thread: TreeThread) -> list[JsonObject]:
     """The main thread (active path) first, then one child thread per other branch."""
     export = _Export(thread)
     return [export.main, *(export.branch(leaf) for leaf in export.other_leaves())]
 
 
-def import_threadprotocol(data: Any) -> list[TreeThread]:
+def import_threadprotocol(data: object) -> list[TreeThread]:
     """Threads from one ThreadProtocol thread or a list of them; every rule is checked first.
 
     A child thread (its `parent_thread_id` names an earlier thread of the list) that exports
@@ -91,11 +100,11 @@ def document_thread_id(thread: TreeThread) -> str | None:
     return thread_id if isinstance(thread_id, str) else None
 
 
-def _join(parent: TreeThread, child: TreeThread, document: dict[str, Any]) -> bool:
+def _join(parent: TreeThread, child: TreeThread, document: JsonObject) -> bool:
     """Add child's path to parent as a branch when it then exports back as document."""
     by_id = {message["id"]: message for message in parent.messages}
     previous: str | None = None
-    added: list[dict[str, Any]] = []
+    added: list[JsonObject] = []
     for message in child.messages:
         existing = by_id.get(message["id"])
         if existing is not None and not added:
@@ -109,20 +118,21 @@ def _join(parent: TreeThread, child: TreeThread, document: dict[str, Any]) -> bo
     if not added:
         return False
     joined = dataclasses.replace(parent, messages=parent.messages + added)
-    if _Export(joined).branch(added[-1]["id"]) != document:
+    if _Export(joined).branch(text_of(added[-1]["id"])) != document:
         return False
     parent.messages.extend(added)
     return True
 
 
-def _body(message: dict[str, Any]) -> tuple[Any, ...]:
+def _body(message: JsonObject) -> tuple[JsonValue, ...]:
     return message["role"], message["parts"], message["metadata"], message["createdAt"]
 
 
-def _written(original: Any, stored: str | None) -> str | None:
+def _written(original: JsonValue, stored: str | None) -> str | None:
     """original (the document's spelling) when it names the same instant as stored."""
-    same = isinstance(original, str) and parse_iso_utc(original) == parse_iso_utc(stored)
-    return original if same and stored is not None else stored
+    if isinstance(original, str) and stored is not None:
+        return original if parse_iso_utc(original) == parse_iso_utc(stored) else stored
+    return stored
 
 
 def _later(clock: str, stamp: str | None) -> str:
@@ -133,7 +143,7 @@ def _later(clock: str, stamp: str | None) -> str:
     return stamp
 
 
-def _agent_config(key: str, config: Any, created: str) -> dict[str, Any]:
+def _agent_config(key: str, config: JsonValue, created: str) -> JsonObject:
     """A registry entry with every required field, filled from the key where missing."""
     entry = json_copy(config) if isinstance(config, dict) else {}
     entry["agent_id"] = key
@@ -161,11 +171,11 @@ class _Export:
         self.thread = thread
         extra = thread.metadata.get("extra")
         record = extra.get(RECORD) if isinstance(extra, dict) else None
-        self.record: dict[str, Any] = record if isinstance(record, dict) else {}
+        self.record: JsonObject = record if isinstance(record, dict) else {}
         fields = self.record.get("fields")
-        self.fields: dict[str, Any] = fields if isinstance(fields, dict) else {}
+        self.fields: JsonObject = fields if isinstance(fields, dict) else {}
         self.path = active_path(thread)
-        first_time = next((m["createdAt"] for m in self.path if m["createdAt"]), None)
+        first_time = next((t for m in self.path if (t := as_str(m["createdAt"]))), None)
         self.created = _written(self.fields.get("created_at"), thread.created_at) or (
             first_time or EPOCH
         )
@@ -178,7 +188,7 @@ class _Export:
         self.updated = _written(self.fields.get("updated_at"), thread.updated_at) or _later(
             self.created, latest
         )
-        self.agents = {
+        self.agents: JsonObject = {
             key: _agent_config(key, config, self.created) for key, config in thread.agents.items()
         }
         for message in thread.messages:
@@ -186,7 +196,7 @@ class _Export:
             if agent is not None and agent not in self.agents:
                 self.agents[agent] = _agent_config(agent, None, self.created)
         self.thread_id = self._thread_id()
-        self.actions: dict[str, list[dict[str, Any]]] = {}
+        self.actions: dict[str, list[JsonObject]] = {}
         self.main = self._document(self.path)
 
     def _thread_id(self) -> str:
@@ -206,7 +216,7 @@ class _Export:
             return original
         return title
 
-    def _metadata(self) -> tuple[bool, Any]:
+    def _metadata(self) -> tuple[bool, JsonValue]:
         """(whether the document has metadata, the metadata)."""
         metadata = json_copy(self.thread.metadata)
         extra = metadata.get("extra")
@@ -235,24 +245,24 @@ class _Export:
         """The id of the first (or last) action of a message, else the message's id."""
         if leaf not in self.actions:
             self._path_actions(path_to(self.thread, leaf))
-        ids = [a["action_id"] for a in self.actions[leaf] if isinstance(a.get("action_id"), str)]
+        ids = [i for a in self.actions[leaf] if isinstance(i := a.get("action_id"), str)]
         return (ids[-1] if last else ids[0]) if ids else leaf
 
-    def branch(self, leaf: str) -> dict[str, Any]:
+    def branch(self, leaf: str) -> JsonObject:
         """The child thread holding the path from the root to leaf."""
         path = path_to(self.thread, leaf)
         main_ids = {message["id"] for message in self.path}
         shared = [message for message in path if message["id"] in main_ids]
         document = self._document(path, child=True)
-        fork = self._anchor(shared[-1]["id"], last=True) if shared else None
+        fork = self._anchor(text_of(shared[-1]["id"]), last=True) if shared else None
         anchor = self._anchor(leaf)
-        moment = next((a["timestamp"] for a in self.actions[leaf]), self.created)
+        moment = next((as_str(a["timestamp"]) for a in self.actions[leaf]), self.created)
         document["thread_id"] = _uuid(_minted(f"{self.thread_id}/{anchor}", moment))
-        document["metadata"] = {**(document.get("metadata") or {}), "fork_from_action_id": fork}
+        document["metadata"] = {**object_of(document.get("metadata")), "fork_from_action_id": fork}
         document["parent_thread_id"] = self.thread_id
         return document
 
-    def _document(self, path: list[dict[str, Any]], child: bool = False) -> dict[str, Any]:
+    def _document(self, path: list[JsonObject], child: bool = False) -> JsonObject:
         """The thread holding path: the thread's own fields, unless it is a child thread."""
         agents = json_copy(self.agents)
         actions = self._path_actions(path)
@@ -260,12 +270,14 @@ class _Export:
             agent = action.get("agent_id")
             if isinstance(agent, str) and agent not in agents:
                 agents[agent] = _agent_config(agent, None, self.created)
-        if not path and isinstance(self.record.get("actions"), list):
-            actions = json_copy(self.record["actions"])
-        first = self.record.get("first_sequence", 1)
+        kept = self.record.get("actions")
+        if not path and isinstance(kept, list):
+            actions = json_copy(objects_in(kept))
+        first = self.record.get("first_sequence")
+        start = first if is_int(first) else 1
         for offset, action in enumerate(actions):
-            action["sequence"] = first + offset
-        document: dict[str, Any] = {
+            action["sequence"] = start + offset
+        document: JsonObject = {
             "version": VERSION,
             "thread_id": self.thread_id,
             "created_at": self.created,
@@ -287,40 +299,39 @@ class _Export:
             document["parent_thread_id"] = ulid_to_uuid(parent) if is_ulid(parent) else parent
         return document
 
-    def _path_actions(self, path: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        actions: list[dict[str, Any]] = []
+    def _path_actions(self, path: list[JsonObject]) -> list[JsonObject]:
+        actions: list[JsonObject] = []
         clock = self.created
         called: set[str] = set()
         for message in path:
             # A message's actions go into one document as they are, into others as copies.
             fresh = message["id"] not in self.actions
             for action in self._message_actions(message, called, clock):
-                clock = _later(clock, action["timestamp"])
+                clock = _later(clock, as_str(action["timestamp"]))
                 actions.append(action if fresh else json_copy(action))
         return actions
 
     def _message_actions(
-        self, message: dict[str, Any], called: set[str], clock: str | None = None
-    ) -> list[dict[str, Any]]:
+        self, message: JsonObject, called: set[str], clock: str | None = None
+    ) -> list[JsonObject]:
         """The message's actions: as recorded at import, else written from its parts."""
-        cached = self.actions.get(message["id"])
+        key = text_of(message["id"])
+        cached = self.actions.get(key)
         if cached is None:
             cached = recorded_actions(message)
             # A result whose call is gone (its message was redacted) is written as an orphan.
             if cached is None or not _calls_known(cached, called):
                 cached = self._derived(message, called, clock or self.created)
-            self.actions[message["id"]] = cached
+            self.actions[key] = cached
         for action in cached:
             if action["action_type"] == "tool_call":
-                called.add(action["tool_call_id"])
+                called.add(text_of(action["tool_call_id"]))
         return cached
 
-    def _derived(
-        self, message: dict[str, Any], called: set[str], clock: str
-    ) -> list[dict[str, Any]]:
+    def _derived(self, message: JsonObject, called: set[str], clock: str) -> list[JsonObject]:
         actions = message_actions(message, called)
-        moment = _later(clock, message["createdAt"])
-        key = message["id"]
+        moment = _later(clock, as_str(message["createdAt"]))
+        key = text_of(message["id"])
         base = uuid.UUID(ulid_to_uuid(key)).int if is_ulid(key) else _minted(key, moment)
         for offset, action in enumerate(actions):
             action["action_id"] = _uuid(base + offset * ACTION_STEP)
@@ -328,12 +339,12 @@ class _Export:
         return actions
 
 
-def _calls_known(actions: list[dict[str, Any]], called: set[str]) -> bool:
+def _calls_known(actions: list[JsonObject], called: set[str]) -> bool:
     """Whether every tool_return of actions answers a call in called or before it."""
     own: set[str] = set()
     for action in actions:
         if action["action_type"] == "tool_call":
-            own.add(action["tool_call_id"])
+            own.add(text_of(action["tool_call_id"]))
         elif action["action_type"] == "tool_return":
             call = action["tool_call_id"]
             if call not in own and call not in called:
@@ -341,12 +352,12 @@ def _calls_known(actions: list[dict[str, Any]], called: set[str]) -> bool:
     return True
 
 
-def _derived_agent(message: dict[str, Any]) -> str | None:
+def _derived_agent(message: JsonObject) -> str | None:
     """The agent a message not imported from ThreadProtocol is written with, if any."""
     if has_record(message):
         return None
     if message["role"] == "assistant" or any(
-        part["type"] in ("reasoning", "tool-call") for part in message["parts"]
+        part["type"] in ("reasoning", "tool-call") for part in parts_of(message)
     ):
-        return str(message["metadata"].get("agentId") or DEFAULT_AGENT)
+        return str(object_of(message["metadata"]).get("agentId") or DEFAULT_AGENT)
     return None

@@ -9,9 +9,12 @@ actions after it.
 
 from __future__ import annotations
 
-from typing import Any
-
-from .document import extra_of
+from .document import extra_of, parts_of
+from .jsontypes import (
+    JsonObject,
+    object_of,
+    text_of,
+)
 from .threadprotocol_parts import MEDIA_KINDS, json_copy
 from .threadprotocol_rules import FINISH_REASONS, SYSTEM_ACTION
 from .validation import is_int
@@ -19,16 +22,16 @@ from .validation import is_int
 DEFAULT_AGENT = "assistant"
 
 
-def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+def _content(parts: list[JsonObject]) -> str | list[JsonObject]:
     if len(parts) == 1 and parts[0]["type"] == "text":
         return str(parts[0]["text"])
-    content: list[dict[str, Any]] = []
+    content: list[JsonObject] = []
     for part in parts:
         if part["type"] == "text":
             content.append({"type": "text", "text": part["text"]})
             continue
-        kind = part["mimeType"].split("/")[0]
-        entry: dict[str, Any] = {
+        kind = text_of(part["mimeType"]).split("/")[0]
+        entry: JsonObject = {
             "type": kind if kind in MEDIA_KINDS else "file",
             "url": part["url"],
             "media_type": part["mimeType"],
@@ -39,12 +42,12 @@ def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     return content
 
 
-def _usage(metadata: dict[str, Any]) -> dict[str, Any] | None:
+def _usage(metadata: JsonObject) -> JsonObject | None:
     usage = metadata.get("usage")
     if not isinstance(usage, dict) or not is_int(usage.get("inputTokens")):
         return None
     output = usage.get("outputTokens")
-    written: dict[str, Any] = {
+    written: JsonObject = {
         "input_tokens": usage["inputTokens"],
         "output_tokens": output if is_int(output) else 0,
     }
@@ -53,17 +56,17 @@ def _usage(metadata: dict[str, Any]) -> dict[str, Any] | None:
     return written
 
 
-def message_actions(message: dict[str, Any], called: set[str]) -> list[dict[str, Any]]:
+def message_actions(message: JsonObject, called: set[str]) -> list[JsonObject]:
     """The actions of one message, without ids, timestamps or sequence numbers.
 
     called holds the tool call ids met on the path so far; a result whose call is not among
     them is written as `system.orphan_tool_return` (a tool_return would break the rules).
     """
-    metadata = message["metadata"]
+    metadata = object_of(message["metadata"])
     role = message["role"]
     agent = metadata.get("agentId") or DEFAULT_AGENT
-    actions: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
+    actions: list[JsonObject] = []
+    pending: list[JsonObject] = []
 
     def flush_content() -> None:
         if not pending:
@@ -82,7 +85,7 @@ def message_actions(message: dict[str, Any], called: set[str]) -> list[dict[str,
             )
         pending.clear()
 
-    for part in message["parts"]:
+    for part in parts_of(message):
         part_type = part["type"]
         if part_type in ("text", "file"):
             pending.append(part)
@@ -90,7 +93,7 @@ def message_actions(message: dict[str, Any], called: set[str]) -> list[dict[str,
         flush_content()
         if part_type == "reasoning":
             provider = extra_of(message, "threadprotocol").get("provider_name", "unknown")
-            thinking = {
+            thinking: JsonObject = {
                 "action_type": "thinking",
                 "agent_id": agent,
                 "content": part["text"],
@@ -100,7 +103,7 @@ def message_actions(message: dict[str, Any], called: set[str]) -> list[dict[str,
                 thinking["signature"] = part["signature"]
             actions.append(thinking)
         elif part_type == "tool-call":
-            called.add(part["toolCallId"])
+            called.add(text_of(part["toolCallId"]))
             actions.append(
                 {
                     "action_type": "tool_call",

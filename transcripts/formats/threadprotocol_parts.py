@@ -11,9 +11,17 @@ none) raises `StaleRecord`, and the exporter derives the actions from the parts 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import overload
 
-from .document import data_url, file_part, parse_data_url
+from .document import data_url, file_part, parse_data_url, parts_of
+from .jsontypes import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+    list_of,
+    object_of,
+    objects_in,
+)
 
 RECORD = "threadprotocol"  # the metadata.extra namespace of records
 URL_KEYS = ("url", "image_url")
@@ -21,7 +29,13 @@ DATA_KEYS = ("data", "image_base64")
 MEDIA_KINDS = ("image", "audio", "video")
 
 
-def json_copy(value: Any) -> Any:
+@overload
+def json_copy(value: JsonObject) -> JsonObject: ...
+@overload
+def json_copy(value: list[JsonObject]) -> list[JsonObject]: ...
+@overload
+def json_copy(value: JsonValue) -> JsonValue: ...
+def json_copy(value: JsonValue) -> JsonValue:
     """A deep copy of a JSON value (several times faster than copy.deepcopy)."""
     if isinstance(value, dict):
         return {key: json_copy(item) for key, item in value.items()}
@@ -34,7 +48,7 @@ class StaleRecord(Exception):
     """A message's record does not describe its parts any more."""
 
 
-def media_type_of(item: dict[str, Any]) -> str:
+def media_type_of(item: JsonObject) -> str:
     """The mime type of a content item or attachment: its media_type, else one from its kind."""
     mime = item.get("media_type")
     if isinstance(mime, str) and mime:
@@ -43,7 +57,7 @@ def media_type_of(item: dict[str, Any]) -> str:
     return f"{kind}/*" if kind in MEDIA_KINDS else "application/octet-stream"
 
 
-def read_item(item: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any], str | None]:
+def read_item(item: JsonObject) -> tuple[JsonObject | None, JsonObject, str | None]:
     """(part, skeleton, source key) of a content item or attachment; no part when it has no
     text, URL or data."""
     skeleton = json_copy(item)
@@ -65,12 +79,13 @@ def read_item(item: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, An
     return None, skeleton, None
 
 
-def read_items(items: list[Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def read_items(items: JsonArray) -> tuple[list[JsonObject], JsonObject]:
     """The parts of a content array (or attachments) and the skeleton that writes it back."""
-    parts: list[dict[str, Any]] = []
-    skeletons: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
+    skeletons: list[JsonObject] = []
     sources: list[str | None] = []
-    for item in items:
+    # The rules checked every item is an object.
+    for item in objects_in(items):
         part, skeleton, source = read_item(item)
         if part is not None:
             parts.append(part)
@@ -79,14 +94,14 @@ def read_items(items: list[Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return parts, {"items": skeletons, "sources": sources}
 
 
-def read_content(content: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+def read_content(content: JsonValue) -> tuple[list[JsonObject], JsonObject | None]:
     """The parts of a message's content; a string is one text part and needs no skeleton."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}], None
-    return read_items(content)
+    return read_items(list_of(content))
 
 
-def take(parts: Iterator[dict[str, Any]], part_type: str) -> dict[str, Any]:
+def take(parts: Iterator[JsonObject], part_type: str) -> JsonObject:
     """The next part, which must be of part_type."""
     part = next(parts, None)
     if part is None or part.get("type") != part_type:
@@ -94,49 +109,59 @@ def take(parts: Iterator[dict[str, Any]], part_type: str) -> dict[str, Any]:
     return part
 
 
-def write_items(skeleton: Any, parts: Iterator[dict[str, Any]]) -> list[Any]:
+def write_items(skeleton: JsonValue, parts: Iterator[JsonObject]) -> JsonArray:
     """A content array (or attachments) from its skeleton, taking its values from parts."""
     if not isinstance(skeleton, dict):
         raise StaleRecord("skeleton")
-    out: list[Any] = []
+    out: JsonArray = []
     for item, source in zip(skeleton.get("items", []), skeleton.get("sources", []), strict=True):
-        item = json_copy(item)
-        if source == "text":
-            item["text"] = take(parts, "text")["text"]
-        elif source in URL_KEYS:
-            item[source] = take(parts, "file")["url"]
-        elif source in DATA_KEYS:
-            inline = parse_data_url(take(parts, "file")["url"])
-            if inline is None:
-                raise StaleRecord("data")
-            item[source] = inline[1]
-        out.append(item)
+        copied = json_copy(item)
+        if isinstance(copied, dict):
+            _fill(copied, source, parts)
+        elif source == "text" or source in URL_KEYS or source in DATA_KEYS:
+            raise StaleRecord("skeleton")
+        out.append(copied)
     return out
 
 
-def write_content(skeleton: Any, parts: Iterator[dict[str, Any]]) -> Any:
+def _fill(item: JsonObject, source: JsonValue, parts: Iterator[JsonObject]) -> None:
+    """Put into item the value its source key names, taken from the next part."""
+    if source == "text":
+        item["text"] = take(parts, "text")["text"]
+    elif isinstance(source, str) and source in URL_KEYS:
+        item[source] = take(parts, "file")["url"]
+    elif isinstance(source, str) and source in DATA_KEYS:
+        url = take(parts, "file")["url"]
+        inline = parse_data_url(url) if isinstance(url, str) else None
+        if inline is None:
+            raise StaleRecord("data")
+        item[source] = inline[1]
+
+
+def write_content(skeleton: JsonValue, parts: Iterator[JsonObject]) -> JsonValue:
     """A message's content: the text of one part, or an array from its skeleton."""
     if skeleton is None:
         return take(parts, "text")["text"]
     return write_items(skeleton, parts)
 
 
-def has_record(message: dict[str, Any]) -> bool:
+def has_record(message: JsonObject) -> bool:
     """Whether message holds the record of the actions it was imported from."""
-    extra = message["metadata"].get("extra")
+    extra = object_of(message["metadata"]).get("extra")
     record = extra.get(RECORD) if isinstance(extra, dict) else None
     return isinstance(record, dict) and bool(record.get("actions"))
 
 
-def recorded_actions(message: dict[str, Any]) -> list[dict[str, Any]] | None:
+def recorded_actions(message: JsonObject) -> list[JsonObject] | None:
     """The actions an imported message came from, or None when its record does not fit."""
-    extra = message["metadata"].get("extra")
+    metadata = object_of(message["metadata"])
+    extra = metadata.get("extra")
     record = extra.get(RECORD) if isinstance(extra, dict) else None
     records = record.get("actions") if isinstance(record, dict) else None
     if not isinstance(records, list) or not records:
         return None
-    parts = iter(message["parts"])
-    annotations = message["metadata"].get("annotations")
+    parts = iter(parts_of(message))
+    annotations = metadata.get("annotations")
     notes = iter(annotations if isinstance(annotations, list) else [])
     try:
         actions = [_write_action(item, parts, notes) for item in records]
@@ -148,14 +173,15 @@ def recorded_actions(message: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def _write_action(
-    record: Any, parts: Iterator[dict[str, Any]], notes: Iterator[Any]
-) -> dict[str, Any]:
+    record: JsonValue, parts: Iterator[JsonObject], notes: Iterator[JsonValue]
+) -> JsonObject:
     """One recorded action, its content taken back from parts (or notes, for system.*)."""
-    if not isinstance(record, dict) or not isinstance(record.get("fields"), dict):
+    fields = record.get("fields") if isinstance(record, dict) else None
+    if not isinstance(record, dict) or not isinstance(fields, dict):
         raise StaleRecord("record")
     action_type = record["type"]
-    moved = record.get("moved", [])
-    action: dict[str, Any] = {"action_type": action_type, **json_copy(record["fields"])}
+    moved = list_of(record.get("moved", []))
+    action: JsonObject = {"action_type": action_type, **json_copy(fields)}
     if action_type in ("user_message", "assistant_message"):
         action["content"] = write_content(record.get("content"), parts)
         if "attachments" in moved:
@@ -190,5 +216,7 @@ def _write_action(
     else:
         content = write_content(record.get("content"), parts)
         prompt = record.get("prompt")
+        if prompt is not None and not isinstance(prompt, dict):
+            raise StaleRecord("prompt")
         action["data"] = content if prompt is None else {**json_copy(prompt), "content": content}
     return action

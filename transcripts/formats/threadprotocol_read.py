@@ -26,13 +26,22 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 from transcripts.ids import uuid_to_ulid
 from transcripts.times import parse_iso_utc, to_iso
 
 from .document import TreeThread, linear_thread, make_message, tool_call_part, tool_result_part
+from .jsontypes import (
+    JsonObject,
+    JsonValue,
+    as_str,
+    list_of,
+    object_of,
+    objects_in,
+    text_of,
+)
 from .threadprotocol_parts import RECORD, json_copy, read_content, read_items
+from .validation import is_int
 
 THREAD_FIELDS_ELSEWHERE = ("actions", "agents", "metadata", "title")
 # What a thread's title keeps (Thread.title, `ledger.threads.MAX_TITLE`): a longer one is
@@ -43,7 +52,7 @@ TITLE_KEPT = 500
 ACTION_STEP = 1 << 64
 
 
-def uuid_number(value: Any) -> int | None:
+def uuid_number(value: JsonValue) -> int | None:
     """A UUID string in its canonical spelling as a 128-bit number, else None."""
     if not isinstance(value, str) or len(value) != 36:
         return None
@@ -58,7 +67,7 @@ def uuid_number(value: Any) -> int | None:
 class _Open:
     """The message being filled and whether the next action may join it."""
 
-    message: dict[str, Any]
+    message: JsonObject
     role: str
     agent: str | None
     start: int | None
@@ -72,12 +81,12 @@ class _Reader:
     """Actions in, messages out: the message being filled and what waits for the first."""
 
     scope: str
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    leading: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    messages: list[JsonObject] = field(default_factory=list)
+    leading: list[tuple[JsonObject, JsonObject]] = field(default_factory=list)
     current: _Open | None = None
     keys: set[str] = field(default_factory=set)
 
-    def joins(self, action: dict[str, Any], role: str | None, agent: str | None) -> bool:
+    def joins(self, action: JsonObject, role: str | None, agent: str | None) -> bool:
         """Whether action continues the current message (role None: a system annotation)."""
         current = self.current
         if current is None or not current.open:
@@ -91,7 +100,7 @@ class _Reader:
             return True
         return role == current.role and agent == current.agent and role != "user"
 
-    def add(self, action: dict[str, Any]) -> None:
+    def add(self, action: JsonObject) -> None:
         """Read one action into the current message, a new one, or the leading annotations."""
         role, agent, parts, record, annotation = read_action(action)
         if annotation is not None:
@@ -112,16 +121,16 @@ class _Reader:
         assert self.current is not None
         _attach(self.current.message, record, parts, None)
         if action["action_type"] == "assistant_message":
-            _describe(self.current.message["metadata"], action)
+            _describe(object_of(self.current.message["metadata"]), action)
 
-    def _start(self, action: dict[str, Any], role: str, agent: str | None) -> None:
+    def _start(self, action: JsonObject, role: str, agent: str | None) -> None:
         action_id = action.get("action_id")
         key = uuid_to_ulid(action_id)
         if key is None or key in self.keys:
             key = f"{self.scope}m{len(self.messages)}"
         self.keys.add(key)
         moment = parse_iso_utc(action["timestamp"])
-        metadata: dict[str, Any] = {"agentId": agent} if agent else {}
+        metadata: JsonObject = {"agentId": agent} if agent else {}
         metadata["extra"] = {RECORD: {"actions": []}}
         message = make_message(key, None, role, [], to_iso(moment), metadata)
         for record, annotation in self.leading:
@@ -134,33 +143,35 @@ class _Reader:
 
 
 def _attach(
-    message: dict[str, Any],
-    record: dict[str, Any],
-    parts: list[dict[str, Any]],
-    annotation: dict[str, Any] | None,
+    message: JsonObject,
+    record: JsonObject,
+    parts: list[JsonObject],
+    annotation: JsonObject | None,
 ) -> None:
-    message["parts"].extend(parts)
-    message["metadata"]["extra"][RECORD]["actions"].append(record)
+    list_of(message["parts"]).extend(parts)
+    metadata = object_of(message["metadata"])
+    list_of(object_of(object_of(metadata["extra"])[RECORD])["actions"]).append(record)
     if annotation is not None:
-        message["metadata"].setdefault("annotations", []).append(annotation)
+        list_of(metadata.setdefault("annotations", [])).append(annotation)
 
 
-def _describe(metadata: dict[str, Any], action: dict[str, Any]) -> None:
+def _describe(metadata: JsonObject, action: JsonObject) -> None:
     """The finish reason and usage of an assistant_message, as canonical metadata shows them."""
     if action.get("finish_reason") is not None:
         metadata["finishReason"] = action["finish_reason"]
     usage = action.get("usage")
     if isinstance(usage, dict):
+        # The rules checked the counts are integers.
+        inputs, outputs = usage["input_tokens"], usage["output_tokens"]
+        assert is_int(inputs) and is_int(outputs)
         metadata["usage"] = {
-            "inputTokens": usage["input_tokens"],
-            "outputTokens": usage["output_tokens"],
-            "totalTokens": usage.get(
-                "total_tokens", usage["input_tokens"] + usage["output_tokens"]
-            ),
+            "inputTokens": inputs,
+            "outputTokens": outputs,
+            "totalTokens": usage.get("total_tokens", inputs + outputs),
         }
 
 
-def _prompt_content(data: Any) -> Any:
+def _prompt_content(data: JsonValue) -> JsonValue:
     """The content of a system.prompt's data when it is text (a string or text items)."""
     content = data.get("content") if isinstance(data, dict) else data
     if isinstance(content, str):
@@ -174,22 +185,22 @@ def _prompt_content(data: Any) -> Any:
 
 
 def read_action(
-    action: dict[str, Any],
-) -> tuple[str | None, str | None, list[dict[str, Any]], dict[str, Any], dict[str, Any] | None]:
+    action: JsonObject,
+) -> tuple[str | None, str | None, list[JsonObject], JsonObject, JsonObject | None]:
     """(role, agent, parts, record, annotation) of one action; role None for an annotation."""
     action_type = action["action_type"]
     fields = {k: json_copy(v) for k, v in action.items() if k not in ("action_type", "sequence")}
-    record: dict[str, Any] = {"type": action_type}
+    record: JsonObject = {"type": action_type}
     moved: list[str] = []
 
-    def move(key: str) -> Any:
+    def move(key: str) -> JsonValue:
         moved.append(key)
         return fields.pop(key)
 
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
     role: str | None = "assistant"
-    agent = action.get("agent_id")
-    annotation: dict[str, Any] | None = None
+    agent = as_str(action.get("agent_id"))
+    annotation: JsonObject | None = None
     if action_type in ("user_message", "assistant_message"):
         parts, skeleton = read_content(move("content"))
         if skeleton is not None:
@@ -197,11 +208,11 @@ def read_action(
         if action_type == "user_message":
             role, agent = "user", None
             if "attachments" in fields:
-                more, attached = read_items(move("attachments"))
+                more, attached = read_items(list_of(move("attachments")))
                 parts += more
                 record["attachments"] = attached
     elif action_type == "thinking":
-        part: dict[str, Any] = {"type": "reasoning", "text": ""}
+        part: JsonObject = {"type": "reasoning", "text": ""}
         if isinstance(fields.get("content"), str):
             part["text"] = move("content")
         if isinstance(fields.get("signature"), str):
@@ -209,12 +220,12 @@ def read_action(
         parts = [part]
     elif action_type == "tool_call":
         call_id, name, args = move("tool_call_id"), move("tool_name"), move("args")
-        parts = [tool_call_part(call_id, name, args)]
+        parts = [tool_call_part(text_of(call_id), text_of(name), args)]
     elif action_type == "tool_return":
         role, agent = "tool", None
         call_id, name, output = move("tool_call_id"), move("tool_name"), move("content")
         failed = fields["status"] != "success"
-        parts = [tool_result_part(call_id, name, output, is_error=failed)]
+        parts = [tool_result_part(text_of(call_id), text_of(name), output, is_error=failed)]
     elif action_type == "system.prompt" and _prompt_content(fields.get("data")) is not None:
         role, agent = "system", None
         data = move("data")
@@ -237,35 +248,37 @@ def read_action(
     return role, agent, parts, record, annotation
 
 
-def read_thread(document: dict[str, Any], scope: str = "") -> TreeThread:
+def read_thread(document: JsonObject, scope: str = "") -> TreeThread:
     """A validated ThreadProtocol thread as a linear TreeThread; scope prefixes made-up keys."""
+    # The rules checked the document: the narrowing below only tells the type checker so.
+    actions, title = objects_in(document["actions"]), text_of(document["title"])
     reader = _Reader(scope)
-    for action in document["actions"]:
+    for action in actions:
         reader.add(action)
-    thread = linear_thread(reader.messages, title=document["title"])
-    record: dict[str, Any] = {
+    thread = linear_thread(reader.messages, title=title)
+    record: JsonObject = {
         "fields": {
             k: json_copy(v) for k, v in document.items() if k not in THREAD_FIELDS_ELSEWHERE
         },
     }
-    if len(document["title"]) > TITLE_KEPT:
-        record["title"] = document["title"]
-    if document["actions"] and document["actions"][0]["sequence"] != 1:
-        record["first_sequence"] = document["actions"][0]["sequence"]
+    if len(title) > TITLE_KEPT:
+        record["title"] = title
+    if actions and actions[0]["sequence"] != 1:
+        record["first_sequence"] = actions[0]["sequence"]
     if reader.leading:
-        record["actions"] = json_copy(document["actions"])
+        record["actions"] = json_copy(actions)
     raw_metadata = document.get("metadata")
     if "metadata" not in document or not isinstance(raw_metadata, dict):
         record["metadata"] = {"absent": "metadata" not in document}
-    metadata: dict[str, Any] = json_copy(raw_metadata) if isinstance(raw_metadata, dict) else {}
+    metadata: JsonObject = json_copy(raw_metadata) if isinstance(raw_metadata, dict) else {}
     if "extra" in metadata:
         record["extra"] = json_copy(metadata["extra"])
     own_extra = metadata.get("extra")
     metadata["extra"] = {**(own_extra if isinstance(own_extra, dict) else {}), RECORD: record}
     thread.metadata = metadata
-    thread.agents = json_copy(document["agents"])
+    thread.agents = json_copy(object_of(document["agents"]))
     thread.id = uuid_to_ulid(document["thread_id"])
-    thread.parent_thread_id = document.get("parent_thread_id")
+    thread.parent_thread_id = as_str(document.get("parent_thread_id"))
     thread.created_at = to_iso(parse_iso_utc(document["created_at"]))
     thread.updated_at = to_iso(parse_iso_utc(document["updated_at"]))
     return thread

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from datetime import datetime
 
 from transcripts.times import parse_iso
 
+from .jsontypes import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+)
 from .validation import Problems, is_int
 
 VERSION = "1.0.0"
@@ -17,7 +22,7 @@ CONTENT_TYPES = ("text", "image", "file", "audio", "video")
 SYSTEM_ACTION = re.compile(r"^system\.[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 
 
-def validate_thread(value: Any, path: str, problems: Problems) -> None:
+def validate_thread(value: JsonValue, path: str, problems: Problems) -> None:
     """Record every violation of the ThreadProtocol v1.0.0 rules in one thread."""
     thread = problems.obj(value, path)
     if thread is None:
@@ -55,7 +60,7 @@ def validate_thread(value: Any, path: str, problems: Problems) -> None:
     _validate_actions(actions, f"{path}.actions", problems, set(agents))
 
 
-def _timestamp(data: dict[str, Any], key: str, path: str, problems: Problems) -> Any:
+def _timestamp(data: JsonObject, key: str, path: str, problems: Problems) -> datetime | None:
     text = problems.req_string(data, key, path)
     if text is None:
         return None
@@ -65,11 +70,11 @@ def _timestamp(data: dict[str, Any], key: str, path: str, problems: Problems) ->
     return moment
 
 
-def _validate_actions(actions: list[Any], path: str, problems: Problems, agents: set[str]) -> None:
+def _validate_actions(actions: JsonArray, path: str, problems: Problems, agents: set[str]) -> None:
     seen_sequences: dict[int, int] = {}
     calls: dict[str, str] = {}
     first: int | None = None
-    previous_time: Any = None
+    previous_time: datetime | None = None
     for index, value in enumerate(actions):
         apath = f"{path}[{index}]"
         action = problems.obj(value, apath)
@@ -118,13 +123,13 @@ def _validate_actions(actions: list[Any], path: str, problems: Problems, agents:
         _validate_core(action, action_type, apath, problems, agents, calls)
 
 
-def _agent(value: Any, path: str, problems: Problems, agents: set[str]) -> None:
+def _agent(value: JsonValue, path: str, problems: Problems, agents: set[str]) -> None:
     if problems.string(value, path) is not None and value not in agents:
         problems.add(path, f"agent {value!r} is not in the agents registry")
 
 
 def _validate_core(
-    action: dict[str, Any],
+    action: JsonObject,
     action_type: str,
     path: str,
     problems: Problems,
@@ -185,7 +190,7 @@ def _validate_core(
             problems.add(f"{path}.tool_name", f"the call {call_id!r} was to {calls[call_id]!r}")
 
 
-def _name(action: dict[str, Any], key: str, path: str, problems: Problems) -> str | None:
+def _name(action: JsonObject, key: str, path: str, problems: Problems) -> str | None:
     """A tool name or call id: a string, and (as every stored tool call has one) not empty."""
     value = problems.req_string(action, key, path)
     if value == "":
@@ -194,7 +199,7 @@ def _name(action: dict[str, Any], key: str, path: str, problems: Problems) -> st
     return value
 
 
-def _validate_content(value: Any, path: str, problems: Problems) -> None:
+def _validate_content(value: JsonValue, path: str, problems: Problems) -> None:
     if isinstance(value, str) or value is None:
         if value is None:
             problems.add(path, "expected a string or an array of content parts")

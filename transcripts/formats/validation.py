@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from transcripts.errors import FormatError
+
+from .jsontypes import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+)
 
 
 class Problems:
@@ -23,21 +29,21 @@ class Problems:
         if self.items:
             raise FormatError(self.items)
 
-    def obj(self, value: Any, path: str) -> dict[str, Any] | None:
+    def obj(self, value: object, path: str) -> JsonObject | None:
         """Value when it is a JSON object, else None and a problem."""
         if isinstance(value, dict):
             return value
         self.add(path, f"expected an object, got {json_kind(value)}")
         return None
 
-    def array(self, value: Any, path: str) -> list[Any] | None:
+    def array(self, value: object, path: str) -> JsonArray | None:
         """Value when it is a JSON array, else None and a problem."""
         if isinstance(value, list):
             return value
         self.add(path, f"expected an array, got {json_kind(value)}")
         return None
 
-    def objects(self, items: Iterable[Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    def objects(self, items: Iterable[object], path: str) -> Iterator[tuple[str, JsonObject]]:
         """(path, item) for each item of an array that is an object; a problem for each other."""
         for index, item in enumerate(items):
             where = f"{path}[{index}]"
@@ -45,28 +51,28 @@ class Problems:
             if value is not None:
                 yield where, value
 
-    def string(self, value: Any, path: str) -> str | None:
+    def string(self, value: object, path: str) -> str | None:
         """Value when it is a string, else None and a problem."""
         if isinstance(value, str):
             return value
         self.add(path, f"expected a string, got {json_kind(value)}")
         return None
 
-    def opt_string(self, value: Any, path: str) -> str | None:
+    def opt_string(self, value: object, path: str) -> str | None:
         """Value when it is a string, None when absent or null, else None and a problem."""
         if value is None or isinstance(value, str):
             return value
         self.add(path, f"expected a string or null, got {json_kind(value)}")
         return None
 
-    def required(self, data: dict[str, Any], key: str, path: str) -> Any:
+    def required(self, data: JsonObject, key: str, path: str) -> JsonValue:
         """data[key], recording a problem when the key is missing."""
         if key not in data:
             self.add(f"{path}.{key}", "required field is missing")
             return None
         return data[key]
 
-    def req_string(self, data: dict[str, Any], key: str, path: str) -> str | None:
+    def req_string(self, data: JsonObject, key: str, path: str) -> str | None:
         """data[key] as a required string."""
         if key not in data:
             self.add(f"{path}.{key}", "required field is missing")
@@ -74,7 +80,7 @@ class Problems:
         return self.string(data[key], f"{path}.{key}")
 
 
-def json_kind(value: Any) -> str:
+def json_kind(value: object) -> str:
     """The JSON type name of a value, for messages."""
     if value is None:
         return "null"
@@ -91,6 +97,6 @@ def json_kind(value: Any) -> str:
     return type(value).__name__
 
 
-def is_int(value: Any) -> TypeGuard[int]:
+def is_int(value: object) -> TypeGuard[int]:
     """Whether value is a JSON integer (booleans are not)."""
     return isinstance(value, int) and not isinstance(value, bool)
