@@ -147,11 +147,7 @@ def detect_format(data: object) -> str | None:
         return _detect_object(data)
     if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
         first = data[0]
-        if first.get("format") == FORMAT_NAME:
-            return "canonical"
-        if "actions" in first and "version" in first:
-            return "threadprotocol"
-        source = _detect_chat_app(first)
+        source = _detect_document(first)
         if source is not None:
             return source
         if first.get("kind") in ("request", "response") and "parts" in first:
@@ -169,12 +165,17 @@ def detect_format(data: object) -> str | None:
     return None
 
 
-def _detect_object(data: JsonObject) -> str | None:
-    if data.get("format") == FORMAT_NAME:
+def _detect_document(item: JsonObject) -> str | None:
+    """The format whose document (or one item of a list of them) item is: ours, or an app's."""
+    if item.get("format") == FORMAT_NAME:
         return "canonical"
-    if "actions" in data and "version" in data:
+    if "actions" in item and "version" in item:
         return "threadprotocol"
-    source = _detect_chat_app(data)
+    return _detect_chat_app(item)
+
+
+def _detect_object(data: JsonObject) -> str | None:
+    source = _detect_document(data)
     if source is not None:
         return source
     conversations = data.get("conversations")

@@ -15,12 +15,9 @@ memory stays flat whatever its size.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from typing import BinaryIO
-
-import ijson
 
 from transcripts.errors import FormatError
 from transcripts.message_schema import ROLES
@@ -36,7 +33,7 @@ from .jsontypes import (
     object_of,
     text_of,
 )
-from .sources import Prefixed, Skips, skip_blank
+from .sources import Prefixed, Skips, read_whole, skip_blank, stream_items
 from .validation import Problems
 
 _HIDDEN_CONTENT = (
@@ -49,7 +46,7 @@ _HIDDEN_CONTENT = (
 
 
 def import_chatgpt(
-    data: JsonValue, skips: Skips | None = None, *, context: ExportContext | None = None
+    data: object, skips: Skips | None = None, *, context: ExportContext | None = None
 ) -> list[TreeThread]:
     """Threads from a parsed conversations.json (a list, `{"conversations": […]}` or one)."""
     ctx = context or ExportContext(skips=skips if skips is not None else Skips())
@@ -90,29 +87,14 @@ def iter_chatgpt(
         head = _first_key(fp)
         prefix += head
         if not head.strip().startswith(b'"conversations"'):
-            try:
-                document = json.loads(prefix + fp.read())
-            except (ValueError, UnicodeDecodeError, RecursionError) as error:
-                raise FormatError([("$", f"invalid JSON: {error}")]) from error
-            yield from import_chatgpt(document, context=ctx)
+            yield from import_chatgpt(read_whole(prefix, fp), context=ctx)
             return
-    base = "$" if first == b"[" else "$.conversations"
-    index = 0
-    try:
-        items = ijson.items(
-            Prefixed(prefix, fp), "item" if first == b"[" else "conversations.item", use_float=True
-        )
-        for item in items:
-            problems = Problems()
-            thread = _conversation(item, f"{base}[{index}]", problems, ctx)
-            problems.raise_if_any()
-            if thread is not None:
-                yield thread
-            index += 1
-    except FormatError:
-        raise
-    except (ijson.JSONError, UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise FormatError([(f"{base}[{index}]", f"invalid JSON: {error}")]) from error
+    yield from stream_items(
+        Prefixed(prefix, fp),
+        "item" if first == b"[" else "conversations.item",
+        "$" if first == b"[" else "$.conversations",
+        lambda item, where, problems: _conversation(item, where, problems, ctx),
+    )
 
 
 def _first_key(fp: BinaryIO) -> bytes:
@@ -139,7 +121,7 @@ def _time(value: JsonValue) -> str | None:
 
 
 def _conversation(
-    value: JsonValue, path: str, problems: Problems, ctx: ExportContext
+    value: object, path: str, problems: Problems, ctx: ExportContext
 ) -> TreeThread | None:
     conversation = problems.obj(value, path)
     if conversation is None:

@@ -19,13 +19,8 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
 from collections.abc import Iterator
 from typing import BinaryIO
-
-import ijson
-
-from transcripts.errors import FormatError
 
 from .document import (
     TreeThread,
@@ -45,10 +40,12 @@ from .sources import (
     Skips,
     iso_time,
     labelled,
+    new_key,
     newest_leaf,
-    orphaned,
-    parents_first,
+    placed_messages,
+    read_whole,
     skip_blank,
+    stream_items,
     string,
 )
 from .validation import Problems
@@ -99,29 +96,18 @@ def iter_claude_ai(
     if not first:
         return
     if first != b"[":
-        try:
-            document = json.loads(first + fp.read())
-        except (ValueError, UnicodeDecodeError, RecursionError) as error:
-            raise FormatError([("$", f"invalid JSON: {error}")]) from error
-        yield from import_claude_ai(document, log)
+        yield from import_claude_ai(read_whole(first, fp), log)
         return
-    index = 0
-    try:
-        for item in ijson.items(Prefixed(first, fp), "item", use_float=True):
-            problems = Problems()
-            thread = conversation(item, f"$[{index}]", problems, log, source)
-            problems.raise_if_any()
-            if thread is not None:
-                yield thread
-            index += 1
-    except FormatError:
-        raise
-    except (ijson.JSONError, UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise FormatError([(f"$[{index}]", f"invalid JSON: {error}")]) from error
+    yield from stream_items(
+        Prefixed(first, fp),
+        "item",
+        "$",
+        lambda item, where, problems: conversation(item, where, problems, log, source),
+    )
 
 
 def conversation(
-    value: JsonValue,
+    value: object,
     path: str,
     problems: Problems,
     skips: Skips,
@@ -143,35 +129,23 @@ def conversation(
         message = problems.obj(raw, where)
         if message is None:
             continue
-        key = message.get("uuid")
-        if not isinstance(key, str) or not key:
-            problems.add(f"{where}.uuid", "expected a non-empty string")
-            continue
-        if key in by_key:
-            problems.add(f"{where}.uuid", f"duplicate message uuid {key!r}")
+        key = new_key(message, "uuid", where, by_key, problems, "uuid")
+        if key is None:
             continue
         by_key[key] = (where, message)
         parent = message.get("parent_message_uuid") if linked else previous
         parents[key] = parent if isinstance(parent, str) and parent not in ZERO_UUIDS else None
         previous = key
-    messages: list[JsonObject] = []
-    placed: set[str] = set()
-    kept_parent: dict[str, str | None] = {}
     model = as_str(item.get("model"))
-    for key in parents_first(by_key, parents.__getitem__):
-        where, raw = by_key[key]
-        parent = parents[key]
-        if parent is not None and parent not in placed:
-            skips.add(f"{source} {where}", "parent link", orphaned(parent, by_key))
-            parent = None
-        # A message left out hands its children to its own parent.
-        parent = kept_parent.get(parent, parent) if parent is not None else None
-        converted = _message(raw, key, parent, where, problems, skips, source, model)
-        placed.add(key)
-        if converted is None:
-            kept_parent[key] = parent
-            continue
-        messages.append(converted)
+    messages = placed_messages(
+        by_key,
+        parents,
+        skips,
+        lambda key, where, raw, parent: _message(
+            raw, key, parent, where, problems, skips, source, model
+        ),
+        label=f"{source} ",
+    )
     leaf = item.get("current_leaf_message_uuid")
     ids = {m["id"] for m in messages}
     title = item.get("name")

@@ -40,8 +40,8 @@ from .sources import (
     import_each,
     iso_time,
     labelled,
-    orphaned,
-    parents_first,
+    new_key,
+    placed_messages,
     string,
 )
 from .validation import Problems
@@ -65,9 +65,7 @@ def import_librechat(data: object, skips: Skips | None = None) -> list[TreeThrea
     return import_each(data, _conversation, skips)
 
 
-def _conversation(
-    value: JsonValue, path: str, problems: Problems, skips: Skips
-) -> TreeThread | None:
+def _conversation(value: object, path: str, problems: Problems, skips: Skips) -> TreeThread | None:
     item = problems.obj(value, path)
     if item is None:
         return None
@@ -80,16 +78,14 @@ def _conversation(
     _flatten(listed, None, f"{path}.{field}", raw, parents, problems)
     options = object_of(item.get("options"))
     default_model = as_str(options.get("model"))
-    messages: list[JsonObject] = []
-    placed: set[str] = set()
-    for key in parents_first(raw, parents.__getitem__):
-        where, message = raw[key]
-        parent = parents[key]
-        if parent is not None and parent not in placed:
-            skips.add(where, "parent link", orphaned(parent, raw))
-            parent = None
-        placed.add(key)
-        messages.append(_message(message, key, parent, where, skips, default_model))
+    messages = placed_messages(
+        raw,
+        parents,
+        skips,
+        lambda key, where, message, parent: _message(
+            message, key, parent, where, skips, default_model
+        ),
+    )
     extra = {k: copy.deepcopy(v) for k, v in item.items() if k not in _CONVERSATION_FIELDS}
     conv_id = item.get("conversationId")
     title = item.get("title")
@@ -122,12 +118,8 @@ def _flatten(
             message = problems.obj(node, where)
             if message is None:
                 continue
-            key = message.get("messageId")
-            if not isinstance(key, str) or not key:
-                problems.add(f"{where}.messageId", "expected a non-empty string")
-                continue
-            if key in raw:
-                problems.add(f"{where}.messageId", f"duplicate message id {key!r}")
+            key = new_key(message, "messageId", where, raw, problems)
+            if key is None:
                 continue
             declared = message.get("parentMessageId")
             if nested_parent is not None:

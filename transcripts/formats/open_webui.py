@@ -36,8 +36,7 @@ from .sources import (
     iso_time,
     labelled,
     newest_leaf,
-    orphaned,
-    parents_first,
+    placed_messages,
     string,
 )
 from .validation import Problems
@@ -56,7 +55,7 @@ def import_open_webui(data: object, skips: Skips | None = None) -> list[TreeThre
     return import_each(data, _chat, skips)
 
 
-def _chat(value: JsonValue, path: str, problems: Problems, skips: Skips) -> TreeThread | None:
+def _chat(value: object, path: str, problems: Problems, skips: Skips) -> TreeThread | None:
     item = problems.obj(value, path)
     if item is None:
         return None
@@ -92,22 +91,12 @@ def _chat(value: JsonValue, path: str, problems: Problems, skips: Skips) -> Tree
             raw[key] = (where, message)
             parents[key] = previous
             previous = key
-    messages: list[JsonObject] = []
-    placed: set[str] = set()
-    handed: dict[str, str | None] = {}
-    for key in parents_first(raw, parents.__getitem__):
-        where, message = raw[key]
-        parent = parents[key]
-        if parent is not None and parent not in placed:
-            skips.add(where, "parent link", orphaned(parent, raw))
-            parent = None
-        parent = handed.get(parent, parent) if parent is not None else None
-        placed.add(key)
-        converted = _message(message, key, parent, where, skips)
-        if converted is None:
-            handed[key] = parent
-            continue
-        messages.append(converted)
+    messages = placed_messages(
+        raw,
+        parents,
+        skips,
+        lambda key, where, message, parent: _message(message, key, parent, where, skips),
+    )
     ids = {m["id"] for m in messages}
     title = item.get("title") if isinstance(item.get("title"), str) else chat.get("title")
     extra = {k: copy.deepcopy(v) for k, v in item.items() if k not in ("chat", "title")}

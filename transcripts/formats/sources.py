@@ -4,11 +4,15 @@ reading a large file one conversation at a time."""
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+import ijson
+
+from transcripts.errors import FormatError
 from transcripts.times import epoch_to_iso, parse_iso, to_iso
 
 from .document import TreeThread
@@ -144,6 +148,60 @@ def orphaned(parent: str, known: Collection[str]) -> str:
     return f"parent {parent} is not in the export: made a root"
 
 
+def new_key(
+    message: JsonObject,
+    field: str,
+    where: str,
+    known: Collection[str],
+    problems: Problems,
+    what: str = "id",
+) -> str | None:
+    """message[field] when it is a non-empty string not in known, else None and a problem
+    (a duplicate is named as a `duplicate message <what>`)."""
+    key = message.get(field)
+    if not isinstance(key, str) or not key:
+        problems.add(f"{where}.{field}", "expected a non-empty string")
+        return None
+    if key in known:
+        problems.add(f"{where}.{field}", f"duplicate message {what} {key!r}")
+        return None
+    return key
+
+
+# (key, JSON path, source message, parent key) -> the canonical message, or None to leave out.
+Convert = Callable[[str, str, JsonObject, str | None], "JsonObject | None"]
+
+
+def placed_messages(
+    raw: dict[str, tuple[str, JsonObject]],
+    parents: dict[str, str | None],
+    skips: Skips,
+    convert: Convert,
+    label: str = "",
+) -> list[JsonObject]:
+    """The messages convert makes of raw (key -> (JSON path, source message)), each after its
+    parent. A parent not placed before its child (missing, or closing a cycle) is logged (the
+    path prefixed with label) and the child becomes a root; a message left out hands its
+    children to its own parent."""
+    messages: list[JsonObject] = []
+    placed: set[str] = set()
+    handed: dict[str, str | None] = {}
+    for key in parents_first(raw, parents.__getitem__):
+        where, message = raw[key]
+        parent = parents[key]
+        if parent is not None and parent not in placed:
+            skips.add(f"{label}{where}", "parent link", orphaned(parent, raw))
+            parent = None
+        parent = handed.get(parent, parent) if parent is not None else None
+        placed.add(key)
+        converted = convert(key, where, message, parent)
+        if converted is None:
+            handed[key] = parent
+        else:
+            messages.append(converted)
+    return messages
+
+
 def newest_leaf(messages: list[JsonObject]) -> str | None:
     """The leaf created last (list order breaks ties and stands in for missing times)."""
     parents = {message.get("parentMessageId") for message in messages}
@@ -190,7 +248,39 @@ class Prefixed:
         return self.fp.read(size)
 
 
-ReadOne = Callable[[JsonValue, str, Problems, "Skips"], "TreeThread | None"]
+def read_whole(prefix: bytes, fp: BinaryIO) -> object:
+    """The JSON document of prefix (bytes already read) and the rest of fp, parsed whole."""
+    try:
+        document: object = json.loads(prefix + fp.read())
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+        raise FormatError([("$", f"invalid JSON: {error}")]) from error
+    return document
+
+
+def stream_items(
+    fp: Prefixed,
+    items_at: str,
+    base: str,
+    read: Callable[[object, str, Problems], TreeThread | None],
+) -> Iterator[TreeThread]:
+    """The threads read (by read) from each item of the array at items_at (an ijson prefix),
+    parsed one item at a time; each item's problems are raised before the next is read."""
+    index = 0
+    try:
+        for item in ijson.items(fp, items_at, use_float=True):
+            problems = Problems()
+            thread = read(item, f"{base}[{index}]", problems)
+            problems.raise_if_any()
+            if thread is not None:
+                yield thread
+            index += 1
+    except FormatError:
+        raise
+    except (ijson.JSONError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise FormatError([(f"{base}[{index}]", f"invalid JSON: {error}")]) from error
+
+
+ReadOne = Callable[[object, str, Problems, "Skips"], "TreeThread | None"]
 
 
 def import_each(data: object, read: ReadOne, skips: Skips | None) -> list[TreeThread]:
