@@ -34,6 +34,7 @@ from .jsontypes import (
     JsonObject,
     JsonValue,
     as_str,
+    nonempty,
 )
 from .sources import (
     Prefixed,
@@ -46,7 +47,6 @@ from .sources import (
     read_whole,
     skip_blank,
     stream_items,
-    string,
 )
 from .validation import Problems
 
@@ -240,8 +240,8 @@ def _blocks(
             parts.append(_tool_result(block, open_calls, f"{key}:{index}"))
             kept.append(block)
         elif block_type == "voice_note":
-            title = string(block.get("title")) or "voice note"
-            body = string(block.get("text"))
+            title = nonempty(block.get("title")) or "voice note"
+            body = nonempty(block.get("text"))
             skips.count("labelled")
             parts.append(labelled(title, body))
         else:
@@ -303,8 +303,8 @@ def _attachments(raw: JsonObject, path: str, where: str, skips: Skips) -> list[J
         for index, item in enumerate(files if isinstance(files, list) else []):
             if not isinstance(item, dict):
                 continue
-            name = string(item.get("file_name")) or "unnamed"
-            ident = string(item.get("file_uuid")) or name
+            name = nonempty(item.get("file_name")) or "unnamed"
+            ident = nonempty(item.get("file_uuid")) or name
             if ident in seen:
                 continue
             seen.add(ident)

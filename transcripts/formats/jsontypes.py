@@ -18,19 +18,14 @@ JsonObject: TypeAlias = dict[str, JsonValue]
 JsonArray: TypeAlias = list[JsonValue]
 
 
-def as_object(value: object) -> JsonObject | None:
-    """value when it is a JSON object, else None."""
-    return value if isinstance(value, dict) else None
-
-
-def as_list(value: object) -> JsonArray | None:
-    """value when it is a JSON array, else None."""
-    return value if isinstance(value, list) else None
-
-
 def as_str(value: object) -> str | None:
     """value when it is a string, else None."""
     return value if isinstance(value, str) else None
+
+
+def nonempty(value: object) -> str | None:
+    """value when it is a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 def object_of(value: object) -> JsonObject:

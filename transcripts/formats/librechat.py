@@ -31,6 +31,7 @@ from .jsontypes import (
     JsonObject,
     JsonValue,
     as_str,
+    nonempty,
     object_of,
     text_of,
 )
@@ -42,7 +43,6 @@ from .sources import (
     labelled,
     new_key,
     placed_messages,
-    string,
 )
 from .validation import Problems
 
@@ -236,9 +236,9 @@ def _tool_call(call: JsonObject, fallback_id: str) -> list[JsonObject]:
 
 def _file(item: JsonObject) -> JsonObject | str:
     """An attached file's part when the export links or holds it, else its label."""
-    path = string(item.get("filepath")) or ""
-    name = string(item.get("filename"))
+    path = nonempty(item.get("filepath")) or ""
+    name = nonempty(item.get("filename"))
     if path.startswith(("http://", "https://", "data:")):
-        mime = string(item.get("type"))
+        mime = nonempty(item.get("type"))
         return file_part(mime if mime and "/" in mime else "application/octet-stream", path, name)
     return name or path or "unnamed"

@@ -27,6 +27,7 @@ from .jsontypes import (
     JsonArray,
     JsonObject,
     JsonValue,
+    nonempty,
     object_of,
 )
 from .sources import (
@@ -37,7 +38,6 @@ from .sources import (
     labelled,
     newest_leaf,
     placed_messages,
-    string,
 )
 from .validation import Problems
 
@@ -87,7 +87,7 @@ def _chat(value: object, path: str, problems: Problems, skips: Skips) -> TreeThr
             message = problems.obj(node, where)
             if message is None:
                 continue
-            key = string(message.get("id")) or f"m{index}"
+            key = nonempty(message.get("id")) or f"m{index}"
             raw[key] = (where, message)
             parents[key] = previous
             previous = key
@@ -216,9 +216,9 @@ def _output_parts(output: JsonArray, key: str, where: str, skips: Skips) -> list
 
 def _file(item: JsonObject) -> JsonObject | str:
     """An attached file's part when the export links or holds it, else its label."""
-    url = string(item.get("url")) or ""
+    url = nonempty(item.get("url")) or ""
     inner = object_of(item.get("file"))
-    name = string(item.get("name")) or string(inner.get("filename"))
+    name = nonempty(item.get("name")) or nonempty(inner.get("filename"))
     content = object_of(inner.get("data")).get("content")
     if url.startswith("data:"):
         mime = url[5:].split(";", 1)[0].split(",", 1)[0] or "application/octet-stream"

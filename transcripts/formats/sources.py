@@ -217,11 +217,6 @@ def newest_leaf(messages: list[JsonObject]) -> str | None:
     return best_id
 
 
-def string(value: object) -> str | None:
-    """value when it is a non-empty string, else None."""
-    return value if isinstance(value, str) and value else None
-
-
 def skip_blank(fp: BinaryIO) -> bytes:
     """The first byte that is not whitespace or a UTF-8 byte order mark (b"" at the end)."""
     while True:
