@@ -1,0 +1,282 @@
+"""Pages and API answers are byte-identical to their recorded snapshots (issue 23).
+
+The demo threads (transcripts/demo.py), a share link, a report and filler threads enough for
+a second page of the thread list are written through the ledger; an admin of the default
+project then reads every page below with the real test client. Each answer is normalised
+(tests/web/golden.py: ids, moments of this run, relative times, durations, CSRF tokens and the
+share secret become placeholders; nothing else) and compared with its file in
+tests/web/snapshots/. A difference fails with a unified diff of the first lines that differ.
+
+After a change that is meant to alter a page, record the snapshots again and review the diff:
+
+    UPDATE_SNAPSHOTS=1 pytest tests/web/test_pages_unchanged.py
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from tests.base import make_user
+from tests.factories import make_thread
+from tests.web.golden import (
+    Normaliser,
+    Response,
+    check_snapshot,
+    difference,
+    json_body,
+    updating,
+)
+from transcripts.demo import load_demo
+from transcripts.ledger.projects import set_member
+from transcripts.ledger.reports import report_message
+from transcripts.ledger.shares import create_share
+from transcripts.models import Message, Project, Run, Thread
+
+pytestmark = pytest.mark.django_db
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+FILLERS = 23  # with the 3 demo threads, one more than a page of the thread list
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@dataclass(frozen=True)
+class Page:
+    """One request: its snapshot name, URL and extra headers."""
+
+    name: str
+    url: str
+    headers: dict[str, str]
+
+
+@dataclass
+class Site:
+    """The seeded data, the admin's client and the secret of the share link."""
+
+    client: Client
+    start: datetime
+    secret: str
+    threads: dict[str, Thread]
+
+
+def _thread(fragment: str) -> Thread:
+    return Thread.objects.get(title__icontains=fragment)
+
+
+def _runs(thread: Thread) -> list[Run]:
+    return list(Run.objects.filter(thread=thread).order_by("created_at"))
+
+
+def _path(thread: Thread) -> list[Message]:
+    return list(Message.objects.filter(thread=thread, active=True).order_by("depth"))
+
+
+@pytest.fixture
+def site(db: Any) -> Site:
+    """Filler threads, then the demo threads (so they lead the list), a report and a share."""
+    start = datetime.now(UTC)
+    for number in range(FILLERS):
+        make_thread(f"Filler thread {number:02d}")
+    assert load_demo() is True
+    admin = make_user("golden-admin")
+    set_member(project=Project.default(), user=admin, role="admin")
+    threads = {
+        "weather": _thread("Weather agent"),
+        "haiku": _thread("Haiku"),
+        "agents": _thread("agents"),
+    }
+    report_message(
+        user=admin, message=_path(threads["agents"])[3], reason="harmful", note="a failing tool"
+    )
+    _, secret = create_share(thread=threads["weather"], user=admin)
+    client = Client()
+    client.force_login(admin)
+    return Site(client=client, start=start, secret=secret, threads=threads)
+
+
+def _thread_pages(name: str, thread: Thread) -> list[Page]:
+    """The conversation of a thread, its pagers, tree, shares panel, report form and last run."""
+    path, last_run = _path(thread), _runs(thread)[-1]
+    url = f"/t/{thread.id}/"
+    return [
+        Page(f"{name}-conversation", url, {}),
+        Page(f"{name}-conversation-htmx", url, HTMX),
+        Page(f"{name}-earlier", f"{url}?dir=before&from={path[-1].id}", HTMX),
+        Page(f"{name}-later", f"{url}?dir=after&from={path[0].id}", HTMX),
+        Page(f"{name}-tree", f"{url}tree/", {}),
+        Page(f"{name}-tree-htmx", f"{url}tree/", HTMX),
+        Page(f"{name}-shares-htmx", f"{url}shares/", HTMX),
+        Page(f"{name}-report-htmx", f"{url}m/{path[-1].id}/report/", HTMX),
+        Page(f"{name}-run", f"/runs/{last_run.id}/", {}),
+        Page(
+            f"{name}-run-trace-htmx",
+            f"/runs/{last_run.id}/",
+            {**HTMX, "HTTP_HX_TARGET": "run-trace"},
+        ),
+        Page(f"{name}-run-events-htmx", f"/runs/{last_run.id}/?after=5", HTMX),
+    ]
+
+
+def _branch_pages(haiku: Thread) -> list[Page]:
+    """The haiku thread's branches: an inactive leaf, the fork point's compare, two runs."""
+    prompt = Message.objects.get(thread=haiku, depth=0, active=False)
+    answers = list(Run.objects.filter(thread=haiku, fork_from=prompt).order_by("created_at"))
+    leaf = Message.objects.filter(run=answers[0]).get()
+    compare = f"/t/{haiku.id}/fork/{prompt.id}/compare/"
+    return [
+        Page("haiku-leaf", f"/t/{haiku.id}/?leaf={leaf.id}", {}),
+        Page("haiku-compare", compare, {}),
+        Page("haiku-compare-rendered-htmx", f"{compare}?view=rendered", HTMX),
+        Page("haiku-compare-runs", f"/compare/?a={answers[0].id}&b={answers[2].id}", {}),
+    ]
+
+
+def _api_calls(site: Site) -> list[Page]:
+    """JSON reads of the API with the browser session."""
+    calls = [
+        Page("api-threads", "/api/v1/threads?limit=5", {}),
+        Page("api-threads-search", "/api/v1/threads?q=haiku", {}),
+        Page("api-runs", "/api/v1/runs", {}),
+    ]
+    for name, thread in site.threads.items():
+        run = _runs(thread)[-1]
+        base = f"/api/v1/threads/{thread.id}"
+        calls += [
+            Page(f"api-{name}-thread", base, {}),
+            Page(f"api-{name}-messages", f"{base}/messages", {}),
+            Page(f"api-{name}-messages-ai-sdk", f"{base}/messages?format=ai-sdk", {}),
+            Page(f"api-{name}-shares", f"{base}/shares", {}),
+            Page(f"api-{name}-run", f"/api/v1/runs/{run.id}", {}),
+            Page(f"api-{name}-run-messages", f"/api/v1/runs/{run.id}/messages", {}),
+            Page(f"api-{name}-run-events", f"/api/v1/runs/{run.id}/events?limit=20", {}),
+        ]
+    return calls
+
+
+def _pages(site: Site) -> list[Page]:
+    """Every page and API call of the check, in a fixed order."""
+    pages = [
+        Page("threads", "/", {}),
+        Page("threads-branches", "/?branches=on", {}),
+        Page("threads-search", "/?q=haiku", {}),
+        Page("threads-who", "/?who=demo-2", {}),
+        Page("threads-sort-title", "/?sort=title", {}),
+        Page("threads-sort-oldest-htmx", "/?sort=oldest", HTMX),
+        Page("new-thread", "/new/", {}),
+        Page("project", "/p/default/", {}),
+        Page("project-audit", "/p/default/audit/", {}),
+        Page("datasets", "/p/default/datasets/", {}),
+        Page("import", "/import/", {}),
+        Page("moderation", "/moderation/", {}),
+        Page("moderation-resolved-htmx", "/moderation/?status=resolved", HTMX),
+        Page("shared", f"/s/{site.secret}/", {}),
+    ]
+    for name, thread in site.threads.items():
+        pages += _thread_pages(name, thread)
+    return pages + _branch_pages(site.threads["haiku"]) + _api_calls(site)
+
+
+def _next_page(site: Site) -> Page:
+    """The thread list's second page, by the "load more" link of the first."""
+    first = site.client.get("/", **HTMX).content.decode()
+    query = re.search(r'hx-get="/\?(cursor=[^"]+)"', first)
+    assert query is not None, "the thread list has no second page"
+    return Page("threads-page-2-htmx", f"/?{query.group(1).replace('&amp;', '&')}", HTMX)
+
+
+def _read(client: Client, page: Page) -> tuple[int, str, str]:
+    answer = client.get(page.url, **page.headers)  # type: ignore[arg-type]
+    return answer.status_code, answer.get("Content-Type", ""), answer.content.decode()
+
+
+def _snapshot(normaliser: Normaliser, status: int, content_type: str, raw: str) -> Response:
+    body = json_body(raw) if content_type.startswith("application/json") else raw
+    return Response(status, content_type, normaliser.normalise(body))
+
+
+def _render_all(site: Site) -> dict[str, Response]:
+    pages = [*_pages(site), _next_page(site)]
+    answers = {page.name: _read(site.client, page) for page in pages}
+    normaliser = Normaliser(
+        start=site.start, end=datetime.now(UTC), secrets={site.secret: "secret"}
+    )
+    return {name: _snapshot(normaliser, *answer) for name, answer in answers.items()}
+
+
+def _file(name: str, response: Response) -> Path:
+    extension = "json" if response.content_type.startswith("application/json") else "html"
+    return SNAPSHOTS / f"{name}.{extension}"
+
+
+def _stale(recorded: set[str]) -> list[str]:
+    """Snapshot files no page renders any more (deleted when updating)."""
+    stale = sorted(p for p in SNAPSHOTS.iterdir() if p.name not in recorded)
+    if updating():
+        for path in stale:
+            path.unlink()
+        return []
+    return [path.name for path in stale]
+
+
+def test_pages_match_their_snapshots(site: Site) -> None:
+    responses = _render_all(site)
+    problems = [
+        problem
+        for name, response in responses.items()
+        if (problem := check_snapshot(_file(name, response), response.text())) is not None
+    ]
+    stale = _stale({_file(name, response).name for name, response in responses.items()})
+    assert not stale, f"snapshots no page renders any more: {stale}"
+    assert not problems, f"{len(problems)} page(s) changed:\n\n" + "\n\n".join(problems)
+
+
+def test_a_small_change_of_a_page_is_detected(site: Site) -> None:
+    """The normaliser is not so greedy that it hides a real change: one thread renamed, its
+    conversation and the thread list no longer match their snapshots."""
+    weather = site.threads["weather"]
+    Thread.objects.filter(pk=weather.pk).update(title="Weather agent: should I walk to work?")
+    normaliser = Normaliser(start=site.start, end=datetime.now(UTC))
+    for page in (Page("threads", "/", {}), Page("weather-conversation", f"/t/{weather.id}/", {})):
+        response = _snapshot(normaliser, *_read(site.client, page))
+        path = _file(page.name, response)
+        problem = difference(path.name, path.read_text(encoding="utf-8"), response.text())
+        assert problem is not None, f"{page.name}: a renamed thread went unnoticed"
+        assert "+" in problem and "should I walk to work?" in problem
+
+
+NOW = datetime(2026, 11, 27, 7, 30, 12, tzinfo=UTC)
+
+
+def test_the_normaliser_replaces_only_what_the_clock_and_randomness_decide() -> None:
+    normaliser = Normaliser(start=NOW, end=NOW + timedelta(seconds=5), secrets={"s3cr3t": "secret"})
+    page = (
+        '<a href="/t/01M8DYKMVPZWDJ0DTG4FG0FRF2/">x</a> <a href="/s/s3cr3t/">'
+        '<time datetime="2026-11-27T07:30:14.123456+00:00" title="2026-11-27 07:30 UTC">just now'
+        "</time> <span>3 minutes ago</span> <dd>11 ms</dd> <span>+0.002s</span> "
+        '"created_at": "2026-11-01T09:00:00Z" hx-trigger="input changed delay:350ms" '
+        "<dd>942</dd> 01m8dykmvpzwdj0dtg4fg0frf2 01M8DYKMWERP4V06CJYP6WCMK6 "
+        "Nov 27, 07:30 Nov 27, 2026 07:30 Nov 1, 2026 09:00 2026-11-27"
+    )
+    assert normaliser.normalise(page) == (
+        '<a href="/t/<id1>/">x</a> <a href="/s/<secret>/">'
+        '<time datetime="<time>" title="<time>"><ago>'
+        "</time> <span><ago></span> <dd><duration></dd> <span>+<duration></span> "
+        '"created_at": "2026-11-01T09:00:00Z" hx-trigger="input changed delay:350ms" '
+        "<dd>942</dd> 01m8dykmvpzwdj0dtg4fg0frf2 <id2> "
+        "<time> <time> Nov 1, 2026 09:00 <date>"
+    )
+
+
+def test_ids_keep_their_identity_so_a_swapped_reference_is_seen() -> None:
+    normaliser = Normaliser(start=NOW, end=NOW)
+    first, second = "01M8DYKMVPZWDJ0DTG4FG0FRF2", "01M8DYKMWERP4V06CJYP6WCMK6"
+    same = normaliser.normalise(f"{first} {second} {first}")
+    swapped = normaliser.normalise(f"{first} {second} {second}")
+    assert same == "<id1> <id2> <id1>"
+    assert swapped != same
