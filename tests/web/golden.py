@@ -21,7 +21,7 @@ UPDATE_ENV = "UPDATE_SNAPSHOTS"
 DIFF_LINES = 40
 
 _ID = re.compile(
-    r"(?<![0-9A-Za-z])(?:[0-7][0-9A-HJKMNP-TV-Z]{25}"
+    r"(?<![0-9A-Za-z])(?:[0-7][0-9A-HJKMNP-TV-Z]{25}|[0-7][0-9A-HJKMNP-TV-Z]{9}…"
     r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![0-9A-Za-z])"
 )
 _CURSOR = re.compile(r'(cursor=|"nextCursor": ")([A-Za-z0-9_-]{8,})')
@@ -35,6 +35,28 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 _HUMAN_MOMENT = re.compile(
     rf"\b({'|'.join(_MONTHS)}) (\d{{1,2}}), (?:(\d{{4}}) )?(\d{{2}}):(\d{{2}})\b"
 )
+# The Django admin's "N j, Y, P": "Nov. 27, 2026, 7:38 a.m.", "Sept. 3, 2026, noon".
+_ADMIN_MONTHS = (
+    "Jan.",
+    "Feb.",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "Aug.",
+    "Sept.",
+    "Oct.",
+    "Nov.",
+    "Dec.",
+)
+_ADMIN_MOMENT = re.compile(
+    rf"({'|'.join(re.escape(m) for m in _ADMIN_MONTHS)}) (\d{{1,2}}), (\d{{4}}), "
+    r"(?:(\d{1,2})(?::(\d{2}))? ([ap])\.m\.|(noon|midnight))"
+)
+# The admin's date filters ("Today", "Past 7 days", "This month") link to days counted from
+# today: the bounds of those links are the calendar's.
+_DATE_FILTER = re.compile(r"(__(?:gte|lt)=)\d{4}-\d{2}-\d{2}(?=\+00%3A00%3A00%2B00%3A00)")
 _AGO = re.compile(r"\bjust now\b|\b\d+ (?:minute|hour|day|month|year)s? ago\b")
 # A duration shown as text: "11 ms", "0.002 s", "+0.002s", "2 min 5 s", "&lt;1 ms".
 _DURATION = re.compile(r"(?<=[>+ ])(?:&lt;)?(?:\d+ min )?\d+(?:\.\d+)? ?(?:ms|s)(?![\w-])")
@@ -82,6 +104,8 @@ class Normaliser:
         text = _CSRF.sub(r"\1<csrf>", text)
         text = _MOMENT.sub(self._moment, text)
         text = _HUMAN_MOMENT.sub(self._human_moment, text)
+        text = _ADMIN_MOMENT.sub(self._admin_moment, text)
+        text = _DATE_FILTER.sub(r"\1<day>", text)
         text = _AGO.sub("<ago>", text)
         text = _TIMING_METRIC.sub(
             r'<div class="metric<timing>"><dt>\1</dt><dd><duration></dd></div>', text
@@ -96,6 +120,10 @@ class Normaliser:
 
         def name(match: re.Match[str]) -> str:
             key = match.group(0).upper().replace("-", "")
+            if match.group(0).endswith("…"):  # a shortened id: the name of the id it begins
+                prefix = key[:-1]
+                key = next((k for k in names if k.startswith(prefix)), prefix)
+                return names.setdefault(key, f"<id{len(names) + 1}>") + "…"
             return names.setdefault(key, f"<id{len(names) + 1}>")
 
         return _ID.sub(name, text)
@@ -118,6 +146,15 @@ class Normaliser:
             return "<time>"
         return match.group(0)
 
+    def _admin_moment(self, match: re.Match[str]) -> str:
+        month, day, year, hour, minute, half, word = match.groups()
+        if word:
+            hour_of_day = 12 if word == "noon" else 0
+        else:
+            hour_of_day = int(hour) % 12 + (12 if half == "p" else 0)
+        parts = (year, _ADMIN_MONTHS.index(month) + 1, day, hour_of_day, minute or 0, 0)
+        return "<time>" if self._recent(parts, timedelta(minutes=1)) else match.group(0)
+
     def _recent(
         self,
         parts: tuple[str | int, ...],
@@ -136,15 +173,18 @@ class Normaliser:
 
 @dataclass(frozen=True)
 class Response:
-    """What a snapshot records of one response: status, content type and normalised body."""
+    """What a snapshot records of one response: status, content type, the headers that say
+    where to go or what file it is, and the normalised body."""
 
     status: int
     content_type: str
+    headers: tuple[tuple[str, str], ...]
     body: str
 
     def text(self) -> str:
         """The snapshot file's text."""
-        return f"{self.status} {self.content_type}\n{self.body}"
+        head = "".join(f"{name}: {value}\n" for name, value in self.headers)
+        return f"{self.status} {self.content_type}\n{head}{self.body}"
 
 
 def json_body(raw: str) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.test import Client
 
 from tests.base import make_user
@@ -39,11 +40,15 @@ from transcripts.ledger.reports import report_message
 from transcripts.ledger.shares import create_share
 from transcripts.models import Message, Project, Run, Thread
 
-pytestmark = pytest.mark.django_db
+# Sequences restart for each test: the integer keys (reports, users, audit records) in the
+# pages are the same whatever ran before.
+pytestmark = pytest.mark.django_db(transaction=True, reset_sequences=True)
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 FILLERS = 23  # with the 3 demo threads, one more than a page of the thread list
 HTMX = {"HTTP_HX_REQUEST": "true"}
+DIFFS_SHOWN = 3  # pages whose diff the failure prints (every changed page is named)
+KEPT_HEADERS = ("Location", "Content-Disposition", "HX-Redirect", "HX-Trigger")
 
 
 @dataclass(frozen=True)
@@ -53,13 +58,16 @@ class Page:
     name: str
     url: str
     headers: dict[str, str]
+    superuser: bool = False
 
 
 @dataclass
 class Site:
-    """The seeded data, the admin's client and the secret of the share link."""
+    """The seeded data, the clients of the project's admin and of a superuser (the Django
+    admin), and the secret of the share link."""
 
     client: Client
+    root: Client
     start: datetime
     secret: str
     threads: dict[str, Thread]
@@ -97,7 +105,9 @@ def site(db: Any) -> Site:
     _, secret = create_share(thread=threads["weather"], user=admin)
     client = Client()
     client.force_login(admin)
-    return Site(client=client, start=start, secret=secret, threads=threads)
+    root = Client()
+    root.force_login(make_user("golden-root", is_staff=True, is_superuser=True))
+    return Site(client=client, root=root, start=start, secret=secret, threads=threads)
 
 
 def _thread_pages(name: str, thread: Thread) -> list[Page]:
@@ -155,8 +165,26 @@ def _api_calls(site: Site) -> list[Page]:
             Page(f"api-{name}-run", f"/api/v1/runs/{run.id}", {}),
             Page(f"api-{name}-run-messages", f"/api/v1/runs/{run.id}/messages", {}),
             Page(f"api-{name}-run-events", f"/api/v1/runs/{run.id}/events?limit=20", {}),
+            Page(f"api-{name}-export-openai", f"{base}/export?format=openai", {}),
         ]
-    return calls
+    haiku = f"/api/v1/threads/{site.threads['haiku'].id}/export"
+    return [
+        *calls,
+        Page("api-haiku-export-canonical", f"{haiku}?format=canonical", {}),
+        Page("api-haiku-export-threadprotocol", f"{haiku}?format=threadprotocol&branches=all", {}),
+    ]
+
+
+def _admin_pages(site: Site) -> list[Page]:
+    """The Django admin's lists of the ledger's models and a thread's change page."""
+    lists = ("thread", "run", "message", "report", "sharelink", "auditrecord", "event")
+    pages = [Page(f"admin-{model}s", f"/admin/transcripts/{model}/", {}, True) for model in lists]
+    weather = site.threads["weather"].id
+    return [
+        Page("admin-index", "/admin/", {}, True),
+        *pages,
+        Page("admin-thread-change", f"/admin/transcripts/thread/{weather}/change/", {}, True),
+    ]
 
 
 def _pages(site: Site) -> list[Page]:
@@ -179,7 +207,7 @@ def _pages(site: Site) -> list[Page]:
     ]
     for name, thread in site.threads.items():
         pages += _thread_pages(name, thread)
-    return pages + _branch_pages(site.threads["haiku"]) + _api_calls(site)
+    return pages + _branch_pages(site.threads["haiku"]) + _api_calls(site) + _admin_pages(site)
 
 
 def _next_page(site: Site) -> Page:
@@ -190,27 +218,46 @@ def _next_page(site: Site) -> Page:
     return Page("threads-page-2-htmx", f"/?{query.group(1).replace('&amp;', '&')}", HTMX)
 
 
-def _read(client: Client, page: Page) -> tuple[int, str, str]:
-    answer = client.get(page.url, **page.headers)  # type: ignore[arg-type]
-    return answer.status_code, answer.get("Content-Type", ""), answer.content.decode()
+def _read(site: Site, page: Page) -> HttpResponseBase:
+    client = site.root if page.superuser else site.client
+    return client.get(page.url, **page.headers)  # type: ignore[arg-type, no-any-return]
 
 
-def _snapshot(normaliser: Normaliser, status: int, content_type: str, raw: str) -> Response:
-    body = json_body(raw) if content_type.startswith("application/json") else raw
-    return Response(status, content_type, normaliser.normalise(body))
+def _body(answer: HttpResponseBase) -> str:
+    if isinstance(answer, StreamingHttpResponse):
+        return b"".join(answer.streaming_content).decode()  # type: ignore[arg-type]
+    assert isinstance(answer, HttpResponse)
+    return answer.content.decode()
+
+
+def _snapshot(normaliser: Normaliser, answer: HttpResponseBase) -> Response:
+    """The normalised record of an answer (a JSON body one value a line)."""
+    content_type = answer.get("Content-Type", "")
+    body = _body(answer)
+    if content_type.startswith("application/json"):
+        body = json_body(body)
+    headers = tuple(
+        (name, normaliser.normalise(answer[name]))
+        for name in KEPT_HEADERS
+        if answer.has_header(name)
+    )
+    return Response(answer.status_code, content_type, headers, normaliser.normalise(body))
 
 
 def _render_all(site: Site) -> dict[str, Response]:
     pages = [*_pages(site), _next_page(site)]
-    answers = {page.name: _read(site.client, page) for page in pages}
+    answers = {page.name: _read(site, page) for page in pages}
     normaliser = Normaliser(
         start=site.start, end=datetime.now(UTC), secrets={site.secret: "secret"}
     )
-    return {name: _snapshot(normaliser, *answer) for name, answer in answers.items()}
+    return {name: _snapshot(normaliser, answer) for name, answer in answers.items()}
+
+
+EXTENSIONS = {"application/json": "json", "application/x-ndjson": "jsonl", "text/html": "html"}
 
 
 def _file(name: str, response: Response) -> Path:
-    extension = "json" if response.content_type.startswith("application/json") else "html"
+    extension = EXTENSIONS.get(response.content_type.split(";")[0], "txt")
     return SNAPSHOTS / f"{name}.{extension}"
 
 
@@ -226,14 +273,17 @@ def _stale(recorded: set[str]) -> list[str]:
 
 def test_pages_match_their_snapshots(site: Site) -> None:
     responses = _render_all(site)
-    problems = [
-        problem
+    problems = {
+        name: problem
         for name, response in responses.items()
         if (problem := check_snapshot(_file(name, response), response.text())) is not None
-    ]
+    }
     stale = _stale({_file(name, response).name for name, response in responses.items()})
     assert not stale, f"snapshots no page renders any more: {stale}"
-    assert not problems, f"{len(problems)} page(s) changed:\n\n" + "\n\n".join(problems)
+    shown = list(problems.values())[:DIFFS_SHOWN]
+    assert not problems, (
+        f"{len(problems)} page(s) changed: {', '.join(problems)}\n\n" + "\n\n".join(shown)
+    )
 
 
 def test_a_small_change_of_a_page_is_detected(site: Site) -> None:
@@ -243,7 +293,7 @@ def test_a_small_change_of_a_page_is_detected(site: Site) -> None:
     Thread.objects.filter(pk=weather.pk).update(title="Weather agent: should I walk to work?")
     normaliser = Normaliser(start=site.start, end=datetime.now(UTC))
     for page in (Page("threads", "/", {}), Page("weather-conversation", f"/t/{weather.id}/", {})):
-        response = _snapshot(normaliser, *_read(site.client, page))
+        response = _snapshot(normaliser, _read(site, page))
         path = _file(page.name, response)
         problem = difference(path.name, path.read_text(encoding="utf-8"), response.text())
         assert problem is not None, f"{page.name}: a renamed thread went unnoticed"
@@ -279,4 +329,5 @@ def test_ids_keep_their_identity_so_a_swapped_reference_is_seen() -> None:
     same = normaliser.normalise(f"{first} {second} {first}")
     swapped = normaliser.normalise(f"{first} {second} {second}")
     assert same == "<id1> <id2> <id1>"
+    assert normaliser.normalise(f"{second} {first[:10]}… {second[:10]}…") == "<id1> <id2>… <id1>…"
     assert swapped != same
