@@ -37,18 +37,8 @@ _HUMAN_MOMENT = re.compile(
 )
 # The Django admin's "N j, Y, P": "Nov. 27, 2026, 7:38 a.m.", "Sept. 3, 2026, noon".
 _ADMIN_MONTHS = (
-    "Jan.",
-    "Feb.",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "Aug.",
-    "Sept.",
-    "Oct.",
-    "Nov.",
-    "Dec.",
+    *("Jan.", "Feb.", "March", "April", "May", "June"),
+    *("July", "Aug.", "Sept.", "Oct.", "Nov.", "Dec."),
 )
 _ADMIN_MOMENT = re.compile(
     rf"({'|'.join(re.escape(m) for m in _ADMIN_MONTHS)}) (\d{{1,2}}), (\d{{4}}), "
