@@ -12,12 +12,12 @@ history holding a message the thread does not have is refused (409). See docs/ai
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
-from ninja import Field, Router, Schema
+from ninja import Router
 
 from transcripts import ledger, selectors
 from transcripts.api.access import (
@@ -38,6 +38,7 @@ from transcripts.api.chat_history import (
 )
 from transcripts.api.chat_stream import CONTENT_TYPE, HEADERS, ui_message_stream
 from transcripts.api.errors import ERRORS
+from transcripts.api.schemas import ChatIn
 from transcripts.errors import (
     Conflict,
     DomainError,
@@ -58,35 +59,6 @@ from transcripts.permissions import INGEST, READ
 router = Router(tags=["chat"])
 
 CHAT_ID = "chatId"  # the run metadata key naming the chat that started a run
-
-
-class ChatParameters(Schema):
-    """How the answer is generated (the Reply form's options)."""
-
-    temperature: float | None = Field(None, ge=0, le=2)
-    maxTokens: int | None = Field(None, ge=1, le=100_000)
-    systemPrompt: str | None = Field(None, max_length=20_000)
-    delayMs: int | None = Field(None, ge=0, le=5_000, description="The demo's pace per token")
-
-
-class ChatIn(Schema):
-    """The body `DefaultChatTransport` posts (fields the app adds through `body` are ignored,
-    except the generation options below)."""
-
-    id: str = Field(..., min_length=1, max_length=MAX_EXTERNAL_ID, description="The chat id")
-    messages: list[dict[str, Any]] | None = Field(
-        None, max_length=10_000, description="The whole UIMessage list, the new message last"
-    )
-    message: dict[str, Any] | None = Field(
-        None, description="Only the new (or regenerated) message; the thread is the history"
-    )
-    trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
-    messageId: str | None = Field(
-        None, max_length=MAX_EXTERNAL_ID, description="The edited or regenerated message"
-    )
-    generator: str | None = Field(None, max_length=100)
-    model: str | None = Field(None, max_length=200)
-    parameters: ChatParameters | None = None
 
 
 # --- finding the chat ----------------------------------------------------------------------

@@ -14,13 +14,13 @@ from typing import Any
 
 from django.http import HttpRequest
 from django.urls import reverse
-from ninja import Field, Router, Schema, Status
+from ninja import Router, Status
 
 from transcripts import ledger, permissions, selectors
 from transcripts.api.access import caller, get_thread_for_caller
 from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import ERRORS
-from transcripts.api.schemas import Id, InputSchema
+from transcripts.api.schemas import NewShareOut, ShareIn, ShareList
 from transcripts.errors import InvalidInput, NotFound, PermissionDenied
 from transcripts.models import ShareLink, Thread
 from transcripts.permissions import INGEST, READ
@@ -28,32 +28,6 @@ from transcripts.selectors.shares import share_status
 from transcripts.times import NO_TIMEZONE, parse_iso_utc
 
 router = Router(tags=["shares"], auth=read_auth)
-
-
-class ShareIn(InputSchema):
-    leafMessageId: Id | None = Field(
-        None, description="The last message of the shared branch (default: the thread's head)"
-    )
-    expiresAt: str | None = Field(
-        None,
-        description="When the link stops working (ISO 8601 with a timezone; default: never)",
-        examples=["2026-12-31T23:59:59Z"],
-    )
-
-
-# Made by share_out, the one place a link becomes JSON.
-class ShareOut(Schema):
-    id: Id
-    threadId: Id
-    leafMessageId: Id
-    createdAt: datetime
-    expiresAt: datetime | None
-    revokedAt: datetime | None
-    status: str = Field(description="active, expired or revoked")
-
-
-class NewShareOut(ShareOut):
-    url: str = Field(description="The link, shown this once: only its hash is stored")
 
 
 def share_out(share: ShareLink) -> dict[str, Any]:
@@ -67,10 +41,6 @@ def share_out(share: ShareLink) -> dict[str, Any]:
         "revokedAt": share.revoked_at,
         "status": share_status(share),
     }
-
-
-class ShareList(Schema):
-    shares: list[ShareOut]
 
 
 def _expiry(value: str | None) -> datetime | None:
