@@ -22,25 +22,11 @@ from transcripts.api.errors import (
 from transcripts.api.schemas import MAX_INT, AiSdkOut
 from transcripts.errors import InvalidInput, InvalidStream
 from transcripts.formats.ai_sdk.stream import answered_elsewhere, parse_stream, to_events
-from transcripts.models import Event, Run
+from transcripts.models import Run
 from transcripts.permissions import INGEST
+from transcripts.selectors.ai_sdk import earlier_tool_names, run_status
 
 router = Router(tags=["runs"], auth=ingest_auth)
-
-
-def _earlier_tool_names(run: Run, call_ids: list[str]) -> dict[str, str]:
-    """The tool names of calls made earlier in the run's thread (the AI SDK sends a tool's
-    output without its name, e.g. after an approval, in a stream of its own)."""
-    if not call_ids:
-        return {}
-    calls = (
-        # Through the thread's runs: the event log's only index is its key, (run_id, seq).
-        Event.objects.filter(run__thread_id=run.thread_id, kind="tool-call")
-        .filter(data__toolCallId__in=call_ids[:1000])
-        .order_by("run_id", "seq")
-        .values_list("data__toolCallId", "data__toolName")
-    )
-    return {call_id: name for call_id, name in calls if isinstance(name, str) and name}
 
 
 _AI_SDK_BODY = {
@@ -97,7 +83,7 @@ def ai_sdk_stream(
         chunks = parse_stream(body, request.content_type or "")
         check_depth(chunks, body)
         start = run.last_seq if afterSeq is None else afterSeq
-        tool_names = _earlier_tool_names(run, answered_elsewhere(chunks))
+        tool_names = earlier_tool_names(run.thread_id, answered_elsewhere(chunks))
         events = to_events(chunks, after_seq=start, tool_names=tool_names)
     except InvalidStream as exc:
         problems = [{"path": path, "message": message} for path, message in exc.problems]
@@ -107,9 +93,5 @@ def ai_sdk_stream(
     with transaction.atomic():
         appended = ledger.append_events(run=run, events=events)
         committed: Run | None = ledger.commit_run(run=run) if commit else None
-    status = (
-        committed.status
-        if committed
-        else Run.objects.values_list("status", flat=True).get(pk=run.pk)
-    )
+    status = committed.status if committed else run_status(run.pk)
     return {"append": appended, "status": status, "committed": committed is not None}

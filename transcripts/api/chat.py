@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from ninja import Router
 
@@ -28,15 +27,7 @@ from transcripts.api.access import (
     require_scope,
 )
 from transcripts.api.auth import ingest_auth, read_auth
-from transcripts.api.chat_history import (
-    UiMessage,
-    children_of,
-    find,
-    history_end,
-    new_message,
-    ui_message,
-)
-from transcripts.api.chat_stream import CONTENT_TYPE, HEADERS, ui_message_stream
+from transcripts.api.chat_stream import ui_message_stream
 from transcripts.api.errors import ERRORS
 from transcripts.api.schemas import ChatIn
 from transcripts.errors import (
@@ -49,12 +40,27 @@ from transcripts.errors import (
 )
 from transcripts.events import to_storable_json
 from transcripts.formats import TreeThread
+from transcripts.formats.ai_sdk.chat_history import (
+    UiMessage,
+    find,
+    history_end,
+    new_message,
+    ui_message,
+)
+from transcripts.formats.ai_sdk.chat_stream import CONTENT_TYPE, HEADERS
 from transcripts.formats.ai_sdk.messages import export_ai_sdk
 from transcripts.generation import start
 from transcripts.generation.start import TITLE_FROM_TEXT
 from transcripts.ledger.threads import MAX_EXTERNAL_ID, thread_for_external_id
-from transcripts.models import OPEN_STATUSES, Message, Project, Run, Thread
+from transcripts.models import Message, Project, Run, Thread
 from transcripts.permissions import INGEST, READ
+from transcripts.selectors.chat import (
+    chat_tree,
+    last_question,
+    message_by_id,
+    open_runs,
+    thread_by_external_id,
+)
 
 router = Router(tags=["chat"])
 
@@ -81,11 +87,11 @@ def _storable(text: str) -> bool:
     return True
 
 
-def _project_threads(request: HttpRequest) -> QuerySet[Thread]:
-    """Every thread of the calling token's project."""
+def _chat_id_taken(request: HttpRequest, chat_id: str) -> Thread | None:
+    """The calling token's project's thread of chat_id, within reach or not."""
     project_id = caller(request).project_id
     assert project_id is not None  # _token_only admitted a token, which has a project
-    return Thread.objects.filter(project_id=project_id)
+    return thread_by_external_id(project_id, chat_id)
 
 
 def _chat_thread(request: HttpRequest, chat_id: str, *, needs: list[str]) -> Thread | None:
@@ -95,7 +101,7 @@ def _chat_thread(request: HttpRequest, chat_id: str, *, needs: list[str]) -> Thr
         require_scope(request, scope)
     if len(chat_id) > MAX_EXTERNAL_ID or not _storable(chat_id):
         raise NotFound("this chat does not exist: no chat can have this id")
-    found = _project_threads(request).filter(external_id=chat_id).first()
+    found = _chat_id_taken(request, chat_id)
     if found is None:
         return None
     try:
@@ -144,7 +150,7 @@ def _submit(
 ) -> Run:
     """Append new below where the history ends (or at the head, or in place of the edited
     messageId) and queue its answer."""
-    children = children_of(thread) if thread is not None else {}
+    children = chat_tree(thread) if thread is not None else {}
     fork_from: Any = ledger.HEAD
     if history is not None:
         end = history_end(children, history, payload.id)
@@ -171,7 +177,7 @@ def _regenerate(
 ) -> Run:
     """A new answer beside the one being replaced: below the user message the history ends
     at, or that messageId (or message) names, or the head's."""
-    children = children_of(thread)
+    children = chat_tree(thread)
     if history is not None:
         end = history_end(children, history, payload.id)
         if end is None or end.role != "user":
@@ -179,23 +185,19 @@ def _regenerate(
                 "to regenerate, the history must end with the user message to answer",
                 field="messages",
             )
-        question = Message.objects.get(pk=end.id)
+        question = message_by_id(end.id)
         return start.start_answer(message=question, **_options(payload, thread))
     wanted = payload.messageId or (target.id if target is not None else None)
     if wanted is not None:
         found = find(children, wanted)
         if found is None:
             raise NotFound(f"message {wanted} is not in this chat", field="messageId")
-        message = Message.objects.get(pk=found.id)
+        message = message_by_id(found.id)
     else:
-        last_question = (
-            Message.objects.filter(thread=thread, active=True, role="user")
-            .order_by("-depth")
-            .first()
-        )
-        if last_question is None:
+        question_or_none = last_question(thread)
+        if question_or_none is None:
             raise InvalidInput("this chat has no user message to answer", field="messageId")
-        message = last_question
+        message = question_or_none
     if message.role == "user":
         return start.start_answer(message=message, **_options(payload, thread))
     return start.start_regenerate(message=message, **_options(payload, thread))
@@ -228,7 +230,7 @@ def chat(request: HttpRequest, payload: ChatIn) -> StreamingHttpResponse:
     else:
         raise InvalidInput("the body needs messages (or message)", field="messages")
     thread = _chat_thread(request, payload.id, needs=[INGEST, READ])
-    if thread is None and _project_threads(request).filter(external_id=payload.id).exists():
+    if thread is None and _chat_id_taken(request, payload.id) is not None:
         raise Conflict("this chat id cannot be used: choose another", field="id")
     if thread is not None and (thread.hidden or thread.locked):
         state = "hidden by moderation" if thread.hidden else "locked"
@@ -250,12 +252,6 @@ def chat(request: HttpRequest, payload: ChatIn) -> StreamingHttpResponse:
     return _streaming(run)
 
 
-def _open_runs(thread: Thread) -> list[Run]:
-    """The thread's open runs, newest first."""
-    runs = Run.objects.filter(thread=thread, status__in=OPEN_STATUSES).select_related("thread")
-    return list(runs.defer("snapshot").order_by("-created_at", "-id"))
-
-
 @router.get(
     "/chat/{chatId}/stream",
     auth=read_auth,
@@ -274,7 +270,7 @@ def resume_stream(request: HttpRequest, chatId: str) -> HttpResponse | Streaming
     """Resume the chat's streaming answer (`useChat({resume: true})`): its UI message stream
     from the first event, then live; 204 when nothing streams (or the chat is unknown)."""
     thread = _chat_thread(request, chatId, needs=[READ])
-    runs = _open_runs(thread) if thread is not None else []
+    runs = open_runs(thread) if thread is not None else []
     if not runs:
         return HttpResponse(status=204)
     return _streaming(runs[0])
@@ -300,7 +296,7 @@ def stop(request: HttpRequest, chatId: str) -> dict[str, Any]:
     thread = _chat_thread(request, chatId, needs=[INGEST])
     if thread is None:
         raise NotFound(f"chat {chatId} does not exist", chatId=chatId)
-    runs = _open_runs(thread)
+    runs = open_runs(thread)
     allowed = [run for run in runs if _may_stop(request, run)]
     if runs and not allowed:
         require_may_stop(request, runs[0], action="stop")  # refused, saying what it takes
