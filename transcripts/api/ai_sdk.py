@@ -26,7 +26,7 @@ from transcripts.models import Run
 from transcripts.permissions import INGEST
 from transcripts.selectors.ai_sdk import earlier_tool_names, run_status
 
-router = Router(tags=["runs"], auth=ingest_auth)
+router = Router(auth=ingest_auth)  # mounted at /runs
 
 
 _AI_SDK_BODY = {
@@ -52,7 +52,7 @@ _AI_SDK_BODY = {
 # The operation id is the endpoint's from before it had a router of its own, so that
 # clients generated from the OpenAPI schema keep their method name.
 @router.post(
-    "/runs/{runId}/ai-sdk",
+    "/{runId}/ai-sdk",
     response={200: AiSdkOut, **ERRORS},
     openapi_extra={"requestBody": _AI_SDK_BODY},
     operation_id="transcripts_api_runs_ai_sdk_stream",

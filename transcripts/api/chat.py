@@ -62,7 +62,7 @@ from transcripts.selectors.chat import (
     thread_by_external_id,
 )
 
-router = Router(tags=["chat"])
+router = Router()  # mounted at /chat
 
 CHAT_ID = "chatId"  # the run metadata key naming the chat that started a run
 
@@ -204,7 +204,7 @@ def _regenerate(
 
 
 @router.post(
-    "/chat",
+    "",
     auth=ingest_auth,
     response={200: None, **ERRORS},
     openapi_extra={
@@ -253,7 +253,7 @@ def chat(request: HttpRequest, payload: ChatIn) -> StreamingHttpResponse:
 
 
 @router.get(
-    "/chat/{chatId}/stream",
+    "/{chatId}/stream",
     auth=read_auth,
     response={200: None, 204: None, **ERRORS},
     openapi_extra={
@@ -288,7 +288,7 @@ def _may_stop(request: HttpRequest, run: Run) -> bool:
     return True
 
 
-@router.post("/chat/{chatId}/stop", auth=ingest_auth, response={200: dict[str, Any], **ERRORS})
+@router.post("/{chatId}/stop", auth=ingest_auth, response={200: dict[str, Any], **ERRORS})
 def stop(request: HttpRequest, chatId: str) -> dict[str, Any]:
     """Stop the chat's streaming answer and keep what it wrote (marked stopped), as the Stop
     button does. The chat's own runs stop with the ingest scope; a run begun elsewhere needs
@@ -321,9 +321,7 @@ def ui_messages(thread: Thread, leaf: Message | None = None) -> list[dict[str, A
     return export_ai_sdk(tree)
 
 
-@router.get(
-    "/chat/{chatId}/messages", auth=read_auth, response={200: list[dict[str, Any]], **ERRORS}
-)
+@router.get("/{chatId}/messages", auth=read_auth, response={200: list[dict[str, Any]], **ERRORS})
 def chat_messages(request: HttpRequest, chatId: str) -> JsonResponse:
     """The chat's stored messages as UIMessages (the active path); [] for a chat not begun."""
     thread = _chat_thread(request, chatId, needs=[READ])

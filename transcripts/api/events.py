@@ -16,13 +16,13 @@ from transcripts.api.schemas import MAX_INT, AppendOut, EventBatchIn, EventPage
 from transcripts.ledger import AppendResult
 from transcripts.permissions import INGEST, READ
 
-router = Router(tags=["runs"], auth=read_auth)
+router = Router(auth=read_auth)  # mounted at /runs
 
 
 # The operation ids are those of the endpoints before they had a router of their own, so
 # that clients generated from the OpenAPI schema keep their method names.
 @router.post(
-    "/runs/{runId}/events",
+    "/{runId}/events",
     response={200: AppendOut, **ERRORS},
     auth=ingest_auth,
     operation_id="transcripts_api_runs_append_events",
@@ -45,7 +45,7 @@ def append_events(request: HttpRequest, runId: str, payload: EventBatchIn) -> Ap
 
 
 @router.get(
-    "/runs/{runId}/events",
+    "/{runId}/events",
     response={200: EventPage, **ERRORS},
     operation_id="transcripts_api_runs_replay_events",
 )

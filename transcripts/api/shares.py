@@ -27,7 +27,8 @@ from transcripts.permissions import INGEST, READ
 from transcripts.selectors.shares import share_status
 from transcripts.times import NO_TIMEZONE, parse_iso_utc
 
-router = Router(tags=["shares"], auth=read_auth)
+router = Router(auth=read_auth)  # mounted at /shares
+thread_router = Router(auth=read_auth)  # mounted at /threads: a thread's links
 
 
 def share_out(share: ShareLink) -> dict[str, Any]:
@@ -66,7 +67,7 @@ def _thread_to_share(request: HttpRequest, thread_id: str) -> Thread:
     return get_thread_for_caller(request, thread_id, needs=[READ, INGEST])
 
 
-@router.post("/threads/{threadId}/shares", response={201: NewShareOut, **ERRORS}, auth=ingest_auth)
+@thread_router.post("/{threadId}/shares", response={201: NewShareOut, **ERRORS}, auth=ingest_auth)
 def create_share(request: HttpRequest, threadId: str, payload: ShareIn) -> Status[dict[str, Any]]:
     """Create a link to the branch ending at leafMessageId (201); its url is shown once."""
     thread = _thread_to_share(request, threadId)
@@ -82,7 +83,7 @@ def create_share(request: HttpRequest, threadId: str, payload: ShareIn) -> Statu
     return Status(201, {**share_out(share), "url": url})
 
 
-@router.get("/threads/{threadId}/shares", response={200: ShareList, **ERRORS})
+@thread_router.get("/{threadId}/shares", response={200: ShareList, **ERRORS})
 def list_shares(request: HttpRequest, threadId: str) -> dict[str, Any]:
     """The thread's links, newest first, live or not (no urls: only their hashes are kept)."""
     thread = get_thread_for_caller(request, threadId, needs=[READ])
@@ -92,7 +93,7 @@ def list_shares(request: HttpRequest, threadId: str) -> dict[str, Any]:
     return {"shares": [share_out(share) for share in selectors.thread_shares(thread)]}
 
 
-@router.delete("/shares/{shareId}", response={204: None, **ERRORS}, auth=ingest_auth)
+@router.delete("/{shareId}", response={204: None, **ERRORS}, auth=ingest_auth)
 def revoke_share(request: HttpRequest, shareId: str) -> Status[None]:
     """Revoke a link (204): its page is a 404 from now on. Revoking twice changes nothing."""
     share = selectors.share_by_id(shareId)
