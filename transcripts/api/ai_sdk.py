@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from django.db import transaction
 from django.http import HttpRequest
@@ -22,11 +22,20 @@ from transcripts.api.errors import (
 from transcripts.api.schemas import MAX_INT, AiSdkOut
 from transcripts.errors import InvalidInput, InvalidStream
 from transcripts.formats.ai_sdk.stream import answered_elsewhere, parse_stream, to_events
+from transcripts.ledger import AppendResult
 from transcripts.models import Run
 from transcripts.permissions import INGEST
 from transcripts.selectors.ai_sdk import earlier_tool_names, run_status
 
 router = Router(auth=ingest_auth)  # mounted at /runs
+
+
+class StreamAnswer(TypedDict):
+    """What AiSdkOut reads."""
+
+    append: AppendResult
+    status: str
+    committed: bool
 
 
 _AI_SDK_BODY = {
@@ -68,7 +77,7 @@ def ai_sdk_stream(
         description="Number the events from afterSeq + 1 (default: the run's lastSeq)."
         " Sending the same stream again with the same afterSeq is then a no-op: a safe retry.",
     ),
-) -> dict[str, Any]:
+) -> StreamAnswer:
     """Append a Vercel AI SDK UI message stream as events after lastSeq (or afterSeq)."""
     run = get_run_for_caller(request, runId, needs=[INGEST])
     # fetch() sends a string body as text/plain unless told otherwise.

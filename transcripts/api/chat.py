@@ -12,7 +12,7 @@ history holding a message the thread does not have is refused (409). See docs/ai
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -29,7 +29,7 @@ from transcripts.api.access import (
 from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.chat_stream import ui_message_stream
 from transcripts.api.errors import ERRORS
-from transcripts.api.schemas import ChatIn
+from transcripts.api.schemas import ChatIn, JsonObject
 from transcripts.errors import (
     Conflict,
     DomainError,
@@ -65,6 +65,28 @@ from transcripts.selectors.chat import (
 router = Router()  # mounted at /chat
 
 CHAT_ID = "chatId"  # the run metadata key naming the chat that started a run
+
+
+class ChatOptions(TypedDict):
+    """How a chat turn's answer is generated, as `generation.start` takes it."""
+
+    generator: str
+    model: str
+    parameters: JsonObject
+    metadata: JsonObject
+
+
+class StoppedRun(TypedDict):
+    """A run the stop endpoint stopped."""
+
+    runId: str
+    status: str
+
+
+class StopAnswer(TypedDict):
+    """What the stop endpoint answers."""
+
+    stopped: list[StoppedRun]
 
 
 # --- finding the chat ----------------------------------------------------------------------
@@ -110,7 +132,7 @@ def _chat_thread(request: HttpRequest, chat_id: str, *, needs: list[str]) -> Thr
         return None  # hidden from this token: as if it did not exist
 
 
-def _options(payload: ChatIn, thread: Thread | None) -> dict[str, Any]:
+def _options(payload: ChatIn, thread: Thread | None) -> ChatOptions:
     """Generator, model and parameters: the body's, else what the thread used last (as the
     one-click buttons repeat), else the demo generator."""
     last = selectors.last_choice(thread) if thread is not None else {}
@@ -151,7 +173,7 @@ def _submit(
     """Append new below where the history ends (or at the head, or in place of the edited
     messageId) and queue its answer."""
     children = chat_tree(thread) if thread is not None else {}
-    fork_from: Any = ledger.HEAD
+    fork_from: object = ledger.HEAD
     if history is not None:
         end = history_end(children, history, payload.id)
         fork_from = end.id if end is not None else None
@@ -223,7 +245,7 @@ def chat(request: HttpRequest, payload: ChatIn) -> StreamingHttpResponse:
     require_scope(request, INGEST)
     require_scope(request, READ)
     if payload.messages is not None:
-        raws: list[Any] = payload.messages
+        raws: list[JsonObject] = payload.messages
         messages = [ui_message(raw, f"messages[{i}]", i) for i, raw in enumerate(raws)]
     elif payload.message is not None:
         raws, messages = [payload.message], [ui_message(payload.message, "message", 0)]
@@ -289,7 +311,7 @@ def _may_stop(request: HttpRequest, run: Run) -> bool:
 
 
 @router.post("/{chatId}/stop", auth=ingest_auth, response={200: dict[str, Any], **ERRORS})
-def stop(request: HttpRequest, chatId: str) -> dict[str, Any]:
+def stop(request: HttpRequest, chatId: str) -> StopAnswer:
     """Stop the chat's streaming answer and keep what it wrote (marked stopped), as the Stop
     button does. The chat's own runs stop with the ingest scope; a run begun elsewhere needs
     what stopping it needs anywhere (a browser's run: the admin scope)."""
@@ -300,7 +322,7 @@ def stop(request: HttpRequest, chatId: str) -> dict[str, Any]:
     allowed = [run for run in runs if _may_stop(request, run)]
     if runs and not allowed:
         require_may_stop(request, runs[0], action="stop")  # refused, saying what it takes
-    stopped = []
+    stopped: list[StoppedRun] = []
     for run in allowed:
         try:
             closed = ledger.stop_run(run=run)
@@ -310,7 +332,7 @@ def stop(request: HttpRequest, chatId: str) -> dict[str, Any]:
     return {"stopped": stopped}
 
 
-def ui_messages(thread: Thread, leaf: Message | None = None) -> list[dict[str, Any]]:
+def ui_messages(thread: Thread, leaf: Message | None = None) -> list[JsonObject]:
     """The active path (or the path to leaf) as AI SDK UIMessages, for `useChat({messages})`."""
     path = selectors.path_to(leaf) if leaf is not None else list(selectors.active_path(thread))
     tree = TreeThread(

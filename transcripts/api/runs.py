@@ -6,7 +6,7 @@ Writes need the ingest scope and answer, to a token without read, ids and status
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from django.http import HttpRequest
 from ninja import Router, Status
@@ -20,15 +20,31 @@ from transcripts.api.access import (
 )
 from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import ERRORS
-from transcripts.api.schemas import FailIn, RunIn, RunMessagesOut, RunOut, RunStatusOut, run_out
+from transcripts.api.schemas import (
+    FailIn,
+    JsonObject,
+    RunIn,
+    RunMessagesOut,
+    RunOut,
+    RunStatusOut,
+    run_out,
+)
 from transcripts.models import Run
 from transcripts.permissions import INGEST, READ
+from transcripts.projector import Projection
 
 router = Router(auth=read_auth)  # mounted at /runs
 thread_router = Router(auth=read_auth)  # mounted at /threads: a thread's new run
 # What a write answers: the run, or its ids and status for a token without read.
 RUN_OR_STATUS = RunOut | RunStatusOut
-Answer = Run | dict[str, Any]
+Answer = Run | JsonObject
+
+
+class RunMessagesAnswer(TypedDict):
+    """What RunMessagesOut reads."""
+
+    run: Run
+    projection: Projection
 
 
 @thread_router.post(
@@ -39,7 +55,7 @@ Answer = Run | dict[str, Any]
 def begin_run(request: HttpRequest, threadId: str, payload: RunIn) -> Status[Answer]:
     """Begin a run (201): from the head, from forkFromMessageId, or as a new root (null)."""
     thread = get_thread_for_caller(request, threadId, needs=[INGEST])
-    fork_from: Any = ledger.HEAD
+    fork_from: object = ledger.HEAD
     if "forkFromMessageId" in payload.model_fields_set:
         fork_from = payload.forkFromMessageId
     run, created = ledger.begin_run(
@@ -55,7 +71,7 @@ def get_run(request: HttpRequest, runId: str) -> Run:
 
 
 @router.get("/{runId}/messages", response={200: RunMessagesOut, **ERRORS})
-def run_messages(request: HttpRequest, runId: str) -> dict[str, Any]:
+def run_messages(request: HttpRequest, runId: str) -> RunMessagesAnswer:
     """The run's projection, also while it streams and after it failed or was superseded."""
     run = get_run_for_caller(request, runId, needs=[READ])
     return {"run": run, "projection": selectors.project_run(run)}

@@ -10,7 +10,7 @@ the answer of its creation only: the secret is stored hashed.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from django.http import HttpRequest
 from django.urls import reverse
@@ -31,7 +31,38 @@ router = Router(auth=read_auth)  # mounted at /shares
 thread_router = Router(auth=read_auth)  # mounted at /threads: a thread's links
 
 
-def share_out(share: ShareLink) -> dict[str, Any]:
+class ShareAnswer(TypedDict):
+    """What ShareOut reads."""
+
+    id: str
+    threadId: str
+    leafMessageId: str
+    createdAt: datetime
+    expiresAt: datetime | None
+    revokedAt: datetime | None
+    status: str
+
+
+class NewShareAnswer(ShareAnswer):
+    """What NewShareOut reads."""
+
+    url: str
+
+
+class ShareListAnswer(TypedDict):
+    """What ShareList reads."""
+
+    shares: list[ShareAnswer]
+
+
+class TokenDetails(TypedDict):
+    """What the audit log records of the calling token."""
+
+    token: str
+    tokenId: int | None
+
+
+def share_out(share: ShareLink) -> ShareAnswer:
     """A link as the API shows it (never its secret, which is not stored)."""
     return {
         "id": share.id,
@@ -56,7 +87,7 @@ def _expiry(value: str | None) -> datetime | None:
     return moment
 
 
-def _token_details(request: HttpRequest) -> dict[str, Any]:
+def _token_details(request: HttpRequest) -> TokenDetails:
     """What the audit log records of the calling token."""
     principal = caller(request)
     return {"token": principal.name, "tokenId": principal.token_id}
@@ -68,7 +99,7 @@ def _thread_to_share(request: HttpRequest, thread_id: str) -> Thread:
 
 
 @thread_router.post("/{threadId}/shares", response={201: NewShareOut, **ERRORS}, auth=ingest_auth)
-def create_share(request: HttpRequest, threadId: str, payload: ShareIn) -> Status[dict[str, Any]]:
+def create_share(request: HttpRequest, threadId: str, payload: ShareIn) -> Status[NewShareAnswer]:
     """Create a link to the branch ending at leafMessageId (201); its url is shown once."""
     thread = _thread_to_share(request, threadId)
     share, secret = ledger.create_share(
@@ -84,7 +115,7 @@ def create_share(request: HttpRequest, threadId: str, payload: ShareIn) -> Statu
 
 
 @thread_router.get("/{threadId}/shares", response={200: ShareList, **ERRORS})
-def list_shares(request: HttpRequest, threadId: str) -> dict[str, Any]:
+def list_shares(request: HttpRequest, threadId: str) -> ShareListAnswer:
     """The thread's links, newest first, live or not (no urls: only their hashes are kept)."""
     thread = get_thread_for_caller(request, threadId, needs=[READ])
     principal = caller(request)

@@ -37,6 +37,7 @@ from transcripts.ledger import run_channel
 from transcripts.models import OPEN_STATUSES
 from transcripts.outage import (
     RETRY_AFTER_SECONDS,
+    conninfo,
     describe,
     is_outage,
     unavailable_response,
@@ -104,7 +105,7 @@ async def follow_events(run_id: str, after_seq: int) -> AsyncGenerator[RunItem, 
     be reached raises before it. IDLE comes after KEEPALIVE_SECONDS without news."""
     run_uuid = to_uuid(run_id)
     # Listen first, then read the backlog: nothing appended in between can be missed.
-    conn = await listening_connection(run_channel(run_id))
+    conn = await listening_connection(conninfo(), run_channel(run_id))
     try:
         yield LISTENING
         while True:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from typing import Any, cast
+from typing import IO, Any, cast
 
 from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
@@ -124,7 +124,7 @@ def create_import(
     return Status(201, result)
 
 
-def _check_json_depth(spool: Any) -> None:
+def _check_json_depth(spool: IO[bytes]) -> None:
     """Refuse a JSON file nested deeper than the API's limit (what it holds would break
     the recursive readers of messages later); other files are left to their format."""
     content = spool.read()

@@ -11,8 +11,6 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import TupleRow
 
-from transcripts.outage import conninfo
-
 APPLICATION_NAME = "transcripts-sse"  # shows the stream connections in pg_stat_activity
 _EVENTS_AFTER = (
     "SELECT seq, kind, data::text, at FROM transcripts_event"
@@ -41,11 +39,11 @@ class RunState:
     error_json: str | None
 
 
-async def listening_connection(channel: str) -> StreamConnection:
-    """A new connection (a pooled one would be held for the whole life of the stream) that
-    listens on channel; closed again when the LISTEN fails."""
+async def listening_connection(conninfo: str, channel: str) -> StreamConnection:
+    """A new connection to conninfo (a pooled one would be held for the whole life of the
+    stream) that listens on channel; closed again when the LISTEN fails."""
     conn = await psycopg.AsyncConnection.connect(
-        conninfo(), autocommit=True, application_name=APPLICATION_NAME
+        conninfo, autocommit=True, application_name=APPLICATION_NAME
     )
     try:
         await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))

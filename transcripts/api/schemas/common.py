@@ -3,7 +3,7 @@ canonical message (a thread's and a run's)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from ninja import Field, Schema
 from pydantic import BaseModel, ModelWrapValidatorHandler, ValidationInfo, model_validator
@@ -30,14 +30,14 @@ class InputSchema(Schema):
     @model_validator(mode="wrap")
     @classmethod
     def _run_root_validator(
-        cls, values: Any, handler: ModelWrapValidatorHandler[Any], info: ValidationInfo
-    ) -> Any:
+        cls, values: object, handler: ModelWrapValidatorHandler[Self], info: ValidationInfo
+    ) -> Self:
         if not isinstance(values, dict | BaseModel):
             raise ValueError(f"must be a JSON object, not {json_kind(values)}")
         return handler(values)
 
 
-def only_what_it_reads(row: Any, schema: type[Schema]) -> dict[str, Any]:
+def only_what_it_reads(row: object, schema: type[Schema]) -> JsonObject:
     """The attributes of row that schema reads, and nothing else.
 
     An endpoint answering `Full | Status` validates this against the full schema first, which

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 from ninja import Field, Schema
 from pydantic import AliasPath, WithJsonSchema, field_validator
@@ -62,7 +62,7 @@ class RunStatusOut(Schema):
     finishedAt: datetime | None = Field(validation_alias="finished_at")
 
 
-def run_out(run: Run, *, content: bool) -> Run | dict[str, Any]:
+def run_out(run: Run, *, content: bool) -> Run | JsonObject:
     """run as the caller may see it: whole, or its ids, status and times only."""
     return run if content else only_what_it_reads(run, RunStatusOut)
 
@@ -84,7 +84,7 @@ class RunMessagesOut(Schema):
     metadata: JsonObject = Field(validation_alias=AliasPath("projection", "metadata"))
 
 
-_RUN_ERROR_SCHEMA: dict[str, Any] = {
+_RUN_ERROR_SCHEMA: JsonObject = {
     "anyOf": [
         {"type": "string", "minLength": 1},
         {
@@ -103,11 +103,11 @@ _RUN_ERROR_SCHEMA: dict[str, Any] = {
 
 
 class FailIn(InputSchema):
-    error: Annotated[Any, WithJsonSchema(_RUN_ERROR_SCHEMA)]
+    error: Annotated[str | JsonObject, WithJsonSchema(_RUN_ERROR_SCHEMA)]
 
     @field_validator("error", mode="before")
     @classmethod
-    def _message_or_object(cls, value: Any) -> Any:
+    def _message_or_object(cls, value: object) -> str | JsonObject:
         if isinstance(value, str) and value:
             return value
         if isinstance(value, dict) and isinstance(value.get("message"), str):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ninja import Field, Schema
 
@@ -52,7 +52,7 @@ class ThreadStatusOut(Schema):
     updatedAt: datetime = Field(validation_alias="updated_at")
 
 
-def thread_out(thread: Thread, *, content: bool) -> Thread | dict[str, Any]:
+def thread_out(thread: Thread, *, content: bool) -> Thread | JsonObject:
     """thread as the caller may see it: whole, or its ids and state only."""
     return thread if content else only_what_it_reads(thread, ThreadStatusOut)
 
