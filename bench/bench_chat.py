@@ -61,7 +61,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     setup_django()
-    from transcripts.api.chat_stream import UiChunker, ui_message_stream
+    from transcripts.api.chat_stream import ui_message_stream
+    from transcripts.formats.ai_sdk.chat_stream import UiChunker
 
     print(f"{'events':>7}  {'mapping ev/s':>13}  {'resume ev/s':>12}  {'frames':>7}  {'KiB':>6}")
     for count in (1_000, 10_000):

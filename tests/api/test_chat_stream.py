@@ -1,6 +1,6 @@
-"""Events → UI message chunks (api/chat_stream.UiChunker), without a database: the chunks
-form a stream the AI SDK's reader accepts, name the answer by its stored id, and give back
-what a real AI SDK stream stored through the adapter carried."""
+"""Events → UI message chunks (formats/ai_sdk/chat_stream.UiChunker), without a database: the
+chunks form a stream the AI SDK's reader accepts, name the answer by its stored id, and give
+back what a real AI SDK stream stored through the adapter carried."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.api.conftest import FIXTURES
-from transcripts.api.chat_stream import UiChunker
+from transcripts.formats.ai_sdk.chat_stream import UiChunker
 from transcripts.formats.ai_sdk.stream import to_events
 from transcripts.ids import new_ulid
 from transcripts.projector import project

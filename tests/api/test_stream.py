@@ -12,7 +12,7 @@ import pytest
 from tests.api.sse_client import Frame, frames
 from tests.factories import events, make_thread
 from transcripts import ledger
-from transcripts.api import stream
+from transcripts.selectors import streams
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -143,7 +143,7 @@ def test_a_client_that_disconnects_releases_its_database_connection(live_server_
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity"
                 " WHERE application_name = %s AND datname = current_database()",
-                [stream.APPLICATION_NAME],
+                [streams.APPLICATION_NAME],
             )
             return int(cursor.fetchone()[0])
 

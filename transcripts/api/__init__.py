@@ -1,4 +1,9 @@
-"""The ingest API (django-ninja): one NinjaAPI with a router per area, mounted at /api/v1/."""
+"""The ingest API (django-ninja): one NinjaAPI with a router per area, mounted at /api/v1/.
+
+Each router is mounted under the prefix its paths share and gives its operations one tag;
+a router whose operations also hang below a thread has a `thread_router` mounted at
+/threads beside it (the same tag).
+"""
 
 from __future__ import annotations
 
@@ -9,12 +14,12 @@ from transcripts.api import (
     chat,
     datasets,
     events,
+    generator_jobs,
     otlp,
     runs,
     shares,
     threads,
     transfer,
-    workers,
 )
 from transcripts.api.docs import LocalSwagger
 from transcripts.api.errors import JsonBodyParser, install_handlers
@@ -28,13 +33,17 @@ api = NinjaAPI(
     docs=LocalSwagger(),
 )
 install_handlers(api)
-api.add_router("", threads.router)
-api.add_router("", runs.router)
-api.add_router("", events.router)
-api.add_router("", ai_sdk.router)
-api.add_router("", workers.router)
-api.add_router("", transfer.router)
-api.add_router("", otlp.router)
-api.add_router("", chat.router)
-api.add_router("", shares.router)
-api.add_router("", datasets.router)
+# threads.py still spells out its /threads paths: it is mounted at the root.
+api.add_router("", threads.router, tags=["threads"])
+api.add_router("/threads", runs.thread_router, tags=["runs"])
+api.add_router("/runs", runs.router, tags=["runs"])
+api.add_router("/runs", events.router, tags=["events"])
+api.add_router("/runs", ai_sdk.router, tags=["ai-sdk"])
+api.add_router("/runs", generator_jobs.router, tags=["generator jobs"])
+api.add_router("/threads", transfer.thread_router, tags=["import and export"])
+api.add_router("/imports", transfer.router, tags=["import and export"])
+api.add_router("/otlp", otlp.router, tags=["otlp"])
+api.add_router("/chat", chat.router, tags=["chat"])
+api.add_router("/threads", shares.thread_router, tags=["shares"])
+api.add_router("/shares", shares.router, tags=["shares"])
+api.add_router("/datasets", datasets.router, tags=["datasets"])

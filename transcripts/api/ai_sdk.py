@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from django.db import transaction
 from django.http import HttpRequest
@@ -22,25 +22,20 @@ from transcripts.api.errors import (
 from transcripts.api.schemas import MAX_INT, AiSdkOut
 from transcripts.errors import InvalidInput, InvalidStream
 from transcripts.formats.ai_sdk.stream import answered_elsewhere, parse_stream, to_events
-from transcripts.models import Event, Run
+from transcripts.ledger import AppendResult
+from transcripts.models import Run
 from transcripts.permissions import INGEST
+from transcripts.selectors.ai_sdk import earlier_tool_names, run_status
 
-router = Router(tags=["runs"], auth=ingest_auth)
+router = Router(auth=ingest_auth)  # mounted at /runs
 
 
-def _earlier_tool_names(run: Run, call_ids: list[str]) -> dict[str, str]:
-    """The tool names of calls made earlier in the run's thread (the AI SDK sends a tool's
-    output without its name, e.g. after an approval, in a stream of its own)."""
-    if not call_ids:
-        return {}
-    calls = (
-        # Through the thread's runs: the event log's only index is its key, (run_id, seq).
-        Event.objects.filter(run__thread_id=run.thread_id, kind="tool-call")
-        .filter(data__toolCallId__in=call_ids[:1000])
-        .order_by("run_id", "seq")
-        .values_list("data__toolCallId", "data__toolName")
-    )
-    return {call_id: name for call_id, name in calls if isinstance(name, str) and name}
+class StreamAnswer(TypedDict):
+    """What AiSdkOut reads."""
+
+    append: AppendResult
+    status: str
+    committed: bool
 
 
 _AI_SDK_BODY = {
@@ -66,7 +61,7 @@ _AI_SDK_BODY = {
 # The operation id is the endpoint's from before it had a router of its own, so that
 # clients generated from the OpenAPI schema keep their method name.
 @router.post(
-    "/runs/{runId}/ai-sdk",
+    "/{runId}/ai-sdk",
     response={200: AiSdkOut, **ERRORS},
     openapi_extra={"requestBody": _AI_SDK_BODY},
     operation_id="transcripts_api_runs_ai_sdk_stream",
@@ -82,7 +77,7 @@ def ai_sdk_stream(
         description="Number the events from afterSeq + 1 (default: the run's lastSeq)."
         " Sending the same stream again with the same afterSeq is then a no-op: a safe retry.",
     ),
-) -> dict[str, Any]:
+) -> StreamAnswer:
     """Append a Vercel AI SDK UI message stream as events after lastSeq (or afterSeq)."""
     run = get_run_for_caller(request, runId, needs=[INGEST])
     # fetch() sends a string body as text/plain unless told otherwise.
@@ -97,7 +92,7 @@ def ai_sdk_stream(
         chunks = parse_stream(body, request.content_type or "")
         check_depth(chunks, body)
         start = run.last_seq if afterSeq is None else afterSeq
-        tool_names = _earlier_tool_names(run, answered_elsewhere(chunks))
+        tool_names = earlier_tool_names(run.thread_id, answered_elsewhere(chunks))
         events = to_events(chunks, after_seq=start, tool_names=tool_names)
     except InvalidStream as exc:
         problems = [{"path": path, "message": message} for path, message in exc.problems]
@@ -107,9 +102,5 @@ def ai_sdk_stream(
     with transaction.atomic():
         appended = ledger.append_events(run=run, events=events)
         committed: Run | None = ledger.commit_run(run=run) if commit else None
-    status = (
-        committed.status
-        if committed
-        else Run.objects.values_list("status", flat=True).get(pk=run.pk)
-    )
+    status = committed.status if committed else run_status(run.pk)
     return {"append": appended, "status": status, "committed": committed is not None}

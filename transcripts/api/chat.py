@@ -12,12 +12,11 @@ history holding a message the thread does not have is refused (409). See docs/ai
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, TypedDict
 
 from django.db import transaction
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
-from ninja import Field, Router, Schema
+from ninja import Router
 
 from transcripts import ledger, selectors
 from transcripts.api.access import (
@@ -28,16 +27,9 @@ from transcripts.api.access import (
     require_scope,
 )
 from transcripts.api.auth import ingest_auth, read_auth
-from transcripts.api.chat_history import (
-    UiMessage,
-    children_of,
-    find,
-    history_end,
-    new_message,
-    ui_message,
-)
-from transcripts.api.chat_stream import CONTENT_TYPE, HEADERS, ui_message_stream
+from transcripts.api.chat_stream import ui_message_stream
 from transcripts.api.errors import ERRORS
+from transcripts.api.schemas import ChatIn, JsonObject
 from transcripts.errors import (
     Conflict,
     DomainError,
@@ -48,45 +40,53 @@ from transcripts.errors import (
 )
 from transcripts.events import to_storable_json
 from transcripts.formats import TreeThread
+from transcripts.formats.ai_sdk.chat_history import (
+    UiMessage,
+    find,
+    history_end,
+    new_message,
+    ui_message,
+)
+from transcripts.formats.ai_sdk.chat_stream import CONTENT_TYPE, HEADERS
 from transcripts.formats.ai_sdk.messages import export_ai_sdk
 from transcripts.generation import start
 from transcripts.generation.start import TITLE_FROM_TEXT
 from transcripts.ledger.threads import MAX_EXTERNAL_ID, thread_for_external_id
-from transcripts.models import OPEN_STATUSES, Message, Project, Run, Thread
+from transcripts.models import Message, Project, Run, Thread
 from transcripts.permissions import INGEST, READ
+from transcripts.selectors.chat import (
+    chat_tree,
+    last_question,
+    message_by_id,
+    open_runs,
+    thread_by_external_id,
+)
 
-router = Router(tags=["chat"])
+router = Router()  # mounted at /chat
 
 CHAT_ID = "chatId"  # the run metadata key naming the chat that started a run
 
 
-class ChatParameters(Schema):
-    """How the answer is generated (the Reply form's options)."""
+class ChatOptions(TypedDict):
+    """How a chat turn's answer is generated, as `generation.start` takes it."""
 
-    temperature: float | None = Field(None, ge=0, le=2)
-    maxTokens: int | None = Field(None, ge=1, le=100_000)
-    systemPrompt: str | None = Field(None, max_length=20_000)
-    delayMs: int | None = Field(None, ge=0, le=5_000, description="The demo's pace per token")
+    generator: str
+    model: str
+    parameters: JsonObject
+    metadata: JsonObject
 
 
-class ChatIn(Schema):
-    """The body `DefaultChatTransport` posts (fields the app adds through `body` are ignored,
-    except the generation options below)."""
+class StoppedRun(TypedDict):
+    """A run the stop endpoint stopped."""
 
-    id: str = Field(..., min_length=1, max_length=MAX_EXTERNAL_ID, description="The chat id")
-    messages: list[dict[str, Any]] | None = Field(
-        None, max_length=10_000, description="The whole UIMessage list, the new message last"
-    )
-    message: dict[str, Any] | None = Field(
-        None, description="Only the new (or regenerated) message; the thread is the history"
-    )
-    trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
-    messageId: str | None = Field(
-        None, max_length=MAX_EXTERNAL_ID, description="The edited or regenerated message"
-    )
-    generator: str | None = Field(None, max_length=100)
-    model: str | None = Field(None, max_length=200)
-    parameters: ChatParameters | None = None
+    runId: str
+    status: str
+
+
+class StopAnswer(TypedDict):
+    """What the stop endpoint answers."""
+
+    stopped: list[StoppedRun]
 
 
 # --- finding the chat ----------------------------------------------------------------------
@@ -109,11 +109,11 @@ def _storable(text: str) -> bool:
     return True
 
 
-def _project_threads(request: HttpRequest) -> QuerySet[Thread]:
-    """Every thread of the calling token's project."""
+def _chat_id_taken(request: HttpRequest, chat_id: str) -> Thread | None:
+    """The calling token's project's thread of chat_id, within reach or not."""
     project_id = caller(request).project_id
     assert project_id is not None  # _token_only admitted a token, which has a project
-    return Thread.objects.filter(project_id=project_id)
+    return thread_by_external_id(project_id, chat_id)
 
 
 def _chat_thread(request: HttpRequest, chat_id: str, *, needs: list[str]) -> Thread | None:
@@ -123,7 +123,7 @@ def _chat_thread(request: HttpRequest, chat_id: str, *, needs: list[str]) -> Thr
         require_scope(request, scope)
     if len(chat_id) > MAX_EXTERNAL_ID or not _storable(chat_id):
         raise NotFound("this chat does not exist: no chat can have this id")
-    found = _project_threads(request).filter(external_id=chat_id).first()
+    found = _chat_id_taken(request, chat_id)
     if found is None:
         return None
     try:
@@ -132,7 +132,7 @@ def _chat_thread(request: HttpRequest, chat_id: str, *, needs: list[str]) -> Thr
         return None  # hidden from this token: as if it did not exist
 
 
-def _options(payload: ChatIn, thread: Thread | None) -> dict[str, Any]:
+def _options(payload: ChatIn, thread: Thread | None) -> ChatOptions:
     """Generator, model and parameters: the body's, else what the thread used last (as the
     one-click buttons repeat), else the demo generator."""
     last = selectors.last_choice(thread) if thread is not None else {}
@@ -172,8 +172,8 @@ def _submit(
 ) -> Run:
     """Append new below where the history ends (or at the head, or in place of the edited
     messageId) and queue its answer."""
-    children = children_of(thread) if thread is not None else {}
-    fork_from: Any = ledger.HEAD
+    children = chat_tree(thread) if thread is not None else {}
+    fork_from: object = ledger.HEAD
     if history is not None:
         end = history_end(children, history, payload.id)
         fork_from = end.id if end is not None else None
@@ -199,7 +199,7 @@ def _regenerate(
 ) -> Run:
     """A new answer beside the one being replaced: below the user message the history ends
     at, or that messageId (or message) names, or the head's."""
-    children = children_of(thread)
+    children = chat_tree(thread)
     if history is not None:
         end = history_end(children, history, payload.id)
         if end is None or end.role != "user":
@@ -207,30 +207,26 @@ def _regenerate(
                 "to regenerate, the history must end with the user message to answer",
                 field="messages",
             )
-        question = Message.objects.get(pk=end.id)
+        question = message_by_id(end.id)
         return start.start_answer(message=question, **_options(payload, thread))
     wanted = payload.messageId or (target.id if target is not None else None)
     if wanted is not None:
         found = find(children, wanted)
         if found is None:
             raise NotFound(f"message {wanted} is not in this chat", field="messageId")
-        message = Message.objects.get(pk=found.id)
+        message = message_by_id(found.id)
     else:
-        last_question = (
-            Message.objects.filter(thread=thread, active=True, role="user")
-            .order_by("-depth")
-            .first()
-        )
-        if last_question is None:
+        question_or_none = last_question(thread)
+        if question_or_none is None:
             raise InvalidInput("this chat has no user message to answer", field="messageId")
-        message = last_question
+        message = question_or_none
     if message.role == "user":
         return start.start_answer(message=message, **_options(payload, thread))
     return start.start_regenerate(message=message, **_options(payload, thread))
 
 
 @router.post(
-    "/chat",
+    "",
     auth=ingest_auth,
     response={200: None, **ERRORS},
     openapi_extra={
@@ -249,14 +245,14 @@ def chat(request: HttpRequest, payload: ChatIn) -> StreamingHttpResponse:
     require_scope(request, INGEST)
     require_scope(request, READ)
     if payload.messages is not None:
-        raws: list[Any] = payload.messages
+        raws: list[JsonObject] = payload.messages
         messages = [ui_message(raw, f"messages[{i}]", i) for i, raw in enumerate(raws)]
     elif payload.message is not None:
         raws, messages = [payload.message], [ui_message(payload.message, "message", 0)]
     else:
         raise InvalidInput("the body needs messages (or message)", field="messages")
     thread = _chat_thread(request, payload.id, needs=[INGEST, READ])
-    if thread is None and _project_threads(request).filter(external_id=payload.id).exists():
+    if thread is None and _chat_id_taken(request, payload.id) is not None:
         raise Conflict("this chat id cannot be used: choose another", field="id")
     if thread is not None and (thread.hidden or thread.locked):
         state = "hidden by moderation" if thread.hidden else "locked"
@@ -278,14 +274,8 @@ def chat(request: HttpRequest, payload: ChatIn) -> StreamingHttpResponse:
     return _streaming(run)
 
 
-def _open_runs(thread: Thread) -> list[Run]:
-    """The thread's open runs, newest first."""
-    runs = Run.objects.filter(thread=thread, status__in=OPEN_STATUSES).select_related("thread")
-    return list(runs.defer("snapshot").order_by("-created_at", "-id"))
-
-
 @router.get(
-    "/chat/{chatId}/stream",
+    "/{chatId}/stream",
     auth=read_auth,
     response={200: None, 204: None, **ERRORS},
     openapi_extra={
@@ -302,7 +292,7 @@ def resume_stream(request: HttpRequest, chatId: str) -> HttpResponse | Streaming
     """Resume the chat's streaming answer (`useChat({resume: true})`): its UI message stream
     from the first event, then live; 204 when nothing streams (or the chat is unknown)."""
     thread = _chat_thread(request, chatId, needs=[READ])
-    runs = _open_runs(thread) if thread is not None else []
+    runs = open_runs(thread) if thread is not None else []
     if not runs:
         return HttpResponse(status=204)
     return _streaming(runs[0])
@@ -320,19 +310,19 @@ def _may_stop(request: HttpRequest, run: Run) -> bool:
     return True
 
 
-@router.post("/chat/{chatId}/stop", auth=ingest_auth, response={200: dict[str, Any], **ERRORS})
-def stop(request: HttpRequest, chatId: str) -> dict[str, Any]:
+@router.post("/{chatId}/stop", auth=ingest_auth, response={200: dict[str, Any], **ERRORS})
+def stop(request: HttpRequest, chatId: str) -> StopAnswer:
     """Stop the chat's streaming answer and keep what it wrote (marked stopped), as the Stop
     button does. The chat's own runs stop with the ingest scope; a run begun elsewhere needs
     what stopping it needs anywhere (a browser's run: the admin scope)."""
     thread = _chat_thread(request, chatId, needs=[INGEST])
     if thread is None:
         raise NotFound(f"chat {chatId} does not exist", chatId=chatId)
-    runs = _open_runs(thread)
+    runs = open_runs(thread)
     allowed = [run for run in runs if _may_stop(request, run)]
     if runs and not allowed:
         require_may_stop(request, runs[0], action="stop")  # refused, saying what it takes
-    stopped = []
+    stopped: list[StoppedRun] = []
     for run in allowed:
         try:
             closed = ledger.stop_run(run=run)
@@ -342,7 +332,7 @@ def stop(request: HttpRequest, chatId: str) -> dict[str, Any]:
     return {"stopped": stopped}
 
 
-def ui_messages(thread: Thread, leaf: Message | None = None) -> list[dict[str, Any]]:
+def ui_messages(thread: Thread, leaf: Message | None = None) -> list[JsonObject]:
     """The active path (or the path to leaf) as AI SDK UIMessages, for `useChat({messages})`."""
     path = selectors.path_to(leaf) if leaf is not None else list(selectors.active_path(thread))
     tree = TreeThread(
@@ -353,9 +343,7 @@ def ui_messages(thread: Thread, leaf: Message | None = None) -> list[dict[str, A
     return export_ai_sdk(tree)
 
 
-@router.get(
-    "/chat/{chatId}/messages", auth=read_auth, response={200: list[dict[str, Any]], **ERRORS}
-)
+@router.get("/{chatId}/messages", auth=read_auth, response={200: list[dict[str, Any]], **ERRORS})
 def chat_messages(request: HttpRequest, chatId: str) -> JsonResponse:
     """The chat's stored messages as UIMessages (the active path); [] for a chat not begun."""
     thread = _chat_thread(request, chatId, needs=[READ])

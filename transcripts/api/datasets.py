@@ -14,13 +14,13 @@ from transcripts.datasets.stream import dataset_response
 from transcripts.errors import NotFound
 from transcripts.permissions import READ
 
-router = Router(tags=["datasets"], auth=read_auth)
+router = Router(auth=read_auth)  # mounted at /datasets
 
 _FORMATS = "; ".join(f"{kind}: {', '.join(fmts)}" for kind, fmts in datasets.FORMATS.items())
 
 
 @router.get(
-    "/datasets/{kind}",
+    "/{kind}",
     response={200: None, **ERRORS},
     openapi_extra={
         "responses": {200: {"description": "JSON Lines", "content": {"application/x-ndjson": {}}}}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from django.http import HttpRequest
 from ninja import Router
@@ -14,15 +14,24 @@ from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import ERRORS, check_batch_length
 from transcripts.api.schemas import MAX_INT, AppendOut, EventBatchIn, EventPage
 from transcripts.ledger import AppendResult
+from transcripts.models import Event
 from transcripts.permissions import INGEST, READ
 
-router = Router(tags=["runs"], auth=read_auth)
+router = Router(auth=read_auth)  # mounted at /runs
+
+
+class EventPageAnswer(TypedDict):
+    """What EventPage reads."""
+
+    events: list[Event]
+    nextAfterSeq: int
+    hasMore: bool
 
 
 # The operation ids are those of the endpoints before they had a router of their own, so
 # that clients generated from the OpenAPI schema keep their method names.
 @router.post(
-    "/runs/{runId}/events",
+    "/{runId}/events",
     response={200: AppendOut, **ERRORS},
     auth=ingest_auth,
     operation_id="transcripts_api_runs_append_events",
@@ -45,7 +54,7 @@ def append_events(request: HttpRequest, runId: str, payload: EventBatchIn) -> Ap
 
 
 @router.get(
-    "/runs/{runId}/events",
+    "/{runId}/events",
     response={200: EventPage, **ERRORS},
     operation_id="transcripts_api_runs_replay_events",
 )
@@ -54,7 +63,7 @@ def replay_events(
     runId: str,
     afterSeq: int = Query(0, ge=0, le=MAX_INT),
     limit: int = Query(500, ge=1, le=5000),
-) -> dict[str, Any]:
+) -> EventPageAnswer:
     """Stored events after afterSeq, in order; follow nextAfterSeq while hasMore."""
     run = get_run_for_caller(request, runId, needs=[READ])
     events = selectors.replay(run=run, after_seq=afterSeq, limit=limit + 1)

@@ -30,7 +30,7 @@ from transcripts.formats.otlp.decode import (
 from transcripts.otel.ingest import ingest_spans
 from transcripts.permissions import INGEST
 
-router = Router(tags=["otlp"], auth=ingest_auth)
+router = Router(auth=ingest_auth)  # mounted at /otlp
 
 # google.rpc.Code of each refusal.
 _RPC_CODES = {400: 3, 413: 8, 415: 3}  # INVALID_ARGUMENT, RESOURCE_EXHAUSTED
@@ -86,7 +86,7 @@ def _refusal(exc: _Refused, content_type: str) -> HttpResponse:
 
 # Outside the OpenAPI schema: its bodies are OTLP protobuf or OTLP JSON, specified by
 # OpenTelemetry (docs/otel.md), not JSON objects of this API.
-@router.post("/otlp/v1/traces", include_in_schema=False)
+@router.post("/v1/traces", include_in_schema=False)
 def export_traces(request: HttpRequest) -> HttpResponse:
     """Receive OTLP/HTTP trace spans (protobuf or JSON, gzip or not) into threads."""
     require_scope(request, INGEST)

@@ -10,53 +10,59 @@ the answer of its creation only: the secret is stored hashed.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from django.http import HttpRequest
 from django.urls import reverse
-from ninja import Field, Router, Schema, Status
+from ninja import Router, Status
 
 from transcripts import ledger, permissions, selectors
 from transcripts.api.access import caller, get_thread_for_caller
 from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import ERRORS
-from transcripts.api.schemas import Id, InputSchema
+from transcripts.api.schemas import NewShareOut, ShareIn, ShareList
 from transcripts.errors import InvalidInput, NotFound, PermissionDenied
 from transcripts.models import ShareLink, Thread
 from transcripts.permissions import INGEST, READ
 from transcripts.selectors.shares import share_status
 from transcripts.times import NO_TIMEZONE, parse_iso_utc
 
-router = Router(tags=["shares"], auth=read_auth)
+router = Router(auth=read_auth)  # mounted at /shares
+thread_router = Router(auth=read_auth)  # mounted at /threads: a thread's links
 
 
-class ShareIn(InputSchema):
-    leafMessageId: Id | None = Field(
-        None, description="The last message of the shared branch (default: the thread's head)"
-    )
-    expiresAt: str | None = Field(
-        None,
-        description="When the link stops working (ISO 8601 with a timezone; default: never)",
-        examples=["2026-12-31T23:59:59Z"],
-    )
+class ShareAnswer(TypedDict):
+    """What ShareOut reads."""
 
-
-# Made by share_out, the one place a link becomes JSON.
-class ShareOut(Schema):
-    id: Id
-    threadId: Id
-    leafMessageId: Id
+    id: str
+    threadId: str
+    leafMessageId: str
     createdAt: datetime
     expiresAt: datetime | None
     revokedAt: datetime | None
-    status: str = Field(description="active, expired or revoked")
+    status: str
 
 
-class NewShareOut(ShareOut):
-    url: str = Field(description="The link, shown this once: only its hash is stored")
+class NewShareAnswer(ShareAnswer):
+    """What NewShareOut reads."""
+
+    url: str
 
 
-def share_out(share: ShareLink) -> dict[str, Any]:
+class ShareListAnswer(TypedDict):
+    """What ShareList reads."""
+
+    shares: list[ShareAnswer]
+
+
+class TokenDetails(TypedDict):
+    """What the audit log records of the calling token."""
+
+    token: str
+    tokenId: int | None
+
+
+def share_out(share: ShareLink) -> ShareAnswer:
     """A link as the API shows it (never its secret, which is not stored)."""
     return {
         "id": share.id,
@@ -67,10 +73,6 @@ def share_out(share: ShareLink) -> dict[str, Any]:
         "revokedAt": share.revoked_at,
         "status": share_status(share),
     }
-
-
-class ShareList(Schema):
-    shares: list[ShareOut]
 
 
 def _expiry(value: str | None) -> datetime | None:
@@ -85,7 +87,7 @@ def _expiry(value: str | None) -> datetime | None:
     return moment
 
 
-def _token_details(request: HttpRequest) -> dict[str, Any]:
+def _token_details(request: HttpRequest) -> TokenDetails:
     """What the audit log records of the calling token."""
     principal = caller(request)
     return {"token": principal.name, "tokenId": principal.token_id}
@@ -96,8 +98,8 @@ def _thread_to_share(request: HttpRequest, thread_id: str) -> Thread:
     return get_thread_for_caller(request, thread_id, needs=[READ, INGEST])
 
 
-@router.post("/threads/{threadId}/shares", response={201: NewShareOut, **ERRORS}, auth=ingest_auth)
-def create_share(request: HttpRequest, threadId: str, payload: ShareIn) -> Status[dict[str, Any]]:
+@thread_router.post("/{threadId}/shares", response={201: NewShareOut, **ERRORS}, auth=ingest_auth)
+def create_share(request: HttpRequest, threadId: str, payload: ShareIn) -> Status[NewShareAnswer]:
     """Create a link to the branch ending at leafMessageId (201); its url is shown once."""
     thread = _thread_to_share(request, threadId)
     share, secret = ledger.create_share(
@@ -112,8 +114,8 @@ def create_share(request: HttpRequest, threadId: str, payload: ShareIn) -> Statu
     return Status(201, {**share_out(share), "url": url})
 
 
-@router.get("/threads/{threadId}/shares", response={200: ShareList, **ERRORS})
-def list_shares(request: HttpRequest, threadId: str) -> dict[str, Any]:
+@thread_router.get("/{threadId}/shares", response={200: ShareList, **ERRORS})
+def list_shares(request: HttpRequest, threadId: str) -> ShareListAnswer:
     """The thread's links, newest first, live or not (no urls: only their hashes are kept)."""
     thread = get_thread_for_caller(request, threadId, needs=[READ])
     principal = caller(request)
@@ -122,7 +124,7 @@ def list_shares(request: HttpRequest, threadId: str) -> dict[str, Any]:
     return {"shares": [share_out(share) for share in selectors.thread_shares(thread)]}
 
 
-@router.delete("/shares/{shareId}", response={204: None, **ERRORS}, auth=ingest_auth)
+@router.delete("/{shareId}", response={204: None, **ERRORS}, auth=ingest_auth)
 def revoke_share(request: HttpRequest, shareId: str) -> Status[None]:
     """Revoke a link (204): its page is a 404 from now on. Revoking twice changes nothing."""
     share = selectors.share_by_id(shareId)

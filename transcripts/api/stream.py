@@ -19,14 +19,13 @@ import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
 
 import psycopg
 from asgiref.sync import sync_to_async
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from ninja.errors import HttpError
-from psycopg import sql
 
 from transcripts.api.access import run_id_for_caller
 from transcripts.api.auth import authenticate
@@ -44,17 +43,17 @@ from transcripts.outage import (
     unavailable_response,
 )
 from transcripts.permissions import READ
+from transcripts.selectors.streams import (
+    StoredEvent,
+    events_after,
+    listening_connection,
+    run_state,
+)
 
 logger = logging.getLogger(__name__)
 
 BATCH = 1000
 KEEPALIVE_SECONDS = 15.0
-APPLICATION_NAME = "transcripts-sse"  # shows the stream connections in pg_stat_activity
-_EVENTS_AFTER = (
-    "SELECT seq, kind, data::text, at FROM transcripts_event"
-    " WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s"
-)
-_RUN_STATE = "SELECT status, last_seq, error::text FROM transcripts_run WHERE id = %s"
 
 
 def _event_name(kind: str) -> str:
@@ -62,7 +61,7 @@ def _event_name(kind: str) -> str:
     return kind.replace("\r", " ").replace("\n", " ")
 
 
-def event_frame(seq: int, kind: str, data_json: str, at: Any) -> str:
+def event_frame(seq: int, kind: str, data_json: str, at: datetime) -> str:
     """One event as an SSE frame: id = seq, event = kind, data = the event JSON."""
     at_json = json.dumps(at, cls=DjangoJSONEncoder)
     body = f'{{"seq":{seq},"kind":{json.dumps(kind)},"data":{data_json},"at":{at_json}}}'
@@ -81,16 +80,6 @@ def unavailable_frame() -> str:
     message = "the database went away; reconnect with Last-Event-ID to continue"
     body = json.dumps(error_body("unavailable", message, {"retryAfter": RETRY_AFTER_SECONDS}))
     return f"retry: {RETRY_AFTER_SECONDS * 1000}\nevent: unavailable\ndata: {body}\n\n"
-
-
-@dataclass(frozen=True)
-class StoredEvent:
-    """One event of the run, as stored (its data still JSON text)."""
-
-    seq: int
-    kind: str
-    data_json: str
-    at: Any
 
 
 @dataclass(frozen=True)
@@ -115,34 +104,23 @@ async def follow_events(run_id: str, after_seq: int) -> AsyncGenerator[RunItem, 
     goes away (UNAVAILABLE). LISTENING comes once the stream listens: a database that cannot
     be reached raises before it. IDLE comes after KEEPALIVE_SECONDS without news."""
     run_uuid = to_uuid(run_id)
-    # A connection of its own: a pooled one would be held for the whole life of the stream.
-    conn = await psycopg.AsyncConnection.connect(
-        conninfo(), autocommit=True, application_name=APPLICATION_NAME
-    )
-    try:
-        # Listen first, then read the backlog: nothing appended in between can be missed.
-        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(run_channel(run_id))))
-    except BaseException:
-        await conn.close()
-        raise
+    # Listen first, then read the backlog: nothing appended in between can be missed.
+    conn = await listening_connection(conninfo(), run_channel(run_id))
     try:
         yield LISTENING
         while True:
             while True:
-                cursor = await conn.execute(_EVENTS_AFTER, (run_uuid, after_seq, BATCH))
-                rows = await cursor.fetchall()
-                for seq, kind, data_json, at in rows:
-                    after_seq = seq
-                    yield StoredEvent(seq, kind, data_json, at)
-                if len(rows) < BATCH:
+                events = await events_after(conn, run_uuid, after_seq, BATCH)
+                for event in events:
+                    after_seq = event.seq
+                    yield event
+                if len(events) < BATCH:
                     break
-            cursor = await conn.execute(_RUN_STATE, (run_uuid,))
-            state = await cursor.fetchone()
+            state = await run_state(conn, run_uuid)
             if state is None:
                 return
-            status, last_seq, error_json = state
-            if status not in OPEN_STATUSES and after_seq >= last_seq:
-                yield RunEnded(status, last_seq, error_json)
+            if state.status not in OPEN_STATUSES and after_seq >= state.last_seq:
+                yield RunEnded(state.status, state.last_seq, state.error_json)
                 return
             woken = False
             while not woken:

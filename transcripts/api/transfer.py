@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from typing import Any, cast
+from typing import IO, Any, cast
 
 from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
@@ -26,11 +26,12 @@ from transcripts.events import max_json_depth
 from transcripts.models import ImportJob
 from transcripts.permissions import INGEST, READ
 
-router = Router(tags=["import and export"], auth=read_auth)
+router = Router(auth=read_auth)  # mounted at /imports
+thread_router = Router(auth=read_auth)  # mounted at /threads: a thread's export
 CHUNK = 1 << 16
 
 
-@router.get("/threads/{threadId}/export", response={200: None, **ERRORS})
+@thread_router.get("/{threadId}/export", response={200: None, **ERRORS})
 def export(
     request: HttpRequest,
     threadId: str,
@@ -73,7 +74,7 @@ _IMPORT_BODY = {
 
 
 @router.post(
-    "/imports",
+    "",
     response={201: ImportOut, 202: ImportJobOut, **ERRORS},
     auth=ingest_auth,
     openapi_extra={"requestBody": _IMPORT_BODY},
@@ -123,7 +124,7 @@ def create_import(
     return Status(201, result)
 
 
-def _check_json_depth(spool: Any) -> None:
+def _check_json_depth(spool: IO[bytes]) -> None:
     """Refuse a JSON file nested deeper than the API's limit (what it holds would break
     the recursive readers of messages later); other files are left to their format."""
     content = spool.read()
@@ -142,7 +143,7 @@ def _check_json_depth(spool: Any) -> None:
     check_depth(value, content)
 
 
-@router.get("/imports/{jobId}", response={200: ImportJobOut, **ERRORS})
+@router.get("/{jobId}", response={200: ImportJobOut, **ERRORS})
 def import_job(request: HttpRequest, jobId: str) -> ImportJob:
     """The progress of a background import of the token's project."""
     return get_import_job_for_caller(request, jobId)

@@ -14,7 +14,9 @@ from transcripts.api.docs import docs_asset
 from transcripts.api.errors import error_response
 
 
-def _json_method_not_allowed(view: Callable[..., HttpResponseBase]) -> Callable[..., Any]:
+def _json_method_not_allowed(
+    view: Callable[..., HttpResponseBase],
+) -> Callable[..., HttpResponseBase]:
     """Give ninja's bare 405 responses the API's error shape."""
 
     @functools.wraps(view)

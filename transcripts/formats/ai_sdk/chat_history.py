@@ -6,15 +6,16 @@ message by: ours (from the `start` chunk or `GET …/messages`), the id the clie
 (kept as `sourceMessageId`), or an imported UIMessage's id. One assistant UIMessage spans the
 steps of an answer (assistant and tool messages), as the ai-sdk export joins them. A history
 that is no path of the tree is refused (409), naming where it differs.
+
+Pure: `selectors.chat.chat_tree` reads the stored tree, `api/chat.py` uses both.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from transcripts.errors import Conflict, InvalidInput
-from transcripts.models import Message, Thread
 
 _ROLES = ("user", "assistant", "system")
 Children = dict[str | None, list["Stored"]]
@@ -46,14 +47,14 @@ class Stored:
 # --- the client's messages ---------------------------------------------------------------
 
 
-def ui_message(raw: Any, path: str, index: int) -> UiMessage:
+def ui_message(raw: object, path: str, index: int) -> UiMessage:
     """The UIMessage at path (messages[index]), or InvalidInput saying what is wrong."""
     if not isinstance(raw, dict):
         raise InvalidInput(f"{path}: a UIMessage must be an object", field=path)
     message_id, role, parts = raw.get("id"), raw.get("role"), raw.get("parts")
     if not isinstance(message_id, str) or not message_id:
         raise InvalidInput(f"{path}.id: a UIMessage needs a non-empty string id", field=path)
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:
         raise InvalidInput(f"{path}.role: expected user, assistant or system", field=path)
     if not isinstance(parts, list):
         raise InvalidInput(f"{path}.parts: expected an array of parts", field=path)
@@ -62,7 +63,7 @@ def ui_message(raw: Any, path: str, index: int) -> UiMessage:
     return UiMessage(id=message_id, role=role, text=text, index=index)
 
 
-def new_message(message: UiMessage, path: str, raw: dict[str, Any]) -> UiMessage:
+def new_message(message: UiMessage, path: str, raw: Mapping[str, object]) -> UiMessage:
     """The user's new message, refused (422) unless it is one, with text and nothing else."""
     if message.role != "user":
         raise InvalidInput(
@@ -70,7 +71,10 @@ def new_message(message: UiMessage, path: str, raw: dict[str, Any]) -> UiMessage
             " message (this backend answers with its own generator, not client-side tools)",
             field=path,
         )
-    kinds = {p.get("type") for p in raw["parts"] if isinstance(p, dict)}
+    parts = raw.get("parts")
+    kinds = (
+        {p.get("type") for p in parts if isinstance(p, dict)} if isinstance(parts, list) else set()
+    )
     if kinds - {"text", "step-start"}:
         extra = ", ".join(sorted(str(k) for k in kinds - {"text", "step-start"}))
         raise InvalidInput(f"{path}.parts: only text parts can be sent, not {extra}", field=path)
@@ -82,18 +86,14 @@ def new_message(message: UiMessage, path: str, raw: dict[str, Any]) -> UiMessage
 # --- the stored tree -----------------------------------------------------------------------
 
 
-def children_of(thread: Thread) -> Children:
-    """The thread's messages by parent, each with the ids a client may know it by: ours, the
+# One stored message as `selectors.chat.chat_tree` reads it: id, parent id, role, run id,
+# active, and the ids its source and an imported UIMessage gave it (None when absent).
+StoredRow = tuple[str, str | None, str, str, bool, object, object]
+
+
+def children_of(rows: Iterable[StoredRow]) -> Children:
+    """A thread's messages by parent, each with the ids a client may know it by: ours, the
     one its source gave (sourceMessageId) and an imported UIMessage's."""
-    rows = Message.objects.filter(thread=thread).values_list(
-        "id",
-        "parent_id",
-        "role",
-        "run_id",
-        "active",
-        "metadata__sourceMessageId",
-        "metadata__extra__ai_sdk__id",
-    )
     children: Children = {}
     for message_id, parent_id, role, run_id, active, source_id, ui_id in rows:
         aliases = frozenset(a for a in (message_id, source_id, ui_id) if isinstance(a, str))

@@ -1,0 +1,16 @@
+"""Reads of the generator jobs API (`api/generator_jobs.py`): runs by status for the stream
+layers outside the app (the `external` generator) to take."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from transcripts.models import Run
+
+
+def runs_by_status(status: str, generator: str | None = None) -> QuerySet[Run]:
+    """Runs with status (of generator, when given), oldest first."""
+    runs = Run.objects.filter(status=status)
+    if generator:
+        runs = runs.filter(generator=generator)
+    return runs.order_by("created_at")
