@@ -43,3 +43,19 @@ def json_copy(value: object) -> JsonValue:
     if isinstance(value, dict):
         return {str(key): json_copy(item) for key, item in value.items()}
     raise TypeError(f"{type(value).__name__} is not a JSON value")
+
+
+def object_at(container: JsonObject, key: str) -> JsonObject:
+    """container[key], set to an empty object when absent; TypeError when it is no object."""
+    value = container.setdefault(key, {})
+    if not isinstance(value, dict):
+        raise TypeError(f"{key} is not an object")
+    return value
+
+
+def list_at(container: JsonObject, key: str) -> list[JsonValue]:
+    """container[key], set to an empty list when absent; TypeError when it is no list."""
+    value = container.setdefault(key, [])
+    if not isinstance(value, list):
+        raise TypeError(f"{key} is not a list")
+    return value

@@ -242,6 +242,12 @@ class CanonicalMessage(MessageContent):
     createdAt: str | None
 
 
+def as_canonical(messages: list[dict[str, Any]]) -> list[CanonicalMessage]:
+    """Stored canonical messages (checked on the way in) typed as such, for code that reads
+    them from plain-dict holders (a `TreeThread`)."""
+    return cast(list[CanonicalMessage], messages)
+
+
 def plain_messages(messages: list[CanonicalMessage]) -> list[dict[str, Any]]:
     """messages (the same list) for readers that still take canonical messages as plain dicts."""
     return cast(list[dict[str, Any]], messages)

@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from transcripts.ids import derived_ulid, is_ulid, ulid_timestamp_ms
-from transcripts.jsonvalue import JsonObject, JsonValue, as_object, as_str, json_copy
+from transcripts.jsonvalue import (
+    JsonObject,
+    JsonValue,
+    as_object,
+    as_str,
+    json_copy,
+    list_at,
+    object_at,
+)
 from transcripts.message_schema import (
     SCHEMA_VERSION,
     CanonicalMessage,
@@ -76,22 +84,6 @@ class Projection:
     metadata: JsonObject
     last_seq: int
     open: bool
-
-
-def _object_at(container: JsonObject, key: str) -> JsonObject:
-    """container[key], set to an empty object when absent."""
-    value = container.setdefault(key, {})
-    if not isinstance(value, dict):
-        raise TypeError(f"{key} is not an object")
-    return value
-
-
-def _list_at(container: JsonObject, key: str) -> list[JsonValue]:
-    """container[key], set to an empty list when absent."""
-    value = container.setdefault(key, [])
-    if not isinstance(value, list):
-        raise TypeError(f"{key} is not a list")
-    return value
 
 
 def _add_usage(total: JsonObject, usage: Mapping[str, JsonValue]) -> None:
@@ -321,7 +313,7 @@ class Projector:
         note: JsonObject = {"seq": seq, "kind": kind, "data": data}
         if self.is_open:
             self._touch(seq)
-            _list_at(self.canonical[-1]["metadata"], "annotations").append(note)
+            list_at(self.canonical[-1]["metadata"], "annotations").append(note)
         else:
             self.annotations.append(note)
 
@@ -410,10 +402,10 @@ class Projector:
         usage = as_object(data.get("usage"))
         if usage:
             step["usage"] = copy.deepcopy(usage)
-            _add_usage(_object_at(meta, "usage"), usage)
-        _list_at(meta, "steps").append(step)
+            _add_usage(object_at(meta, "usage"), usage)
+        list_at(meta, "steps").append(step)
         if target is not None and usage:
-            _add_usage(_object_at(self.metadata, "usage"), usage)
+            _add_usage(object_at(self.metadata, "usage"), usage)
         if target is not None and self.is_open and self.canonical[-1] is target:
             self._touch(seq)
 
@@ -423,7 +415,7 @@ class Projector:
             error["code"] = data["code"]
         if self.is_open:
             self._touch(seq)
-            _list_at(self.canonical[-1]["metadata"], "errors").append(error)
+            list_at(self.canonical[-1]["metadata"], "errors").append(error)
         self.errors.append(error)
 
     def _on_message(self, seq: int, data: Mapping[str, JsonValue], at_ms: int | None) -> None:
