@@ -81,7 +81,7 @@ class Projection:
     seq_ranges: list[tuple[int, int]]
     errors: list[JsonObject]
     annotations: list[JsonObject]
-    metadata: JsonObject
+    metadata: dict[str, Any]  # JsonObject; readers index nested usage without narrowing
     last_seq: int
     open: bool
 

@@ -15,6 +15,7 @@ error outputs (`errorText` is text).
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from transcripts.jsonvalue import JsonObject, JsonValue, as_object, as_str, object_at
 from transcripts.message_schema import CanonicalMessage, ToolResultPart, as_canonical
@@ -44,7 +45,7 @@ _RESULT_STATES = ("output-available", "output-error", "output-denied")
 _UI_ROLES = ("system", "user", "assistant")
 
 
-def export_ai_sdk(thread: TreeThread) -> list[JsonObject]:
+def export_ai_sdk(thread: TreeThread) -> list[dict[str, Any]]:
     """The active path as UIMessages."""
     groups: list[list[CanonicalMessage]] = []
     for message in as_canonical(active_path(thread)):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from transcripts.errors import InvalidEvents, InvalidStream
 from transcripts.events import EventEnvelope, check_event
@@ -38,8 +39,11 @@ _TOOL_INPUTS = ("tool-input-start", "tool-input-delta", "tool-input-available", 
 _TOOL_OUTPUTS = ("tool-output-available", "tool-output-error", "tool-output-denied")
 
 
-def parse_stream(body: bytes, content_type: str = "") -> list[JsonValue]:
-    """The chunks of a text/event-stream body (`data: {...}` frames) or of a JSON array."""
+def parse_stream(body: bytes, content_type: str = "") -> list[Any]:
+    """The chunks of a text/event-stream body (`data: {...}` frames) or of a JSON array.
+
+    Each chunk is a JsonValue; the list is typed Any while readers take it as chunk dicts.
+    """
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:

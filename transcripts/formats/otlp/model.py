@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TypeAlias, TypedDict
+from typing import Any, NotRequired, TypeAlias, TypedDict
 
 # An OTLP AnyValue as a plain Python value: kvlists are dicts, arrays lists, bytes stay bytes.
 AttributeValue: TypeAlias = (
@@ -52,8 +52,8 @@ class CallMessage(TypedDict):
     makes them plain and checks them against the schema."""
 
     role: str
-    parts: list[dict[str, object]]
-    metadata: dict[str, object]
+    parts: list[dict[str, Any]]  # readers index parts by any field without narrowing
+    metadata: NotRequired[dict[str, object]]
 
 
 @dataclass
