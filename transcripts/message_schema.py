@@ -21,6 +21,10 @@ Where the event check and the document check used to disagree, one rule now hold
 A document's message differs from a `message` event only where a node of the tree must: it
 has an `id`, a `parentMessageId` and metadata stating its `schemaVersion`.
 
+The same shapes as plain dicts, the form the projector writes and readers get, are the
+TypedDicts `CanonicalMessage` and `Part` (`TextPart`, `ReasoningPart`, `ToolCallPart`,
+`ToolResultPart`, `FilePart`).
+
 Fields a part does not name are kept with it. The format converters use one of them,
 `sourceFields` (see `formats/document.py`): per format, what the source's own block had
 beyond the part, so an export in that format gives the block back as it was imported.
@@ -226,20 +230,15 @@ class FilePart(TypedDict):
 Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart
 
 
-class MessageContent(TypedDict):
-    """A message as a converter or an OTLP convention makes it: role, parts, metadata."""
-
-    role: str
-    parts: list[Part]
-    metadata: JsonObject
-
-
-class CanonicalMessage(MessageContent):
+class CanonicalMessage(TypedDict):
     """A stored message, a node of a thread's tree (the dump of `TreeMessage`)."""
 
     id: str
     parentMessageId: str | None
+    role: str
+    parts: list[Part]
     createdAt: str | None
+    metadata: JsonObject
 
 
 def as_canonical(messages: list[dict[str, Any]]) -> list[CanonicalMessage]:

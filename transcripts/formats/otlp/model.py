@@ -1,9 +1,9 @@
 """The shapes shared by the OTLP receiver, the conventions and the tree writer.
 
 A span is decoded once into `SpanData` (convention-neutral, plain Python values). Each
-convention module under `otel/conventions/` turns the spans it recognizes into `LlmCall`s:
-one model call with the conversation it was given and what it answered, in canonical
-messages (`transcripts.message_schema`: `{"role": ..., "parts": [...], "metadata": {...}}`).
+convention module under `formats/otlp/conventions/` turns the spans it recognizes into
+`LlmCall`s: one model call with the conversation it was given and what it answered, as
+`CallMessage`s (canonical role and parts, `transcripts.message_schema`, not yet checked).
 """
 
 from __future__ import annotations
