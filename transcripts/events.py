@@ -5,14 +5,16 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from enum import Enum
+from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import TypeAdapter, ValidationError
 
 from transcripts.errors import DomainError, GeneratorError, InvalidEvents, Problem
+from transcripts.jsonvalue import JsonObject, JsonValue
 from transcripts.message_schema import (
     ROLES,
     FileFields,
@@ -37,7 +39,7 @@ class MessageStart(WireModel):
     role: MessageRole
     messageId: str | None = None
     agentId: str | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
 
 
 class TextDelta(WireModel):
@@ -54,7 +56,7 @@ class StepFinished(WireModel):
     """A model step ends, with its finish reason and token usage."""
 
     finishReason: str | None = None
-    usage: dict[str, Any] | None = None
+    usage: dict[str, object] | None = None
 
 
 class Error(WireModel):
@@ -93,13 +95,24 @@ def is_known_kind(kind: str) -> bool:
     return any(kind.startswith(p) and len(kind) > len(p) for p in OPEN_KIND_PREFIXES)
 
 
+class EventEnvelope(TypedDict):
+    """An event as a client appends it and the log stores it: its number in the run, its
+    kind, its data (an object for the kinds with a schema) and, optionally, when it happened
+    (ISO 8601 text on the way in, a datetime read back from the database)."""
+
+    seq: int
+    kind: str
+    data: JsonValue
+    at: NotRequired[datetime | str | None]
+
+
 @dataclass(frozen=True)
 class CheckedEvent:
     """An event that passed validation, with its JSON text ready for storage."""
 
     seq: int
     kind: str
-    data: Any
+    data: Any  # JsonValue; Any until ledger.append and ledger.importing narrow it
     at: datetime | None
     data_json: str
 
@@ -114,22 +127,23 @@ def max_json_depth() -> int:
 _CONTAINERS = (dict, list)
 
 
-def nests_deeper_than(value: Any, limit: int) -> bool:
+def _children(container: dict[str, object] | list[object]) -> Iterable[object]:
+    return container.values() if type(container) is dict else container
+
+
+def nests_deeper_than(value: object, limit: int) -> bool:
     """Whether value (parsed JSON) has containers nested more than limit levels deep."""
     level = [value] if isinstance(value, _CONTAINERS) else []
     for _ in range(limit):
         if not level:
             return False
         level = [
-            child
-            for item in level
-            for child in (item.values() if type(item) is dict else item)
-            if isinstance(child, _CONTAINERS)
+            child for item in level for child in _children(item) if isinstance(child, _CONTAINERS)
         ]
     return bool(level)
 
 
-def _locate_unstorable(value: Any, path: str) -> Problem | None:
+def _locate_unstorable(value: object, path: str) -> Problem | None:
     """Find the first value PostgreSQL's jsonb cannot store, for a precise error message."""
     if isinstance(value, str):
         if "\x00" in value:
@@ -166,7 +180,7 @@ def _locate_unstorable(value: Any, path: str) -> Problem | None:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def to_storable_json(value: Any, path: str) -> str:
+def to_storable_json(value: object, path: str) -> str:
     """Serialize value for a jsonb column, or raise InvalidEvents saying where it cannot be."""
     try:
         text = _ENCODER.encode(value)
@@ -193,8 +207,9 @@ _AT = TypeAdapter(datetime)
 _TEXT_FIELDS = {"text-delta": "delta", "reasoning": "text"}
 
 
-def _plain_text_event(raw: dict[str, Any]) -> CheckedEvent | None:
-    field = _TEXT_FIELDS.get(raw.get("kind"))  # type: ignore[arg-type]
+def _plain_text_event(raw: dict[str, object]) -> CheckedEvent | None:
+    kind = raw.get("kind")
+    field = _TEXT_FIELDS.get(kind) if isinstance(kind, str) else None
     data = raw.get("data")
     seq = raw.get("seq")
     if field is None or type(data) is not dict or len(data) != 1 or raw.get("at") is not None:
@@ -207,10 +222,10 @@ def _plain_text_event(raw: dict[str, Any]) -> CheckedEvent | None:
     except UnicodeEncodeError:
         return None
     data_json = f'{{"{field}":{_ENCODER.encode(text)}}}'
-    return CheckedEvent(seq, raw["kind"], data, None, data_json)
+    return CheckedEvent(seq, str(kind), data, None, data_json)
 
 
-def check_event(raw: Any, index: int, depth_limit: int | None = None) -> CheckedEvent:
+def check_event(raw: object, index: int, depth_limit: int | None = None) -> CheckedEvent:
     """Validate one event envelope and its data against the vocabulary."""
     if type(raw) is dict and (plain := _plain_text_event(raw)) is not None:
         return plain
@@ -267,7 +282,7 @@ def check_event(raw: Any, index: int, depth_limit: int | None = None) -> Checked
     return CheckedEvent(seq, kind, data, at, to_storable_json(data, f"{where}.data"))
 
 
-def check_events(raw_events: Any) -> list[CheckedEvent]:
+def check_events(raw_events: object) -> list[CheckedEvent]:
     """Validate a batch; every problem of every event is reported together."""
     if not isinstance(raw_events, list):
         raise InvalidEvents([Problem("events", "events must be a list")])
@@ -308,8 +323,17 @@ def check_events(raw_events: Any) -> list[CheckedEvent]:
 # schema keep `redacted: true` alone. The same rules reduce a redacted message's metadata, a
 # run's usage and a run's error.
 
-REDACTED_PARTS = [{"type": "text", "text": REDACTION_TEXT}]
-_DROP = object()  # what a rule returns for a value that does not survive
+REDACTED_PARTS: list[JsonValue] = [{"type": "text", "text": REDACTION_TEXT}]
+
+
+class _Dropped(Enum):
+    """What a rule returns for a value that does not survive."""
+
+    DROP = "drop"
+
+
+_DROP = _Dropped.DROP
+Kept = JsonValue | Literal[_Dropped.DROP]
 
 # Finish reasons as the AI SDK, OpenAI, Anthropic, Gemini, Pydantic AI, ThreadProtocol and
 # ChatGPT spell them; any other value is free text and becomes "other".
@@ -344,30 +368,30 @@ OWN_ERROR_CODES = frozenset(
 )
 
 
-def _kept_string(value: Any) -> Any:
+def _kept_string(value: JsonValue) -> Kept:
     return value if isinstance(value, str) else _DROP
 
 
-def _kept_integer(value: Any) -> Any:
+def _kept_integer(value: JsonValue) -> Kept:
     return value if type(value) is int else _DROP
 
 
-def _kept_role(value: Any) -> Any:
+def _kept_role(value: JsonValue) -> Kept:
     return value if value in ROLES else _DROP
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def scrubbed_finish_reason(value: Any) -> Any:
+def scrubbed_finish_reason(value: JsonValue) -> Kept:
     """A finish reason of a known vocabulary as it is, any other string as "other"."""
     if not isinstance(value, str):
         return _DROP
     return value if value in FINISH_REASONS else "other"
 
 
-def scrubbed_usage(usage: Any) -> dict[str, Any]:
+def scrubbed_usage(usage: object) -> JsonObject:
     """The token counts of a usage object: numbers under keys that name tokens, at any depth.
 
     A key counts tokens when it contains "token" in any case (`inputTokens`, `output_tokens`,
@@ -376,7 +400,7 @@ def scrubbed_usage(usage: Any) -> dict[str, Any]:
     """
     if not isinstance(usage, dict):
         return {}
-    kept: dict[str, Any] = {}
+    kept: JsonObject = {}
     for key, value in usage.items():
         if "token" not in key.lower():
             continue
@@ -387,21 +411,21 @@ def scrubbed_usage(usage: Any) -> dict[str, Any]:
     return kept
 
 
-def _kept_usage(value: Any) -> Any:
+def _kept_usage(value: JsonValue) -> Kept:
     return scrubbed_usage(value) or _DROP
 
 
-def scrubbed_error_code(value: Any) -> Any:
+def scrubbed_error_code(value: JsonValue) -> Kept:
     """An error code this application wrote; a client's code is dropped."""
     return value if isinstance(value, str) and value in OWN_ERROR_CODES else _DROP
 
 
-Rule = Callable[[Any], Any]
+Rule = Callable[[JsonValue], Kept]
 
 
-def _kept(value: Any, rules: dict[str, Rule]) -> dict[str, Any]:
+def _kept(value: object, rules: dict[str, Rule]) -> JsonObject:
     """The fields of value that rules name, each reduced by its rule."""
-    kept: dict[str, Any] = {}
+    kept: JsonObject = {}
     if isinstance(value, dict):
         for name, rule in rules.items():
             if name in value and (reduced := rule(value[name])) is not _DROP:
@@ -409,29 +433,29 @@ def _kept(value: Any, rules: dict[str, Rule]) -> dict[str, Any]:
     return kept
 
 
-def _list_of(rule: Rule) -> Rule:
-    def reduce(value: Any) -> Any:
+def _list_of(rule: Callable[[JsonValue], JsonObject]) -> Rule:
+    def reduce(value: JsonValue) -> Kept:
         return [rule(item) for item in value] if isinstance(value, list) else _DROP
 
     return reduce
 
 
-def scrubbed_error(error: Any) -> dict[str, Any]:
+def scrubbed_error(error: object) -> JsonObject:
     """An error object reduced to the marker and, when it is one of ours, its code."""
     return {"message": REDACTION_TEXT, **_kept(error, {"code": scrubbed_error_code})}
 
 
-def _scrubbed_step(step: Any) -> dict[str, Any]:
+def _scrubbed_step(step: JsonValue) -> JsonObject:
     return _kept(
         step, {"seq": _kept_integer, "finishReason": scrubbed_finish_reason, "usage": _kept_usage}
     )
 
 
-def _scrubbed_error_note(error: Any) -> dict[str, Any]:
+def _scrubbed_error_note(error: JsonValue) -> JsonObject:
     return {**_kept(error, {"seq": _kept_integer}), **scrubbed_error(error)}
 
 
-def _scrubbed_annotation(note: Any) -> dict[str, Any]:
+def _scrubbed_annotation(note: JsonValue) -> JsonObject:
     return {**_kept(note, {"seq": _kept_integer, "kind": _kept_string}), "data": {"redacted": True}}
 
 
@@ -449,7 +473,7 @@ _METADATA_RULES: dict[str, Rule] = {
 }
 
 
-def scrubbed_metadata(metadata: Any) -> dict[str, Any]:
+def scrubbed_metadata(metadata: object) -> JsonObject:
     """A message's metadata reduced to its structure: what a redacted message keeps."""
     return _kept(metadata, _METADATA_RULES)
 
@@ -468,7 +492,7 @@ _DATA_RULES: dict[str, Rule] = {
     "metadata": scrubbed_metadata,
 }
 # What stands in for the content a kind's schema requires (or names, to say it was there).
-_PLACEHOLDERS: dict[str, dict[str, Any]] = {
+_PLACEHOLDERS: dict[str, JsonObject] = {
     "text-delta": {"delta": ""},
     "reasoning": {"text": ""},
     "tool-call": {"toolName": REDACTION_TEXT, "input": None},
@@ -483,7 +507,7 @@ _KEPT_FIELDS: dict[str, dict[str, Rule]] = {
 }
 
 
-def scrubbed_data(kind: str, data: Any) -> dict[str, Any]:
+def scrubbed_data(kind: str, data: object) -> JsonObject:
     """The event data redaction leaves: `redacted: true`, the structure, placeholders."""
     return {
         "redacted": True,

@@ -21,6 +21,10 @@ Where the event check and the document check used to disagree, one rule now hold
 A document's message differs from a `message` event only where a node of the tree must: it
 has an `id`, a `parentMessageId` and metadata stating its `schemaVersion`.
 
+The same shapes as plain dicts, the form the projector writes and readers get, are the
+TypedDicts `CanonicalMessage` and `Part` (`TextPart`, `ReasoningPart`, `ToolCallPart`,
+`ToolResultPart`, `FilePart`).
+
 Fields a part does not name are kept with it. The format converters use one of them,
 `sourceFields` (see `formats/document.py`): per format, what the source's own block had
 beyond the part, so an export in that format gives the block back as it was imported.
@@ -31,11 +35,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, NotRequired, TypedDict, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import ErrorDetails
 
+from transcripts.jsonvalue import JsonObject, JsonValue
 from transcripts.times import unstorable_reason
 
 SCHEMA_VERSION = 1
@@ -65,7 +70,7 @@ class ToolCallFields(WireModel):
 
     toolCallId: NonEmpty
     toolName: NonEmpty
-    input: Any = None
+    input: object = None
 
 
 class ToolResultFields(WireModel):
@@ -73,7 +78,7 @@ class ToolResultFields(WireModel):
 
     toolCallId: NonEmpty
     toolName: str | None = None
-    output: Any = None
+    output: object = None
     isError: bool = False
 
 
@@ -85,43 +90,43 @@ class FileFields(WireModel):
     name: str | None = None
 
 
-class TextPart(WireModel):
+class TextPartModel(WireModel):
     """Plain text."""
 
     type: Literal["text"]
     text: str
 
 
-class ReasoningPart(ReasoningFields):
+class ReasoningPartModel(ReasoningFields):
     """A reasoning part."""
 
     type: Literal["reasoning"]
 
 
-class ToolCallPart(ToolCallFields):
+class ToolCallPartModel(ToolCallFields):
     """A tool-call part."""
 
     type: Literal["tool-call"]
 
 
-class ToolResultPart(ToolResultFields):
+class ToolResultPartModel(ToolResultFields):
     """A tool-result part."""
 
     type: Literal["tool-result"]
 
 
-class FilePart(FileFields):
+class FilePartModel(FileFields):
     """A file part."""
 
     type: Literal["file"]
 
 
-Part = Annotated[
-    TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart,
+PartModel = Annotated[
+    TextPartModel | ReasoningPartModel | ToolCallPartModel | ToolResultPartModel | FilePartModel,
     Field(discriminator="type"),
 ]
 PART_TYPES: tuple[str, ...] = tuple(
-    get_args(model.model_fields["type"].annotation)[0] for model in get_args(get_args(Part)[0])
+    get_args(model.model_fields["type"].annotation)[0] for model in get_args(get_args(PartModel)[0])
 )
 
 
@@ -131,7 +136,7 @@ PART_TYPES: tuple[str, ...] = tuple(
 class _MessageBody(WireModel):
     role: MessageRole
     createdAt: str | None = None
-    parts: list[Part]
+    parts: list[PartModel]
 
     @field_validator("createdAt")
     @classmethod
@@ -152,17 +157,17 @@ class Message(_MessageBody):
     """A message as a `message` event carries it: the ledger gives it its place in the tree."""
 
     id: str | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
 
 
 class MessageMetadata(WireModel):
     """A stored message's metadata: free-form, with the part schema version it follows."""
 
-    schemaVersion: Any = Field(default=None, validate_default=True)
+    schemaVersion: object = Field(default=None, validate_default=True)
 
     @field_validator("schemaVersion")
     @classmethod
-    def _supported(cls, value: Any) -> Any:
+    def _supported(cls, value: object) -> object:
         if type(value) is not int or not 1 <= value <= SCHEMA_VERSION:
             raise ValueError("expected a supported schema version")
         return value
@@ -176,6 +181,77 @@ class TreeMessage(_MessageBody):
     metadata: MessageMetadata
 
 
+# --- the plain-dict form: what the models dump and the projector writes -----------------
+
+
+class TextPart(TypedDict):
+    """A text part."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ReasoningPart(TypedDict):
+    """A reasoning part; a stored one without a signature leaves the field out."""
+
+    type: Literal["reasoning"]
+    text: str
+    signature: NotRequired[str]
+
+
+class ToolCallPart(TypedDict):
+    """A tool-call part."""
+
+    type: Literal["tool-call"]
+    toolCallId: str
+    toolName: str
+    input: JsonValue
+
+
+class ToolResultPart(TypedDict):
+    """A tool-result part; toolName is None only before full_parts fills it in."""
+
+    type: Literal["tool-result"]
+    toolCallId: str
+    toolName: str | None
+    output: JsonValue
+    isError: bool
+
+
+class FilePart(TypedDict):
+    """A file part; a stored one without a name leaves the field out."""
+
+    type: Literal["file"]
+    mimeType: str
+    url: str
+    name: NotRequired[str]
+
+
+Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart
+
+
+class CanonicalMessage(TypedDict):
+    """A stored message, a node of a thread's tree (the dump of `TreeMessage`)."""
+
+    id: str
+    parentMessageId: str | None
+    role: str
+    parts: list[Part]
+    createdAt: str | None
+    metadata: JsonObject
+
+
+def as_canonical(messages: list[dict[str, Any]]) -> list[CanonicalMessage]:
+    """Stored canonical messages (checked on the way in) typed as such, for code that reads
+    them from plain-dict holders (a `TreeThread`)."""
+    return cast(list[CanonicalMessage], messages)
+
+
+def plain_messages(messages: list[CanonicalMessage]) -> list[dict[str, Any]]:
+    """messages (the same list) for readers that still take canonical messages as plain dicts."""
+    return cast(list[dict[str, Any]], messages)
+
+
 # --- writing parts in full ---------------------------------------------------------------
 
 # Optional fields whose null means "none": the stored part leaves them out.
@@ -183,17 +259,17 @@ _NULL_MEANS_NONE = {"reasoning": "signature", "file": "name"}
 
 
 def full_parts(
-    parts: Iterable[Mapping[str, Any]], tool_names: dict[str, str]
-) -> list[dict[str, Any]]:
+    parts: Iterable[Mapping[str, object]], tool_names: dict[str, str]
+) -> list[dict[str, object]]:
     """Copies of valid parts with every optional field as the projector writes it.
 
     tool_names maps the tool call ids met so far to their tool names; each call among parts
     is added to it, so a result later in the same list finds its call's name.
     """
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for given in parts:
         part = copy.deepcopy(dict(given))
-        part_type = part["type"]
+        part_type = str(part["type"])
         if part_type == "tool-call":
             part.setdefault("input", None)
             tool_names[str(part["toolCallId"])] = str(part["toolName"])
@@ -206,6 +282,11 @@ def full_parts(
             del part[_NULL_MEANS_NONE[part_type]]
         out.append(part)
     return out
+
+
+def stored_parts(parts: Iterable[Mapping[str, object]], tool_names: dict[str, str]) -> list[Part]:
+    """full_parts typed as the parts they are: parts must have passed the part models."""
+    return cast(list[Part], full_parts(parts, tool_names))
 
 
 # --- locating schema errors --------------------------------------------------------------

@@ -12,10 +12,30 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from transcripts.ids import derived_ulid, is_ulid, ulid_timestamp_ms
-from transcripts.message_schema import SCHEMA_VERSION, full_parts
+from transcripts.jsonvalue import (
+    JsonObject,
+    JsonValue,
+    as_object,
+    as_str,
+    json_copy,
+    list_at,
+    object_at,
+)
+from transcripts.message_schema import (
+    SCHEMA_VERSION,
+    CanonicalMessage,
+    FilePart,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    plain_messages,
+    stored_parts,
+)
 from transcripts.times import epoch_ms_to_iso, parse_iso
 
 SNAPSHOT_VERSION = 1
@@ -34,20 +54,39 @@ REDACTED_KINDS = (
 )
 
 
+class Snapshot(TypedDict):
+    """The projector's state as JSON (`Projector.to_snapshot`)."""
+
+    version: int
+    runId: str
+    parentId: str | None
+    messages: list[CanonicalMessage]
+    seqRanges: list[list[int]]
+    isOpen: bool
+    lastSeq: int
+    lastMs: int
+    toolNames: dict[str, str]
+    usedIds: list[str]
+    errors: list[JsonObject]
+    annotations: list[JsonObject]
+    metadata: JsonObject
+    stepsStarted: int
+
+
 @dataclass(frozen=True)
 class Projection:
     """What a run's events amount to."""
 
     messages: list[dict[str, Any]]
     seq_ranges: list[tuple[int, int]]
-    errors: list[dict[str, Any]]
-    annotations: list[dict[str, Any]]
-    metadata: dict[str, Any]
+    errors: list[JsonObject]
+    annotations: list[JsonObject]
+    metadata: dict[str, Any]  # JsonObject; readers index nested usage without narrowing
     last_seq: int
     open: bool
 
 
-def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
+def _add_usage(total: JsonObject, usage: Mapping[str, JsonValue]) -> None:
     """Sum numeric counters; nested detail objects are summed key by key."""
     for key, value in usage.items():
         if isinstance(value, bool):
@@ -71,7 +110,7 @@ class Projector:
 
     run_id: str
     parent_id: str | None = None
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    canonical: list[CanonicalMessage] = field(default_factory=list)
     seq_ranges: list[list[int]] = field(default_factory=list)
     is_open: bool = False
     # Text of the open message's last part, kept as chunks so long streams stay linear.
@@ -80,21 +119,27 @@ class Projector:
     last_ms: int = 0
     tool_names: dict[str, str] = field(default_factory=dict)
     used_ids: list[str] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    annotations: list[dict[str, Any]] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
+    errors: list[JsonObject] = field(default_factory=list)
+    annotations: list[JsonObject] = field(default_factory=list)
+    metadata: JsonObject = field(default_factory=dict)
     steps_started: int = 0
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The messages so far, for readers that take plain dicts (the open one may lack text
+        still buffered)."""
+        return plain_messages(self.canonical)
 
     # --- snapshots -------------------------------------------------------------------------
 
-    def to_snapshot(self) -> dict[str, Any]:
+    def to_snapshot(self) -> Snapshot:
         """The full state as JSON-able data."""
         self._flush()
         return {
             "version": SNAPSHOT_VERSION,
             "runId": self.run_id,
             "parentId": self.parent_id,
-            "messages": copy.deepcopy(self.messages),
+            "messages": copy.deepcopy(self.canonical),
             "seqRanges": [list(r) for r in self.seq_ranges],
             "isOpen": self.is_open,
             "lastSeq": self.last_seq,
@@ -108,14 +153,14 @@ class Projector:
         }
 
     @classmethod
-    def from_snapshot(cls, snapshot: Mapping[str, Any]) -> Projector:
+    def from_snapshot(cls, snapshot: Snapshot) -> Projector:
         """Rebuild a projector from to_snapshot() output."""
         if snapshot.get("version") != SNAPSHOT_VERSION:
             raise ValueError(f"unsupported snapshot version {snapshot.get('version')!r}")
         return cls(
             run_id=snapshot["runId"],
             parent_id=snapshot["parentId"],
-            messages=copy.deepcopy(snapshot["messages"]),
+            canonical=copy.deepcopy(snapshot["messages"]),
             seq_ranges=[list(r) for r in snapshot["seqRanges"]],
             is_open=snapshot["isOpen"],
             last_seq=snapshot["lastSeq"],
@@ -134,7 +179,7 @@ class Projector:
         """The messages so far (the last one may still be open)."""
         self._flush()
         return Projection(
-            messages=copy.deepcopy(self.messages),
+            messages=plain_messages(copy.deepcopy(self.canonical)),
             seq_ranges=[(r[0], r[1]) for r in self.seq_ranges],
             errors=copy.deepcopy(self.errors),
             annotations=copy.deepcopy(self.annotations),
@@ -145,21 +190,24 @@ class Projector:
 
     # --- folding ---------------------------------------------------------------------------
 
-    def apply_all(self, events: Iterable[Mapping[str, Any]]) -> Projector:
+    def apply_all(self, events: Iterable[Mapping[str, object]]) -> Projector:
         """Apply events in order; returns self."""
         for event in events:
             self.apply(event)
         return self
 
-    def apply(self, event: Mapping[str, Any]) -> None:
-        """Apply one event (already validated at append time)."""
-        seq = int(event["seq"])
+    def apply(self, event: Mapping[str, object]) -> None:
+        """Apply one event (a `StoredEvent`, already validated at append time)."""
+        raw_seq = event["seq"]
+        if not isinstance(raw_seq, int | float | str):
+            raise TypeError(f"event seq {raw_seq!r} is not a number")
+        seq = int(raw_seq)
         if seq <= self.last_seq:
             raise ValueError(f"event seq {seq} is not after {self.last_seq}")
         self.last_seq = seq
         kind = str(event["kind"])
-        data = event.get("data")
-        data = data if isinstance(data, Mapping) else {}
+        raw = event.get("data")
+        data: Mapping[str, JsonValue] = raw if isinstance(raw, Mapping) else {}
         moment = parse_iso(event.get("at"))
         at_ms = None if moment is None else int(moment.timestamp() * 1000)
         handler = _HANDLERS.get(kind)
@@ -168,7 +216,7 @@ class Projector:
             if data.get("redacted") is True and kind in REDACTED_KINDS:
                 self._redact_last()
         elif kind.startswith(("data-", "system.")):
-            self._annotate(seq, kind, event.get("data"))
+            self._annotate(seq, kind, json_copy(raw))
         else:
             # The ledger rejects unknown kinds on append, so this only meets corrupt input.
             raise ValueError(f"unknown event kind {kind!r} at seq {seq}")
@@ -181,30 +229,34 @@ class Projector:
         at_ms: int | None,
         role: str,
         *,
-        requested_id: Any = None,
-        metadata: Mapping[str, Any] | None = None,
+        requested_id: JsonValue = None,
+        metadata: Mapping[str, JsonValue] | None = None,
         created_at: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> CanonicalMessage:
         self._close()
-        index = len(self.messages)
+        index = len(self.canonical)
         if at_ms is None:
             at_ms = self.last_ms or ulid_timestamp_ms(self.run_id)
         self.last_ms = max(self.last_ms, at_ms)
         # ULIDs are case-insensitive; the database hands them back upper-case, so must we.
-        wanted = requested_id.upper() if is_ulid(requested_id) else None
+        wanted = (
+            requested_id.upper()
+            if isinstance(requested_id, str) and is_ulid(requested_id)
+            else None
+        )
         if wanted is not None and wanted not in self.used_ids:
             message_id = wanted
         else:
             message_id = derived_ulid(self.last_ms, index, self.run_id, index)
         self.used_ids.append(message_id)
-        meta: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION}
+        meta: JsonObject = {"schemaVersion": SCHEMA_VERSION}
         if metadata:
             meta.update(copy.deepcopy(dict(metadata)))
             meta["schemaVersion"] = SCHEMA_VERSION
         if requested_id is not None and message_id != wanted:
             meta["sourceMessageId"] = requested_id
-        parent = self.messages[-1]["id"] if self.messages else self.parent_id
-        message: dict[str, Any] = {
+        parent = self.canonical[-1]["id"] if self.canonical else self.parent_id
+        message: CanonicalMessage = {
             "id": message_id,
             "parentMessageId": parent,
             "role": role,
@@ -212,7 +264,7 @@ class Projector:
             "createdAt": created_at or epoch_ms_to_iso(self.last_ms),
             "metadata": meta,
         }
-        self.messages.append(message)
+        self.canonical.append(message)
         self.seq_ranges.append([seq, seq])
         self.is_open = True
         return message
@@ -225,150 +277,164 @@ class Projector:
         if self.seq_ranges:
             self.seq_ranges[-1][1] = seq
 
-    def _content_message(self, seq: int, at_ms: int | None) -> dict[str, Any]:
+    def _content_message(self, seq: int, at_ms: int | None) -> CanonicalMessage:
         """The open message that content goes into; a tool message makes way for a new one."""
-        if self.is_open and self.messages[-1]["role"] in CONTENT_ROLES:
+        if self.is_open and self.canonical[-1]["role"] in CONTENT_ROLES:
             self._touch(seq)
-            return self.messages[-1]
+            return self.canonical[-1]
         return self._open_message(seq, at_ms, "assistant")
 
     def _flush(self) -> None:
         """Move buffered text into the last part."""
         if self.chunks:
-            part = self.messages[-1]["parts"][-1]
-            part["text"] = part["text"] + "".join(self.chunks)
+            part = self.canonical[-1]["parts"][-1]
+            if part["type"] == "text" or part["type"] == "reasoning":
+                part["text"] = part["text"] + "".join(self.chunks)
             self.chunks = []
 
-    def _append_text(self, message: dict[str, Any], part_type: str, text: str) -> None:
+    def _append_text(
+        self, message: CanonicalMessage, part_type: Literal["text", "reasoning"], text: str
+    ) -> None:
         parts = message["parts"]
         last = parts[-1] if parts else None
         if last is not None and last["type"] == part_type and "signature" not in last:
             self.chunks.append(text)
             return
         self._flush()
-        parts.append({"type": part_type, "text": text})
+        if part_type == "text":
+            parts.append(TextPart(type="text", text=text))
+        else:
+            parts.append(ReasoningPart(type="reasoning", text=text))
 
-    def _add_part(self, message: dict[str, Any], part: dict[str, Any]) -> None:
-        self._flush()
-        message["parts"].append(part)
+    def _last_assistant(self) -> CanonicalMessage | None:
+        return next((m for m in reversed(self.canonical) if m["role"] == "assistant"), None)
 
-    def _last_assistant(self) -> dict[str, Any] | None:
-        return next((m for m in reversed(self.messages) if m["role"] == "assistant"), None)
-
-    def _annotate(self, seq: int, kind: str, data: Any) -> None:
-        note = {"seq": seq, "kind": kind, "data": copy.deepcopy(data)}
+    def _annotate(self, seq: int, kind: str, data: JsonValue) -> None:
+        note: JsonObject = {"seq": seq, "kind": kind, "data": data}
         if self.is_open:
             self._touch(seq)
-            self.messages[-1]["metadata"].setdefault("annotations", []).append(note)
+            list_at(self.canonical[-1]["metadata"], "annotations").append(note)
         else:
             self.annotations.append(note)
 
     def _redact_last(self) -> None:
         """The message a scrubbed event went into shows the redaction marker only."""
         self.chunks = []
-        message = self.messages[-1]
+        message = self.canonical[-1]
         message["parts"] = [{"type": "text", "text": REDACTION_TEXT}]
         message["metadata"]["redacted"] = True
 
+    def _add_part(self, message: CanonicalMessage, part: Part) -> None:
+        self._flush()
+        message["parts"].append(part)
+
     # --- handlers --------------------------------------------------------------------------
 
-    def _on_message_start(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
-        metadata = dict(data.get("metadata") or {})
+    def _on_message_start(self, seq: int, data: Mapping[str, JsonValue], at_ms: int | None) -> None:
+        metadata = dict(as_object(data.get("metadata")) or {})
         if data.get("agentId") is not None:
             metadata["agentId"] = data["agentId"]
         self._open_message(
             seq, at_ms, str(data["role"]), requested_id=data.get("messageId"), metadata=metadata
         )
 
-    def _on_text_delta(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+    def _on_text_delta(self, seq: int, data: Mapping[str, JsonValue], at_ms: int | None) -> None:
         self._append_text(self._content_message(seq, at_ms), "text", str(data["delta"]))
 
-    def _on_reasoning(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+    def _on_reasoning(self, seq: int, data: Mapping[str, JsonValue], at_ms: int | None) -> None:
         message = self._content_message(seq, at_ms)
         self._append_text(message, "reasoning", str(data["text"]))
-        if data.get("signature") is not None:
+        signature = data.get("signature")
+        if signature is not None:
             self._flush()
-            message["parts"][-1]["signature"] = data["signature"]
+            last = message["parts"][-1]
+            if last["type"] == "reasoning":
+                last["signature"] = str(signature)
 
-    def _on_tool_call(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+    def _on_tool_call(self, seq: int, data: Mapping[str, JsonValue], at_ms: int | None) -> None:
         message = self._content_message(seq, at_ms)
         call_id, name = str(data["toolCallId"]), str(data["toolName"])
         self.tool_names[call_id] = name
-        part = {
-            "type": "tool-call",
-            "toolCallId": call_id,
-            "toolName": name,
-            "input": copy.deepcopy(data.get("input")),
-        }
+        part = ToolCallPart(
+            type="tool-call",
+            toolCallId=call_id,
+            toolName=name,
+            input=copy.deepcopy(data.get("input")),
+        )
         self._add_part(message, part)
 
-    def _on_tool_result(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
-        if self.is_open and self.messages[-1]["role"] == "tool":
-            message = self.messages[-1]
+    def _on_tool_result(self, seq: int, data: Mapping[str, JsonValue], at_ms: int | None) -> None:
+        if self.is_open and self.canonical[-1]["role"] == "tool":
+            message = self.canonical[-1]
             self._touch(seq)
         else:
             message = self._open_message(seq, at_ms, "tool")
         call_id = str(data["toolCallId"])
-        part = {
-            "type": "tool-result",
-            "toolCallId": call_id,
-            "toolName": data.get("toolName") or self.tool_names.get(call_id, ""),
-            "output": copy.deepcopy(data.get("output")),
-            "isError": bool(data.get("isError", False)),
-        }
+        part = ToolResultPart(
+            type="tool-result",
+            toolCallId=call_id,
+            toolName=as_str(data.get("toolName")) or self.tool_names.get(call_id, ""),
+            output=copy.deepcopy(data.get("output")),
+            isError=bool(data.get("isError", False)),
+        )
         self._add_part(message, part)
 
-    def _on_file(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
-        part = {"type": "file", "mimeType": data["mimeType"], "url": data["url"]}
-        if data.get("name") is not None:
-            part["name"] = data["name"]
+    def _on_file(self, seq: int, data: Mapping[str, JsonValue], at_ms: int | None) -> None:
+        part = FilePart(type="file", mimeType=str(data["mimeType"]), url=str(data["url"]))
+        name = data.get("name")
+        if name is not None:
+            part["name"] = str(name)
         self._add_part(self._content_message(seq, at_ms), part)
 
-    def _on_step_started(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+    def _on_step_started(self, seq: int, data: Mapping[str, JsonValue], at_ms: int | None) -> None:
         self.steps_started += 1
         self.metadata["stepCount"] = self.steps_started
         if self.is_open:
             self._touch(seq)
 
-    def _on_step_finished(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+    def _on_step_finished(self, seq: int, data: Mapping[str, JsonValue], at_ms: int | None) -> None:
         target = self._last_assistant()
         meta = target["metadata"] if target is not None else self.metadata
-        step: dict[str, Any] = {"seq": seq}
+        step: JsonObject = {"seq": seq}
         if data.get("finishReason") is not None:
             step["finishReason"] = data["finishReason"]
             meta["finishReason"] = data["finishReason"]
-        if data.get("usage"):
-            step["usage"] = copy.deepcopy(dict(data["usage"]))
-            usage = meta.setdefault("usage", {})
-            _add_usage(usage, data["usage"])
-        meta.setdefault("steps", []).append(step)
-        if target is not None and data.get("usage"):
-            _add_usage(self.metadata.setdefault("usage", {}), data["usage"])
-        if target is not None and self.is_open and self.messages[-1] is target:
+        usage = as_object(data.get("usage"))
+        if usage:
+            step["usage"] = copy.deepcopy(usage)
+            _add_usage(object_at(meta, "usage"), usage)
+        list_at(meta, "steps").append(step)
+        if target is not None and usage:
+            _add_usage(object_at(self.metadata, "usage"), usage)
+        if target is not None and self.is_open and self.canonical[-1] is target:
             self._touch(seq)
 
-    def _on_error(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
-        error = {"seq": seq, "message": data["message"]}
+    def _on_error(self, seq: int, data: Mapping[str, JsonValue], at_ms: int | None) -> None:
+        error: JsonObject = {"seq": seq, "message": data["message"]}
         if data.get("code") is not None:
             error["code"] = data["code"]
         if self.is_open:
             self._touch(seq)
-            self.messages[-1]["metadata"].setdefault("errors", []).append(error)
+            list_at(self.canonical[-1]["metadata"], "errors").append(error)
         self.errors.append(error)
 
-    def _on_message(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+    def _on_message(self, seq: int, data: Mapping[str, JsonValue], at_ms: int | None) -> None:
         message = self._open_message(
             seq,
             at_ms,
             str(data["role"]),
             requested_id=data.get("id"),
-            metadata=data.get("metadata"),
-            created_at=data.get("createdAt"),
+            metadata=as_object(data.get("metadata")),
+            created_at=as_str(data.get("createdAt")),
         )
-        message["parts"] = full_parts(data["parts"], self.tool_names)
+        parts = data["parts"]
+        given = (
+            [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+        )
+        message["parts"] = stored_parts(given, self.tool_names)
         self._close()
 
-    def _on_message_end(self, seq: int, data: Mapping[str, Any], at_ms: int | None) -> None:
+    def _on_message_end(self, seq: int, data: Mapping[str, JsonValue], at_ms: int | None) -> None:
         if self.is_open:
             self._touch(seq)
         self._close()
@@ -390,11 +456,11 @@ _HANDLERS = {
 
 
 def project(
-    events: Iterable[Mapping[str, Any]],
+    events: Iterable[Mapping[str, object]],
     *,
     run_id: str,
     parent_id: str | None = None,
-    snapshot: Mapping[str, Any] | None = None,
+    snapshot: Snapshot | None = None,
 ) -> Projection:
     """Project events (after snapshot, when given) into canonical messages."""
     if snapshot is not None:

@@ -12,7 +12,13 @@ from transcripts.errors import FormatError, InvalidEvents
 from transcripts.events import check_events
 from transcripts.formats.canonical import FORMAT_NAME, import_canonical
 from transcripts.ids import new_ulid
-from transcripts.message_schema import PART_TYPES, ROLES, ReasoningPart, ToolResultPart, full_parts
+from transcripts.message_schema import (
+    PART_TYPES,
+    ROLES,
+    ReasoningPartModel,
+    ToolResultPartModel,
+    full_parts,
+)
 from transcripts.models import Message, Project, Thread
 from transcripts.projector import project
 
@@ -199,11 +205,11 @@ def test_full_parts_fills_every_optional_field_the_schema_declares() -> None:
     [result] = full_parts([{"type": "tool-result", "toolCallId": "c"}], {})
     defaults = {
         name: field.default
-        for name, field in ToolResultPart.model_fields.items()
+        for name, field in ToolResultPartModel.model_fields.items()
         if not field.is_required()
     }
     assert {key: result[key] for key in defaults} == {**defaults, "toolName": ""}
-    optional = [n for n, f in ReasoningPart.model_fields.items() if not f.is_required()]
+    optional = [n for n, f in ReasoningPartModel.model_fields.items() if not f.is_required()]
     assert optional == ["signature"]
 
 

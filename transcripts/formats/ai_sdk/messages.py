@@ -17,6 +17,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from transcripts.jsonvalue import JsonObject, JsonValue, as_object, as_str, object_at
+from transcripts.message_schema import CanonicalMessage, ToolResultPart, as_canonical
+
 from ..document import (
     TreeThread,
     active_path,
@@ -39,19 +42,20 @@ _TOOL_STATES = (
     "output-denied",
 )
 _RESULT_STATES = ("output-available", "output-error", "output-denied")
+_UI_ROLES = ("system", "user", "assistant")
 
 
 def export_ai_sdk(thread: TreeThread) -> list[dict[str, Any]]:
     """The active path as UIMessages."""
-    groups: list[list[dict[str, Any]]] = []
-    for message in active_path(thread):
+    groups: list[list[CanonicalMessage]] = []
+    for message in as_canonical(active_path(thread)):
         role = message["role"]
         # An assistant message opens a UIMessage unless it continues the same stored chain.
         joins = (
             groups
             and role in ("assistant", "tool")
             and groups[-1][0]["role"] in ("assistant", "tool")
-            and not (role == "assistant" and _chain_head(message))
+            and not (role == "assistant" and "id" in _stored(message))
         )
         if joins:
             groups[-1].append(message)
@@ -60,18 +64,19 @@ def export_ai_sdk(thread: TreeThread) -> list[dict[str, Any]]:
     return [_export_group(group) for group in groups]
 
 
-def _chain_head(message: dict[str, Any]) -> bool:
-    extra = message["metadata"].get("extra", {}).get("ai_sdk", {})
-    return isinstance(extra, dict) and "id" in extra
+def _stored(message: CanonicalMessage) -> JsonObject:
+    """What an import kept of the UIMessage, in `metadata.extra.ai_sdk` ({} when nothing)."""
+    extra = as_object(message["metadata"].get("extra")) or {}
+    return as_object(extra.get("ai_sdk")) or {}
 
 
-def _export_group(group: list[dict[str, Any]]) -> dict[str, Any]:
+def _export_group(group: list[CanonicalMessage]) -> JsonObject:
     head = group[0]
-    stored = head["metadata"].get("extra", {}).get("ai_sdk", {})
+    stored = _stored(head)
     role = "assistant" if head["role"] == "tool" else head["role"]
-    ui: dict[str, Any] = {"id": stored.get("id", head["id"]), "role": role}
-    metadata = copy.deepcopy(stored.get("metadata", {}))
-    segments = [_segment_metadata(message) for message in group]
+    ui: JsonObject = {"id": stored.get("id", head["id"]), "role": role}
+    metadata = copy.deepcopy(as_object(stored.get("metadata")) or {})
+    segments: list[JsonValue] = [_segment_metadata(message) for message in group]
     if any(segments):
         metadata["transcripts"] = segments
     if metadata or "metadata" in stored:
@@ -82,7 +87,7 @@ def _export_group(group: list[dict[str, Any]]) -> dict[str, Any]:
     return ui
 
 
-def _segment_metadata(message: dict[str, Any]) -> dict[str, Any]:
+def _segment_metadata(message: CanonicalMessage) -> JsonObject:
     metadata = copy.deepcopy(message["metadata"])
     metadata.pop("schemaVersion", None)
     # The ledger's note of the key an import gave the message: the UIMessage id says it.
@@ -94,7 +99,7 @@ def _segment_metadata(message: dict[str, Any]) -> dict[str, Any]:
         untimed = isinstance(stored, dict) and stored.get("untimed") is True
         if not extra:
             metadata.pop("extra", None)
-    segment: dict[str, Any] = {}
+    segment: JsonObject = {}
     # An imported message without a time got the time of the import: not the UIMessage's.
     if message["createdAt"] is not None and not untimed:
         segment["createdAt"] = message["createdAt"]
@@ -103,20 +108,23 @@ def _segment_metadata(message: dict[str, Any]) -> dict[str, Any]:
     return segment
 
 
-def _results(group: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {
-        part["toolCallId"]: part
-        for message in group
-        if message["role"] == "tool"
-        for part in message["parts"]
-        if part["type"] == "tool-result"
-    }
+def _results(group: list[CanonicalMessage]) -> dict[str, ToolResultPart]:
+    results: dict[str, ToolResultPart] = {}
+    for message in group:
+        if message["role"] != "tool":
+            continue
+        for part in message["parts"]:
+            if part["type"] == "tool-result":
+                results[part["toolCallId"]] = part
+    return results
 
 
-def _tool_part(call: dict[str, Any], result: dict[str, Any] | None) -> dict[str, Any]:
-    part: dict[str, Any] = {"type": f"tool-{call['toolName']}", "toolCallId": call["toolCallId"]}
+def _tool_part(
+    call_id: str, name: str | None, tool_input: JsonValue, result: ToolResultPart | None
+) -> JsonObject:
+    part: JsonObject = {"type": f"tool-{name}", "toolCallId": call_id}
     part["state"] = "input-available"
-    part["input"] = copy.deepcopy(call["input"])
+    part["input"] = copy.deepcopy(tool_input)
     if result is not None and result["isError"]:
         part["state"] = "output-error"
         part["errorText"] = output_text(result["output"])
@@ -126,46 +134,52 @@ def _tool_part(call: dict[str, Any], result: dict[str, Any] | None) -> dict[str,
     return part
 
 
-def _default_parts(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _default_parts(group: list[CanonicalMessage]) -> list[JsonValue]:
     results = _results(group)
     called: set[str] = set()
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonValue] = []
     for message in group:
         if message["role"] == "assistant":
             parts.append({"type": "step-start"})
         for part in message["parts"]:
-            part_type = part["type"]
-            if part_type == "text":
+            if part["type"] == "text":
                 parts.append({"type": "text", "text": part["text"]})
-            elif part_type == "reasoning":
-                reasoning: dict[str, Any] = {"type": "reasoning", "text": part["text"]}
+            elif part["type"] == "reasoning":
+                reasoning: JsonObject = {"type": "reasoning", "text": part["text"]}
                 if "signature" in part:
                     reasoning["providerMetadata"] = {"anthropic": {"signature": part["signature"]}}
                 parts.append(reasoning)
-            elif part_type == "file":
-                file = {"type": "file", "mediaType": part["mimeType"], "url": part["url"]}
+            elif part["type"] == "file":
+                file: JsonObject = {
+                    "type": "file",
+                    "mediaType": part["mimeType"],
+                    "url": part["url"],
+                }
                 if "name" in part:
                     file["filename"] = part["name"]
                 parts.append(file)
-            elif part_type == "tool-call":
+            elif part["type"] == "tool-call":
                 called.add(part["toolCallId"])
-                parts.append(_tool_part(part, results.get(part["toolCallId"])))
+                result = results.get(part["toolCallId"])
+                parts.append(
+                    _tool_part(part["toolCallId"], part["toolName"], part["input"], result)
+                )
             elif part["toolCallId"] not in called:
                 # A result whose call is not in this UIMessage still needs a home.
-                orphan = _tool_part({**part, "input": None}, part)
+                orphan = _tool_part(part["toolCallId"], part["toolName"], None, part)
                 orphan["type"] = "dynamic-tool"
                 orphan["toolName"] = part["toolName"]
                 parts.append(orphan)
     if group[0]["role"] != "assistant":
-        parts = [part for part in parts if part["type"] != "step-start"]
+        parts = [part for part in parts if part != {"type": "step-start"}]
     return parts
 
 
-def _from_layout(group: list[dict[str, Any]], layout: list[Any]) -> list[dict[str, Any]] | None:
+def _from_layout(group: list[CanonicalMessage], layout: list[JsonValue]) -> list[JsonValue] | None:
     """The stored part list refilled with current content, or None when it no longer fits."""
     content = [part for message in group if message["role"] != "tool" for part in message["parts"]]
     results = _results(group)
-    out: list[dict[str, Any]] = []
+    out: list[JsonValue] = []
     position = 0
     for entry in layout:
         if not isinstance(entry, dict):
@@ -177,9 +191,10 @@ def _from_layout(group: list[dict[str, Any]], layout: list[Any]) -> list[dict[st
             return None
         part = content[position]
         position += 1
-        fields = copy.deepcopy(entry.get("fields", {}))
-        if part["type"] in ("text", "reasoning"):
-            rebuilt: dict[str, Any] = {"type": part["type"], "text": part["text"]}
+        fields = copy.deepcopy(as_object(entry.get("fields")) or {})
+        rebuilt: JsonObject
+        if part["type"] == "text" or part["type"] == "reasoning":
+            rebuilt = {"type": part["type"], "text": part["text"]}
         elif part["type"] == "file":
             rebuilt = {"type": "file", "mediaType": part["mimeType"], "url": part["url"]}
             if "name" in part:
@@ -206,35 +221,35 @@ def _from_layout(group: list[dict[str, Any]], layout: list[Any]) -> list[dict[st
     return out if position == len(content) else None
 
 
-def import_ai_sdk(data: Any) -> list[TreeThread]:
+def import_ai_sdk(data: object) -> list[TreeThread]:
     """One linear thread from a UIMessage list (or `{"messages": [...]}`)."""
     problems = Problems()
     base = "$"
     if isinstance(data, dict) and "messages" in data:
         data, base = data["messages"], "$.messages"
     items = problems.array(data, base) or []
-    messages: list[dict[str, Any]] = []
+    messages: list[dict[str, object]] = []
     for path, raw in problems.objects(items, base):
         messages.extend(_import_ui_message(raw, path, problems))
     problems.raise_if_any()
     return [linear_thread(messages)]
 
 
-def _import_ui_message(raw: dict[str, Any], path: str, problems: Problems) -> list[dict[str, Any]]:
+def _import_ui_message(raw: JsonObject, path: str, problems: Problems) -> list[dict[str, object]]:
     ui_id = problems.req_string(raw, "id", path)
     role = raw.get("role")
-    if role not in ("system", "user", "assistant"):
+    if role not in _UI_ROLES:
         problems.add(f"{path}.role", "expected system, user or assistant")
     items = problems.array(raw.get("parts"), f"{path}.parts")
     ui_metadata = raw.get("metadata")
     if ui_metadata is not None and not isinstance(ui_metadata, dict):
         problems.add(f"{path}.metadata", "expected an object")
-    if ui_id is None or role not in ("system", "user", "assistant") or items is None:
+    if ui_id is None or not isinstance(role, str) or role not in _UI_ROLES or items is None:
         return []
     # Segments: (role, parts); an assistant step's results go to a tool segment after it.
-    segments: list[tuple[str, list[dict[str, Any]]]] = [(role, [])]
-    pending: list[dict[str, Any]] = []
-    layout: list[dict[str, Any]] = []
+    segments: list[tuple[str, list[JsonObject]]] = [(role, [])]
+    pending: list[JsonObject] = []
+    layout: list[JsonValue] = []
 
     def flush() -> None:
         if pending:
@@ -252,7 +267,7 @@ def _import_ui_message(raw: dict[str, Any], path: str, problems: Problems) -> li
             if text is None:
                 continue
             flush()
-            converted: dict[str, Any] = {"type": part_type, "text": text}
+            converted: JsonObject = {"type": part_type, "text": text}
             signature = _signature(part)
             if part_type == "reasoning" and signature is not None:
                 converted["signature"] = signature
@@ -291,7 +306,7 @@ def _import_ui_message(raw: dict[str, Any], path: str, problems: Problems) -> li
     segments = [segment for n, segment in enumerate(segments) if n == 0 or segment[1]]
     stored = ui_metadata.get("transcripts") if isinstance(ui_metadata, dict) else None
     per_segment = stored if isinstance(stored, list) and len(stored) == len(segments) else None
-    extra: dict[str, Any] = {"id": ui_id, "layout": layout}
+    extra: JsonObject = {"id": ui_id, "layout": layout}
     if isinstance(ui_metadata, dict):
         kept = dict(ui_metadata)
         if per_segment is not None:
@@ -299,7 +314,7 @@ def _import_ui_message(raw: dict[str, Any], path: str, problems: Problems) -> li
         # An empty object is kept too: the UIMessage had `metadata: {}`.
         if kept or per_segment is None:
             extra["metadata"] = copy.deepcopy(kept)
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     step = 1
     for n, (segment_role, parts) in enumerate(segments):
         if n == 0:
@@ -309,36 +324,34 @@ def _import_ui_message(raw: dict[str, Any], path: str, problems: Problems) -> li
         else:
             step += 1
             key = f"{ui_id}-{step}"
-        metadata: dict[str, Any] = {}
+        metadata: JsonObject = {}
         created_at = None
-        if per_segment is not None and isinstance(per_segment[n], dict):
-            saved = per_segment[n]
-            if isinstance(saved.get("metadata"), dict):
-                metadata.update(copy.deepcopy(saved["metadata"]))
-            if isinstance(saved.get("createdAt"), str):
-                created_at = saved["createdAt"]
+        saved = as_object(per_segment[n]) if per_segment is not None else None
+        if saved is not None:
+            metadata.update(copy.deepcopy(as_object(saved.get("metadata")) or {}))
+            created_at = as_str(saved.get("createdAt"))
         if n == 0:
-            metadata.setdefault("extra", {})["ai_sdk"] = extra
+            object_at(metadata, "extra")["ai_sdk"] = extra
         if created_at is None:
-            metadata.setdefault("extra", {}).setdefault("ai_sdk", {})["untimed"] = True
+            object_at(object_at(metadata, "extra"), "ai_sdk")["untimed"] = True
         out.append(make_message(key, None, segment_role, parts, created_at, metadata))
     return out
 
 
-def _signature(part: dict[str, Any]) -> str | None:
+def _signature(part: JsonObject) -> str | None:
     provider = part.get("providerMetadata")
     anthropic = provider.get("anthropic") if isinstance(provider, dict) else None
     signature = anthropic.get("signature") if isinstance(anthropic, dict) else None
     return signature if isinstance(signature, str) else None
 
 
-def _rest(part: dict[str, Any], used: tuple[str, ...]) -> dict[str, Any]:
+def _rest(part: JsonObject, used: tuple[str, ...]) -> JsonObject:
     return {key: copy.deepcopy(value) for key, value in part.items() if key not in used}
 
 
 def _import_tool(
-    part: dict[str, Any], part_type: str, path: str, problems: Problems
-) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    part: JsonObject, part_type: str, path: str, problems: Problems
+) -> tuple[JsonObject, JsonObject | None] | None:
     call_id = problems.req_string(part, "toolCallId", path)
     if part_type == "dynamic-tool":
         name = problems.req_string(part, "toolName", path)

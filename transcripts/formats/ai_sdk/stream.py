@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from transcripts.errors import InvalidEvents, InvalidStream
-from transcripts.events import check_event
+from transcripts.events import EventEnvelope, check_event
+from transcripts.jsonvalue import JsonObject, JsonValue
 
 SYSTEM_PREFIX = "system.ai-sdk."
 DONE = "[DONE]"
@@ -39,7 +40,10 @@ _TOOL_OUTPUTS = ("tool-output-available", "tool-output-error", "tool-output-deni
 
 
 def parse_stream(body: bytes, content_type: str = "") -> list[Any]:
-    """The chunks of a text/event-stream body (`data: {...}` frames) or of a JSON array."""
+    """The chunks of a text/event-stream body (`data: {...}` frames) or of a JSON array.
+
+    Each chunk is a JsonValue; the list is typed Any while readers take it as chunk dicts.
+    """
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -61,16 +65,17 @@ def parse_stream(body: bytes, content_type: str = "") -> list[Any]:
     return chunks
 
 
-def _loads(text: str, path: str) -> Any:
+def _loads(text: str, path: str) -> JsonValue:
     try:
-        return json.loads(text)
+        value: JsonValue = json.loads(text)
+        return value
     except (ValueError, RecursionError) as exc:
         raise InvalidStream([(path, f"not valid JSON: {exc}")]) from None
 
 
-def _parse_event_stream(text: str) -> list[Any]:
+def _parse_event_stream(text: str) -> list[JsonValue]:
     """Server-Sent Events framing: data lines joined per frame; comments and ids ignored."""
-    chunks: list[Any] = []
+    chunks: list[JsonValue] = []
     data_lines: list[str] = []
     frame = 0
 
@@ -100,7 +105,7 @@ class _Slot:
 
     index: int
     kind: str
-    data: dict[str, Any]
+    data: JsonObject
     done: bool = True
     texts: list[str] = field(default_factory=list)
 
@@ -108,14 +113,14 @@ class _Slot:
 @dataclass
 class _Mapper:
     slots: list[_Slot] = field(default_factory=list)
-    events: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
+    events: list[tuple[int, str, JsonObject]] = field(default_factory=list)
     open_parts: dict[tuple[str, str], _Slot] = field(default_factory=dict)
     open_tools: dict[str, _Slot] = field(default_factory=dict)
     tool_names: dict[str, str] = field(default_factory=dict)
     # Calls whose input this stream carries; an output for another call answers an earlier
     # stream (after a tool approval, say) and belongs before this stream's message.
     own_calls: set[str] = field(default_factory=set)
-    pending_start: tuple[int, dict[str, Any]] | None = None
+    pending_start: tuple[int, JsonObject] | None = None
 
     def flush_start(self) -> None:
         if self.pending_start is not None:
@@ -123,7 +128,7 @@ class _Mapper:
             self.pending_start = None
             self.add(index, "message-start", data)
 
-    def add(self, index: int, kind: str, data: dict[str, Any], *, done: bool = True) -> _Slot:
+    def add(self, index: int, kind: str, data: JsonObject, *, done: bool = True) -> _Slot:
         slot = _Slot(index, kind, data, done)
         self.slots.append(slot)
         self._flush()
@@ -152,7 +157,7 @@ class _Mapper:
 
     # --- text and reasoning ----------------------------------------------------------------
 
-    def part_start(self, index: int, part: str, chunk: Mapping[str, Any]) -> None:
+    def part_start(self, index: int, part: str, chunk: Mapping[str, JsonValue]) -> None:
         key = (part, _part_id(chunk))
         if key in self.open_parts:
             self._close_part(part, self.open_parts.pop(key))
@@ -160,16 +165,16 @@ class _Mapper:
         _copy_extras(chunk, slot.data, ("providerMetadata",))
         self.open_parts[key] = slot
 
-    def part_delta(self, index: int, part: str, chunk: Mapping[str, Any]) -> None:
+    def part_delta(self, index: int, part: str, chunk: Mapping[str, JsonValue]) -> None:
         key = (part, _part_id(chunk))
         slot = self.open_parts.get(key)
         if slot is None:
             self.part_start(index, part, chunk)
             slot = self.open_parts[key]
-        slot.texts.append(chunk["delta"])
+        slot.texts.append(_string(chunk, "delta"))
         _copy_extras(chunk, slot.data, ("providerMetadata",))
 
-    def part_end(self, index: int, part: str, chunk: Mapping[str, Any]) -> None:
+    def part_end(self, index: int, part: str, chunk: Mapping[str, JsonValue]) -> None:
         key = (part, _part_id(chunk))
         slot = self.open_parts.pop(key, None)
         if slot is None:
@@ -195,23 +200,23 @@ class _Mapper:
 
     # --- tools -----------------------------------------------------------------------------
 
-    def tool_start(self, index: int, chunk: Mapping[str, Any]) -> None:
-        call_id = chunk["toolCallId"]
+    def tool_start(self, index: int, chunk: Mapping[str, JsonValue]) -> None:
+        call_id, name = _string(chunk, "toolCallId"), _string(chunk, "toolName")
         self.own_calls.add(call_id)
-        self.tool_names[call_id] = chunk["toolName"]
-        data = {"toolCallId": call_id, "toolName": chunk["toolName"]}
+        self.tool_names[call_id] = name
+        data: JsonObject = {"toolCallId": call_id, "toolName": name}
         _copy_extras(chunk, data, (*_TOOL_EXTRAS, "inputEncoding"))
         self.open_tools[call_id] = self.add(index, "tool-call", data, done=False)
 
-    def tool_delta(self, index: int, chunk: Mapping[str, Any]) -> None:
-        slot = self.open_tools.get(chunk["toolCallId"])
+    def tool_delta(self, index: int, chunk: Mapping[str, JsonValue]) -> None:
+        slot = self.open_tools.get(_string(chunk, "toolCallId"))
         if slot is None:
             self.add(index, SYSTEM_PREFIX + "tool-input-delta", _without_type(chunk))
             return
-        slot.texts.append(chunk["inputTextDelta"])
+        slot.texts.append(_string(chunk, "inputTextDelta"))
 
-    def tool_input(self, index: int, chunk: Mapping[str, Any], *, error: bool) -> None:
-        call_id = chunk["toolCallId"]
+    def tool_input(self, index: int, chunk: Mapping[str, JsonValue], *, error: bool) -> None:
+        call_id = _string(chunk, "toolCallId")
         self.own_calls.add(call_id)
         name = chunk.get("toolName") or self.tool_names.get(call_id, "")
         slot = self.open_tools.pop(call_id, None)
@@ -227,14 +232,14 @@ class _Mapper:
         slot.done = True
         self._flush()
 
-    def tool_output(self, index: int, chunk: Mapping[str, Any]) -> None:
+    def tool_output(self, index: int, chunk: Mapping[str, JsonValue]) -> None:
         call_id = chunk["toolCallId"]
         if chunk.get("preliminary"):
             # A streaming tool's interim output; the final one follows as a tool result.
             self.add(index, SYSTEM_PREFIX + "tool-output-available", _without_type(chunk))
             return
         kind = chunk["type"]
-        data: dict[str, Any] = {"toolCallId": call_id}
+        data: JsonObject = {"toolCallId": call_id}
         if call_id in self.tool_names:
             data["toolName"] = self.tool_names[call_id]
         if kind == "tool-output-available":
@@ -247,22 +252,27 @@ class _Mapper:
         self.add(index, "tool-result", data)
 
 
-def _part_id(chunk: Mapping[str, Any]) -> str:
+def _string(chunk: Mapping[str, JsonValue], name: str) -> str:
+    """A field `_check_chunk` made sure is a string."""
+    return str(chunk[name])
+
+
+def _part_id(chunk: Mapping[str, JsonValue]) -> str:
     value = chunk.get("id")
     return value if isinstance(value, str) else ""
 
 
-def _copy_extras(chunk: Mapping[str, Any], data: dict[str, Any], keys: Iterable[str]) -> None:
+def _copy_extras(chunk: Mapping[str, JsonValue], data: JsonObject, keys: Iterable[str]) -> None:
     for key in keys:
         if key in chunk:
             data[key] = chunk[key]
 
 
-def _without_type(chunk: Mapping[str, Any]) -> dict[str, Any]:
+def _without_type(chunk: Mapping[str, JsonValue]) -> JsonObject:
     return {key: value for key, value in chunk.items() if key != "type"}
 
 
-def _signature(provider_metadata: Any) -> str | None:
+def _signature(provider_metadata: object) -> str | None:
     """The reasoning signature some providers (Anthropic, Bedrock) send in providerMetadata."""
     if not isinstance(provider_metadata, Mapping):
         return None
@@ -272,7 +282,7 @@ def _signature(provider_metadata: Any) -> str | None:
     return None
 
 
-def _check_chunk(chunk: Any, index: int) -> str:
+def _check_chunk(chunk: object, index: int) -> tuple[JsonObject, str]:
     where = f"chunks[{index}]"
     if not isinstance(chunk, dict):
         raise InvalidStream([(where, "a chunk must be a JSON object")])
@@ -284,12 +294,12 @@ def _check_chunk(chunk: Any, index: int) -> str:
         if not isinstance(value, str) or (non_empty and not value):
             wanted = "a non-empty string" if non_empty else "a string"
             raise InvalidStream([(f"{where}.{name}", f"{name} must be {wanted}")])
-    return kind
+    return chunk, kind
 
 
-def _steering_message(chunk: Mapping[str, Any]) -> dict[str, Any] | None:
+def _steering_message(chunk: Mapping[str, JsonValue]) -> JsonObject | None:
     """A user message added mid-run (v7 steering) as a complete message event."""
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonValue] = []
     raw_parts = chunk.get("parts")
     if not isinstance(raw_parts, list):
         return None
@@ -299,19 +309,23 @@ def _steering_message(chunk: Mapping[str, Any]) -> dict[str, Any] | None:
         if part.get("type") == "text" and isinstance(part.get("text"), str):
             parts.append({"type": "text", "text": part["text"]})
         elif part.get("type") == "file":
-            file = {"type": "file", "mimeType": part.get("mediaType"), "url": part.get("url")}
+            file: JsonObject = {
+                "type": "file",
+                "mimeType": part.get("mediaType"),
+                "url": part.get("url"),
+            }
             if isinstance(part.get("filename"), str):
                 file["name"] = part["filename"]
             parts.append(file)
         else:
             return None
-    message: dict[str, Any] = {"role": "user", "parts": parts}
+    message: JsonObject = {"role": "user", "parts": parts}
     if isinstance(chunk.get("id"), str):
         message["id"] = chunk["id"]
     return message
 
 
-def _map_chunk(mapper: _Mapper, index: int, chunk: dict[str, Any], kind: str) -> None:
+def _map_chunk(mapper: _Mapper, index: int, chunk: JsonObject, kind: str) -> None:
     if kind != "start" and not (
         kind in _TOOL_OUTPUTS and chunk["toolCallId"] not in mapper.own_calls
     ):
@@ -331,7 +345,7 @@ def _map_chunk(mapper: _Mapper, index: int, chunk: dict[str, Any], kind: str) ->
     elif kind in _TOOL_OUTPUTS:
         mapper.tool_output(index, chunk)
     elif kind == "start":
-        data: dict[str, Any] = {"role": "assistant"}
+        data: JsonObject = {"role": "assistant"}
         if isinstance(chunk.get("messageId"), str):
             data["messageId"] = chunk["messageId"]
         if "messageMetadata" in chunk:
@@ -363,9 +377,9 @@ def _map_chunk(mapper: _Mapper, index: int, chunk: dict[str, Any], kind: str) ->
         mapper.add(index, SYSTEM_PREFIX + kind, _without_type(chunk))
 
 
-def _map_finish(mapper: _Mapper, index: int, chunk: Mapping[str, Any]) -> None:
+def _map_finish(mapper: _Mapper, index: int, chunk: Mapping[str, JsonValue]) -> None:
     """Finish reason (and usage found in the message metadata) go on the last step."""
-    data: dict[str, Any] = {}
+    data: JsonObject = {}
     if isinstance(chunk.get("finishReason"), str):
         data["finishReason"] = chunk["finishReason"]
     if "messageMetadata" in chunk:
@@ -388,7 +402,7 @@ def _map_finish(mapper: _Mapper, index: int, chunk: Mapping[str, Any]) -> None:
     mapper.add(index, "message-end", {})
 
 
-def answered_elsewhere(chunks: Iterable[Any]) -> list[str]:
+def answered_elsewhere(chunks: Iterable[object]) -> list[str]:
     """toolCallIds whose output the chunks carry without the call's input (an earlier stream,
     e.g. before a tool approval, had it): the caller may look their tool names up."""
     own: set[str] = set()
@@ -405,16 +419,16 @@ def answered_elsewhere(chunks: Iterable[Any]) -> list[str]:
 
 
 def chunks_to_events(
-    chunks: Iterable[Any], tool_names: Mapping[str, str] | None = None
-) -> list[tuple[int, str, dict[str, Any]]]:
+    chunks: Iterable[object], tool_names: Mapping[str, str] | None = None
+) -> list[tuple[int, str, JsonObject]]:
     """(index of the source chunk, kind, data) for every event the chunks amount to.
 
     tool_names maps the toolCallIds of calls made before this stream to their tool names.
     """
     mapper = _Mapper(tool_names=dict(tool_names or {}))
     for index, chunk in enumerate(chunks):
-        kind = _check_chunk(chunk, index)
-        _map_chunk(mapper, index, chunk, kind)
+        checked, kind = _check_chunk(chunk, index)
+        _map_chunk(mapper, index, checked, kind)
     mapper.finish_all()
     for index, kind, data in mapper.events:
         try:
@@ -427,8 +441,8 @@ def chunks_to_events(
 
 
 def to_events(
-    chunks: Iterable[Any], *, after_seq: int, tool_names: Mapping[str, str] | None = None
-) -> list[dict[str, Any]]:
+    chunks: Iterable[object], *, after_seq: int, tool_names: Mapping[str, str] | None = None
+) -> list[EventEnvelope]:
     """Events ready for the ledger, numbered from after_seq + 1."""
     return [
         {"seq": after_seq + offset, "kind": kind, "data": data}

@@ -6,7 +6,6 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -16,7 +15,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from transcripts.formats.otlp.model import SpanData, SpanEvent
+from transcripts.formats.otlp.model import AttributeValue, SpanData, SpanEvent
+from transcripts.jsonvalue import JsonObject, JsonValue
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -30,13 +30,13 @@ class UndecodableBody(Exception):
     """The body is not an ExportTraceServiceRequest in the declared encoding."""
 
 
-def _hex_ids_to_base64(value: Any) -> Any:
+def _hex_ids_to_base64(value: JsonValue) -> JsonValue:
     """A copy of OTLP JSON with its hex span and trace ids in base64, as json_format reads them."""
     if isinstance(value, list):
         return [_hex_ids_to_base64(item) for item in value]
     if not isinstance(value, dict):
         return value
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, item in value.items():
         if key in _HEX_ID_KEYS and isinstance(item, str):
             try:
@@ -82,7 +82,7 @@ def encode_response(content_type: str, *, rejected: int = 0, error_message: str 
     return text.encode()
 
 
-def any_value(value: AnyValue) -> Any:
+def any_value(value: AnyValue) -> AttributeValue:
     """An AnyValue as a plain Python value (kvlist: dict, array: list, bytes kept as bytes)."""
     kind = value.WhichOneof("value")
     if kind is None:
@@ -91,10 +91,11 @@ def any_value(value: AnyValue) -> Any:
         return [any_value(item) for item in value.array_value.values]
     if kind == "kvlist_value":
         return attributes(value.kvlist_value.values)
-    return getattr(value, kind)
+    plain: str | bool | int | float | bytes = getattr(value, kind)
+    return plain
 
 
-def attributes(pairs: Iterable[KeyValue]) -> dict[str, Any]:
+def attributes(pairs: Iterable[KeyValue]) -> dict[str, AttributeValue]:
     """Key-values as a dict (a repeated key: the last one wins, as in the SDKs)."""
     return {pair.key: any_value(pair.value) for pair in pairs}
 

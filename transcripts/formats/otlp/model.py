@@ -1,15 +1,22 @@
 """The shapes shared by the OTLP receiver, the conventions and the tree writer.
 
 A span is decoded once into `SpanData` (convention-neutral, plain Python values). Each
-convention module under `otel/conventions/` turns the spans it recognizes into `LlmCall`s:
-one model call with the conversation it was given and what it answered, in canonical
-messages (`transcripts.message_schema`: `{"role": ..., "parts": [...], "metadata": {...}}`).
+convention module under `formats/otlp/conventions/` turns the spans it recognizes into
+`LlmCall`s: one model call with the conversation it was given and what it answered, as
+`CallMessage`s (canonical role and parts, `transcripts.message_schema`, not yet checked).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypeAlias, TypedDict
+
+# An OTLP AnyValue as a plain Python value: kvlists are dicts, arrays lists, bytes stay bytes.
+AttributeValue: TypeAlias = (
+    "str | bool | int | float | bytes | list[AttributeValue] | dict[str, AttributeValue] | None"
+)
+Attributes: TypeAlias = Mapping[str, AttributeValue]
 
 
 @dataclass(frozen=True)
@@ -18,7 +25,7 @@ class SpanEvent:
 
     name: str
     time_ns: int
-    attributes: dict[str, Any]
+    attributes: Attributes
 
 
 @dataclass(frozen=True)
@@ -31,12 +38,22 @@ class SpanData:
     name: str
     start_ns: int
     end_ns: int
-    attributes: dict[str, Any]
+    attributes: Attributes
     events: tuple[SpanEvent, ...] = ()
     status_code: int = 0  # 0 unset, 1 ok, 2 error (OTLP's StatusCode)
     status_message: str = ""
-    resource: dict[str, Any] = field(default_factory=dict)
+    resource: Attributes = field(default_factory=dict)
     scope: str = ""
+
+
+class CallMessage(TypedDict):
+    """A message as a convention reads it: a canonical role, canonical parts and metadata whose
+    values may still be attribute values JSON cannot hold (bytes, tuples) until the tree writer
+    makes them plain and checks them against the schema."""
+
+    role: str
+    parts: list[dict[str, Any]]  # readers index parts by any field without narrowing
+    metadata: NotRequired[dict[str, object]]
 
 
 @dataclass
@@ -51,12 +68,12 @@ class LlmCall:
 
     span: SpanData
     convention: str
-    input_messages: list[dict[str, Any]]
-    output_messages: list[dict[str, Any]]
+    input_messages: list[CallMessage]
+    output_messages: list[CallMessage]
     conversation_id: str | None = None
     model: str | None = None
     provider: str | None = None
-    usage: dict[str, Any] = field(default_factory=dict)  # inputTokens, outputTokens, ...
+    usage: dict[str, int] = field(default_factory=dict)  # inputTokens, outputTokens, ...
     finish_reason: str | None = None
     agent_name: str | None = None
     error: str | None = None

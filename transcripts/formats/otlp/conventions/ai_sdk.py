@@ -9,11 +9,11 @@ answer is `ai.response.text`, `ai.response.reasoning` and `ai.response.toolCalls
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
 
 from transcripts.formats.document import data_url, file_part, parse_json_text, set_extra
 from transcripts.formats.otlp.conventions.common import span_error, token_usage
-from transcripts.formats.otlp.model import LlmCall, SpanData, SpanRejected
+from transcripts.formats.otlp.model import CallMessage, LlmCall, SpanData, SpanRejected
 
 NAME = "ai_sdk"
 
@@ -44,7 +44,7 @@ def to_call(span: SpanData) -> LlmCall | None:
     operation = attributes.get("ai.operationId")
     if operation not in _CALL_OPERATIONS and span.name not in _CALL_OPERATIONS:
         return None
-    raw_messages = _json_attribute(attributes, "ai.prompt.messages", list)
+    raw_messages = _json_array(attributes, "ai.prompt.messages")
     messages = _messages(raw_messages or [])
     return LlmCall(
         span=span,
@@ -69,7 +69,7 @@ def to_call(span: SpanData) -> LlmCall | None:
 # --- attributes ----------------------------------------------------------------------------
 
 
-def _json_attribute(attributes: dict[str, Any], key: str, kind: type) -> Any:
+def _json_array(attributes: Mapping[str, object], key: str) -> list[object] | None:
     """The JSON value a string attribute holds, None when absent; rejects the wrong shape."""
     raw = attributes.get(key)
     if raw is None:
@@ -77,15 +77,15 @@ def _json_attribute(attributes: dict[str, Any], key: str, kind: type) -> Any:
     if not isinstance(raw, str):
         raise SpanRejected(f"{key}: expected a JSON string")
     try:
-        value = json.loads(raw)
+        value: object = json.loads(raw)
     except ValueError:
         raise SpanRejected(f"{key}: not valid JSON") from None
-    if not isinstance(value, kind):
-        raise SpanRejected(f"{key}: expected a JSON {'array' if kind is list else 'object'}")
+    if not isinstance(value, list):
+        raise SpanRejected(f"{key}: expected a JSON array")
     return value
 
 
-def _first_string(attributes: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+def _first_string(attributes: Mapping[str, object], keys: tuple[str, ...]) -> str | None:
     for key in keys:
         value = attributes.get(key)
         # gen_ai.response.finish_reasons is a string array; its first entry is this call's.
@@ -96,7 +96,7 @@ def _first_string(attributes: dict[str, Any], keys: tuple[str, ...]) -> str | No
     return None
 
 
-def _conversation_id(attributes: dict[str, Any]) -> str | None:
+def _conversation_id(attributes: Mapping[str, object]) -> str | None:
     keys = tuple(f"ai.telemetry.metadata.{key}" for key in _CONVERSATION_KEYS)
     found = _first_string(attributes, (*keys, "gen_ai.conversation.id"))
     if found is None:
@@ -111,10 +111,10 @@ def _conversation_id(attributes: dict[str, Any]) -> str | None:
 # --- messages ------------------------------------------------------------------------------
 
 
-def _messages(raw_messages: list[Any]) -> list[dict[str, Any]]:
+def _messages(raw_messages: list[object]) -> list[CallMessage]:
     where = "ai.prompt.messages"
     tool_names: dict[str, str] = {}
-    out: list[dict[str, Any]] = []
+    out: list[CallMessage] = []
     for n, raw in enumerate(raw_messages):
         if not isinstance(raw, dict):
             raise SpanRejected(f"{where}[{n}]: expected an object")
@@ -122,9 +122,9 @@ def _messages(raw_messages: list[Any]) -> list[dict[str, Any]]:
         if role not in ("system", "user", "assistant", "tool"):
             raise SpanRejected(f"{where}[{n}].role: expected system, user, assistant or tool")
         content = raw.get("content")
-        metadata: dict[str, Any] = {}
+        metadata: dict[str, object] = {}
         if isinstance(content, str):
-            parts: list[dict[str, Any]] = [{"type": "text", "text": content}]
+            parts: list[dict[str, object]] = [{"type": "text", "text": content}]
         elif isinstance(content, list):
             parts = []
             signatures: list[str | None] = []
@@ -144,7 +144,7 @@ def _messages(raw_messages: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _part(item: Any, where: str, tool_names: dict[str, str]) -> dict[str, Any] | None:
+def _part(item: object, where: str, tool_names: dict[str, str]) -> dict[str, object] | None:
     """A canonical part for one content part; None for parts the tree does not keep."""
     if not isinstance(item, dict) or not isinstance(item.get("type"), str):
         raise SpanRejected(f"{where}: expected an object with a type")
@@ -180,14 +180,14 @@ def _part(item: Any, where: str, tool_names: dict[str, str]) -> dict[str, Any] |
     return None
 
 
-def _string(item: dict[str, Any], key: str, where: str, *, non_empty: bool = False) -> str:
+def _string(item: Mapping[str, object], key: str, where: str, *, non_empty: bool = False) -> str:
     value = item.get(key)
     if not isinstance(value, str) or (non_empty and not value):
         raise SpanRejected(f"{where}.{key}: expected a {'non-empty ' if non_empty else ''}string")
     return value
 
 
-def _signature(item: dict[str, Any]) -> str | None:
+def _signature(item: Mapping[str, object]) -> str | None:
     """A reasoning part's signature, from v5+ provider options or the v4 field."""
     if isinstance(item.get("signature"), str):
         return str(item["signature"])
@@ -200,7 +200,7 @@ def _signature(item: dict[str, Any]) -> str | None:
     return None
 
 
-def _tool_output(item: dict[str, Any]) -> tuple[Any, bool]:
+def _tool_output(item: Mapping[str, object]) -> tuple[object, bool]:
     """(output, isError) of a v5+ typed output or a v4 `result`/`isError` pair."""
     output = item.get("output")
     if isinstance(output, dict) and isinstance(output.get("type"), str):
@@ -217,7 +217,7 @@ def _tool_output(item: dict[str, Any]) -> tuple[Any, bool]:
     return item.get("result"), item.get("isError") is True
 
 
-def _file(item: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+def _file(item: Mapping[str, object], kind: str, where: str) -> dict[str, object]:
     """A file part: URLs stay URLs, base64 content (how telemetry writes bytes) a data URL."""
     content = item.get("image" if kind == "image" else "data")
     mime = item.get("mediaType") or item.get("mimeType")
@@ -231,9 +231,9 @@ def _file(item: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
     return file_part(mime, content if is_url else data_url(mime, content), item.get("filename"))
 
 
-def _answer(attributes: dict[str, Any]) -> list[dict[str, Any]]:
+def _answer(attributes: Mapping[str, object]) -> list[CallMessage]:
     """The assistant message of the step: reasoning, text, then tool calls, as the SDK orders."""
-    parts: list[dict[str, Any]] = []
+    parts: list[dict[str, object]] = []
     reasoning = attributes.get("ai.response.reasoning")
     if isinstance(reasoning, str) and reasoning:
         parts.append({"type": "reasoning", "text": reasoning})
@@ -243,7 +243,7 @@ def _answer(attributes: dict[str, Any]) -> list[dict[str, Any]]:
     answered_object = attributes.get("ai.response.object")
     if isinstance(answered_object, str) and answered_object:
         parts.append({"type": "text", "text": answered_object})
-    calls = _json_attribute(attributes, "ai.response.toolCalls", list) or []
+    calls = _json_array(attributes, "ai.response.toolCalls") or []
     for n, call in enumerate(calls):
         where = f"ai.response.toolCalls[{n}]"
         if not isinstance(call, dict):

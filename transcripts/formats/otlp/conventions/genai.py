@@ -11,10 +11,9 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from transcripts.formats.otlp.conventions.common import token_usage
-from transcripts.formats.otlp.model import LlmCall, SpanData, SpanEvent, SpanRejected
+from transcripts.formats.otlp.model import CallMessage, LlmCall, SpanData, SpanEvent, SpanRejected
 
 NAME = "genai"
 
@@ -36,29 +35,31 @@ _URL_PART_MIME = {
 }
 
 
-def _json(value: Any, what: str) -> Any:
+def _json(value: object, what: str) -> object:
     """A JSON-string attribute decoded (structured values pass through), or SpanRejected."""
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            decoded: object = json.loads(value)
         except ValueError:
             raise SpanRejected(f"{what} is not valid JSON") from None
+        return decoded
     return value
 
 
-def _maybe_json(value: Any) -> Any:
+def _maybe_json(value: object) -> object:
     """Tool arguments: a JSON string when it is one, else the value as given."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            decoded: object = json.loads(value)
         except ValueError:
             return value
+        return decoded
     return value
 
 
-def _text_of(part: Mapping[str, Any]) -> str:
+def _text_of(part: Mapping[str, object]) -> str:
     for key in ("content", "text"):
         value = part.get(key)
         if isinstance(value, str):
@@ -66,7 +67,7 @@ def _text_of(part: Mapping[str, Any]) -> str:
     return ""
 
 
-def _mime(part: Mapping[str, Any], default: str) -> str:
+def _mime(part: Mapping[str, object], default: str) -> str:
     for key in ("mime_type", "media_type", "mimeType", "mediaType"):
         value = part.get(key)
         if isinstance(value, str) and value:
@@ -75,7 +76,7 @@ def _mime(part: Mapping[str, Any], default: str) -> str:
     return f"{modality}/*" if isinstance(modality, str) and modality else default
 
 
-def _part(part: Any, unmapped: list[Any]) -> dict[str, Any] | None:
+def _part(part: object, unmapped: list[object]) -> dict[str, object] | None:
     """A semconv (or Pydantic AI) message part as a canonical part; None: kept in unmapped."""
     if isinstance(part, str):
         return {"type": "text", "text": part}
@@ -86,7 +87,7 @@ def _part(part: Any, unmapped: list[Any]) -> dict[str, Any] | None:
     if kind == "text":
         return {"type": "text", "text": _text_of(part)}
     if kind in ("thinking", "reasoning"):
-        reasoning: dict[str, Any] = {"type": "reasoning", "text": _text_of(part)}
+        reasoning: dict[str, object] = {"type": "reasoning", "text": _text_of(part)}
         if isinstance(part.get("signature"), str):
             reasoning["signature"] = part["signature"]
         return reasoning
@@ -143,33 +144,33 @@ def _part(part: Any, unmapped: list[Any]) -> dict[str, Any] | None:
     return None
 
 
-def _message(role: str, raw_parts: list[Any]) -> list[dict[str, Any]]:
+def _message(role: str, raw_parts: list[object]) -> list[CallMessage]:
     """One semconv message as canonical messages: tool results go to a `tool` message of their
     own (Pydantic AI sends them in a user message), the rest stays in role's message."""
-    unmapped: list[Any] = []
+    unmapped: list[object] = []
     parts = [p for p in (_part(raw, unmapped) for raw in raw_parts) if p is not None]
     if role == "tool":
         results, rest = parts, []
     else:
         results = [p for p in parts if p["type"] == "tool-result"]
         rest = [p for p in parts if p["type"] != "tool-result"]
-    out: list[dict[str, Any]] = []
+    out: list[CallMessage] = []
     if results:
         out.append({"role": "tool", "parts": results, "metadata": {}})
     if rest or (unmapped and not results):
-        metadata: dict[str, Any] = {"otelUnmappedParts": unmapped} if unmapped else {}
+        metadata: dict[str, object] = {"otelUnmappedParts": unmapped} if unmapped else {}
         out.append({"role": role, "parts": rest, "metadata": metadata})
     elif unmapped:
         out[-1]["metadata"]["otelUnmappedParts"] = unmapped
     return out
 
 
-def _messages(value: Any, what: str) -> list[dict[str, Any]]:
+def _messages(value: object, what: str) -> list[CallMessage]:
     """A `gen_ai.*.messages` attribute as canonical messages."""
     decoded = _json(value, what)
     if not isinstance(decoded, list):
         raise SpanRejected(f"{what} must be a JSON array of messages")
-    out: list[dict[str, Any]] = []
+    out: list[CallMessage] = []
     for index, message in enumerate(decoded):
         if not isinstance(message, Mapping) or message.get("role") not in _ROLES:
             raise SpanRejected(f"{what}[{index}] needs a role of system, user, assistant or tool")
@@ -182,7 +183,7 @@ def _messages(value: Any, what: str) -> list[dict[str, Any]]:
     return out
 
 
-def _system_message(value: Any) -> dict[str, Any] | None:
+def _system_message(value: object) -> CallMessage | None:
     """`gen_ai.system_instructions` (parts, or a plain string) as a system message."""
     if isinstance(value, str):
         try:
@@ -200,7 +201,7 @@ def _system_message(value: Any) -> dict[str, Any] | None:
 # --- the older per-message events ---------------------------------------------------------
 
 
-def _legacy_content(content: Any) -> list[Any]:
+def _legacy_content(content: object) -> list[object]:
     """Event `content`: a string, or a list of parts (strings or typed objects)."""
     if content is None:
         return []
@@ -211,14 +212,14 @@ def _legacy_content(content: Any) -> list[Any]:
     return [str(content)]
 
 
-def _legacy_tool_calls(value: Any) -> list[dict[str, Any]]:
+def _legacy_tool_calls(value: object) -> list[object]:
     calls = _maybe_json(value)
-    parts: list[dict[str, Any]] = []
+    parts: list[object] = []
     for call in calls if isinstance(calls, list) else []:
         if not isinstance(call, Mapping):
             continue
         nested = call.get("function")
-        function: Mapping[str, Any] = nested if isinstance(nested, Mapping) else call
+        function: Mapping[str, object] = nested if isinstance(nested, Mapping) else call
         parts.append(
             {
                 "type": "tool_call",
@@ -230,9 +231,9 @@ def _legacy_tool_calls(value: Any) -> list[dict[str, Any]]:
     return parts
 
 
-def _legacy_message(role: str, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _legacy_message(role: str, body: Mapping[str, object]) -> list[CallMessage]:
     if role == "tool":
-        part = {
+        part: dict[str, object] = {
             "type": "tool_call_response",
             "id": body.get("id", body.get("tool_call_id")),
             "name": body.get("name"),
@@ -260,9 +261,9 @@ def _legacy_events(span: SpanData) -> list[SpanEvent]:
 
 def _from_events(
     events: list[SpanEvent],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]:
-    inputs: list[dict[str, Any]] = []
-    outputs: list[dict[str, Any]] = []
+) -> tuple[list[CallMessage], list[CallMessage], str | None]:
+    inputs: list[CallMessage] = []
+    outputs: list[CallMessage] = []
     finish: str | None = None
     for event in events:
         body = event.attributes
@@ -272,8 +273,9 @@ def _from_events(
             role = message.get("role") if message.get("role") in _ROLES else "assistant"
             if not outputs:  # one answer: further choices are alternatives, not a sequence
                 outputs.extend(_legacy_message(str(role), message))
-            if isinstance(body.get("finish_reason"), str) and finish is None:
-                finish = body["finish_reason"]
+            reason = body.get("finish_reason")
+            if isinstance(reason, str) and finish is None:
+                finish = reason
         else:
             inputs.extend(_legacy_message(_EVENT_ROLES[event.name], body))
     return inputs, outputs, finish
@@ -292,7 +294,7 @@ _USAGE = (
 )
 
 
-def _str(attributes: Mapping[str, Any], *names: str) -> str | None:
+def _str(attributes: Mapping[str, object], *names: str) -> str | None:
     for name in names:
         value = attributes.get(name)
         if isinstance(value, str) and value:
@@ -315,12 +317,10 @@ def to_call(span: SpanData) -> LlmCall | None:
         raw_output = _json(attributes.get("gen_ai.output.messages", "[]"), "gen_ai.output.messages")
         first = raw_output[:1] if isinstance(raw_output, list) else raw_output
         outputs = _messages(first, "gen_ai.output.messages")
-        if (
-            first
-            and isinstance(first[0], Mapping)
-            and isinstance(first[0].get("finish_reason"), str)
-        ):
-            finish = first[0]["finish_reason"]
+        head = first[0] if isinstance(first, list) and first else None
+        reason = head.get("finish_reason") if isinstance(head, Mapping) else None
+        if isinstance(reason, str):
+            finish = reason
     else:
         inputs, outputs, finish = _from_events(events)
     system = attributes.get("gen_ai.system_instructions")

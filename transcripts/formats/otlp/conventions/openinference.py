@@ -9,34 +9,26 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Mapping
 
-from transcripts.formats.document import file_part, parse_json_text
+from transcripts.formats.document import file_part
 from transcripts.formats.otlp.conventions.common import (
+    ROLES,
     first_string,
+    flat_tool_calls,
     indexed,
+    mime_of,
     span_error,
     token_usage,
-    tool_call_part,
+    tool_output,
 )
-from transcripts.formats.otlp.model import LlmCall, SpanData, SpanRejected
+from transcripts.formats.otlp.model import CallMessage, LlmCall, SpanData, SpanRejected
 
 NAME = "openinference"
 
 _KEY = re.compile(r"^llm\.(?P<side>input|output)_messages\.(?P<index>\d+)\.message\.(?P<field>.+)$")
 _CONTENT_FIELD = re.compile(r"^contents\.(?P<index>\d+)\.message_content\.(?P<field>.+)$")
 _TOOL_CALL_FIELD = re.compile(r"^tool_calls\.(?P<index>\d+)\.tool_call\.(?P<field>.+)$")
-_ROLES = {
-    "system": "system",
-    "developer": "system",
-    "user": "user",
-    "human": "user",
-    "assistant": "assistant",
-    "ai": "assistant",
-    "model": "assistant",
-    "tool": "tool",
-    "function": "tool",
-}
 _USAGE = (
     ("inputTokens", ("llm.token_count.prompt",)),
     ("outputTokens", ("llm.token_count.completion",)),
@@ -83,7 +75,7 @@ def to_call(span: SpanData) -> LlmCall | None:
 # --- attributes ----------------------------------------------------------------------------
 
 
-def _invocation_parameters(attributes: dict[str, Any]) -> None:
+def _invocation_parameters(attributes: Mapping[str, object]) -> None:
     """Checks `llm.invocation_parameters`, a JSON object, so a broken span is named early."""
     raw = attributes.get("llm.invocation_parameters")
     if raw is None:
@@ -101,34 +93,42 @@ def _invocation_parameters(attributes: dict[str, Any]) -> None:
 # --- messages ------------------------------------------------------------------------------
 
 
-def _message(fields: dict[str, Any], where: str, tool_names: dict[str, str]) -> dict[str, Any]:
+def _message(fields: Mapping[str, object], where: str, tool_names: dict[str, str]) -> CallMessage:
     raw_role = fields.get("role")
-    if not isinstance(raw_role, str) or raw_role.lower() not in _ROLES:
+    if not isinstance(raw_role, str) or raw_role.lower() not in ROLES:
         raise SpanRejected(f"{where}.role: expected system, user, assistant or tool")
-    role = _ROLES[raw_role.lower()]
+    role = ROLES[raw_role.lower()]
     parts = _contents(fields, where)
-    parts.extend(_tool_calls(fields, where, tool_names))
+    parts.extend(
+        flat_tool_calls(
+            fields,
+            where,
+            tool_names,
+            field=_TOOL_CALL_FIELD,
+            suffix=".tool_call",
+            name_key="function.name",
+            arguments_key="function.arguments",
+        )
+    )
     if role != "tool":
         return {"role": role, "parts": parts, "metadata": {}}
     call_id = fields.get("tool_call_id")
     if not isinstance(call_id, str) or not call_id:
         raise SpanRejected(f"{where}.tool_call_id: expected a non-empty string")
-    texts = [part["text"] for part in parts if part["type"] == "text"]
-    output: Any = parse_json_text(texts[0]) if len(texts) == 1 else "".join(texts)
     name = fields.get("name")
-    result = {
+    result: dict[str, object] = {
         "type": "tool-result",
         "toolCallId": call_id,
         "toolName": tool_names.get(call_id, name if isinstance(name, str) and name else None),
-        "output": output,
+        "output": tool_output(parts),
         "isError": False,
     }
     return {"role": "tool", "parts": [result], "metadata": {}}
 
 
-def _contents(fields: dict[str, Any], where: str) -> list[dict[str, Any]]:
+def _contents(fields: Mapping[str, object], where: str) -> list[dict[str, object]]:
     """Text and images: the multi-part `contents` list when given, else `content`."""
-    contents: dict[int, dict[str, Any]] = {}
+    contents: dict[int, dict[str, object]] = {}
     for key, value in fields.items():
         match = _CONTENT_FIELD.match(key)
         if match is not None:
@@ -140,7 +140,7 @@ def _contents(fields: dict[str, Any], where: str) -> list[dict[str, Any]]:
         if not isinstance(content, str):
             raise SpanRejected(f"{where}.content: expected a string")
         return [{"type": "text", "text": content}] if content else []
-    parts: list[dict[str, Any]] = []
+    parts: list[dict[str, object]] = []
     for index in sorted(contents):
         item = contents[index]
         item_where = f"{where}.contents.{index}.message_content"
@@ -154,41 +154,7 @@ def _contents(fields: dict[str, Any], where: str) -> list[dict[str, Any]]:
             url = item.get("image.image.url")
             if not isinstance(url, str) or not url:
                 raise SpanRejected(f"{item_where}.image.image.url: expected a non-empty string")
-            parts.append(file_part(_mime_of(url), url))
+            parts.append(file_part(mime_of(url), url))
         elif not isinstance(kind, str):
             raise SpanRejected(f"{item_where}.type: expected a string")
-    return parts
-
-
-def _mime_of(url: str) -> str:
-    if url.startswith("data:") and ";" in url:
-        return url[len("data:") : url.index(";")] or "application/octet-stream"
-    return "image/*"
-
-
-def _tool_calls(
-    fields: dict[str, Any], where: str, tool_names: dict[str, str]
-) -> list[dict[str, Any]]:
-    calls: dict[int, dict[str, Any]] = {}
-    for key, value in fields.items():
-        match = _TOOL_CALL_FIELD.match(key)
-        if match is not None:
-            calls.setdefault(int(match["index"]), {})[match["field"]] = value
-    parts: list[dict[str, Any]] = []
-    for index in sorted(calls):
-        call = calls[index]
-        call_where = f"{where}.tool_calls.{index}.tool_call"
-        name = call.get("function.name")
-        if not isinstance(name, str) or not name:
-            raise SpanRejected(f"{call_where}.function.name: expected a non-empty string")
-        parts.append(
-            tool_call_part(
-                name=name,
-                arguments=call.get("function.arguments"),
-                call_id=call.get("id"),
-                where=call_where,
-                tool_names=tool_names,
-                arguments_key="function.arguments",
-            )
-        )
     return parts

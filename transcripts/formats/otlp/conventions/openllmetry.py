@@ -10,34 +10,26 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Mapping
 
-from transcripts.formats.document import data_url, file_part, parse_json_text
+from transcripts.formats.document import data_url, file_part
 from transcripts.formats.otlp.conventions.common import (
+    ROLES,
     first_string,
+    flat_tool_calls,
     indexed,
+    mime_of,
     span_error,
     token_usage,
-    tool_call_part,
+    tool_output,
 )
-from transcripts.formats.otlp.model import LlmCall, SpanData, SpanRejected
+from transcripts.formats.otlp.model import CallMessage, LlmCall, SpanData, SpanRejected
 
 NAME = "openllmetry"
 
 _KEY = re.compile(r"^gen_ai\.(?P<side>prompt|completion)\.(?P<index>\d+)\.(?P<field>.+)$")
 _TOOL_CALL_FIELD = re.compile(r"^tool_calls\.(?P<index>\d+)\.(?P<field>id|name|arguments)$")
 _CALL_TYPES = frozenset({"chat", "completion"})
-_ROLES = {
-    "system": "system",
-    "developer": "system",
-    "user": "user",
-    "human": "user",
-    "assistant": "assistant",
-    "ai": "assistant",
-    "model": "assistant",
-    "tool": "tool",
-    "function": "tool",
-}
 _FINISH = {
     "tool_calls": "tool-calls",
     "function_call": "tool-calls",
@@ -67,10 +59,10 @@ def to_call(span: SpanData) -> LlmCall | None:
     if not prompts and not completions:
         return None
     tool_names: dict[str, str] = {}
-    input_messages: list[dict[str, Any]] = []
+    input_messages: list[CallMessage] = []
     for index in sorted(prompts):
         input_messages.extend(_message(prompts[index], f"gen_ai.prompt.{index}", tool_names))
-    output_messages: list[dict[str, Any]] = []
+    output_messages: list[CallMessage] = []
     finish_reason = None
     if completions:
         first = min(completions)
@@ -98,7 +90,7 @@ def to_call(span: SpanData) -> LlmCall | None:
 # --- attributes ----------------------------------------------------------------------------
 
 
-def _conversation_id(attributes: dict[str, Any]) -> str | None:
+def _conversation_id(attributes: Mapping[str, object]) -> str | None:
     keys = tuple(f"traceloop.association.properties.{key}" for key in _CONVERSATION_KEYS)
     for key in (*keys, "gen_ai.conversation.id"):
         value = attributes.get(key)
@@ -113,33 +105,31 @@ def _conversation_id(attributes: dict[str, Any]) -> str | None:
 
 
 def _message(
-    fields: dict[str, Any], where: str, tool_names: dict[str, str]
-) -> list[dict[str, Any]]:
+    fields: Mapping[str, object], where: str, tool_names: dict[str, str]
+) -> list[CallMessage]:
     """The canonical messages of one flat message: Anthropic tool results split off a user turn."""
     raw_role = fields.get("role", "assistant" if where.startswith("gen_ai.completion") else None)
-    if not isinstance(raw_role, str) or raw_role.lower() not in _ROLES:
+    if not isinstance(raw_role, str) or raw_role.lower() not in ROLES:
         raise SpanRejected(f"{where}.role: expected system, user, assistant or tool")
-    role = _ROLES[raw_role.lower()]
+    role = ROLES[raw_role.lower()]
     parts = _content(fields.get("content"), f"{where}.content", tool_names)
-    parts.extend(_tool_calls(fields, where, tool_names))
+    parts.extend(flat_tool_calls(fields, where, tool_names, field=_TOOL_CALL_FIELD))
     if role == "tool":
         call_id = fields.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:
             raise SpanRejected(f"{where}.tool_call_id: expected a non-empty string")
         # A tool message's content is what the tool returned.
-        texts = [part["text"] for part in parts if part["type"] == "text"]
-        output: Any = parse_json_text(texts[0]) if len(texts) == 1 else "".join(texts)
-        result = {
+        result: dict[str, object] = {
             "type": "tool-result",
             "toolCallId": call_id,
             "toolName": tool_names.get(call_id),
-            "output": output,
+            "output": tool_output(parts),
             "isError": False,
         }
         return [{"role": "tool", "parts": [result], "metadata": {}}]
     results = [part for part in parts if part["type"] == "tool-result"]
     rest = [part for part in parts if part["type"] != "tool-result"]
-    out: list[dict[str, Any]] = []
+    out: list[CallMessage] = []
     if results:
         out.append({"role": "tool", "parts": results, "metadata": {}})
     if rest or not results:
@@ -147,7 +137,7 @@ def _message(
     return out
 
 
-def _content(content: Any, where: str, tool_names: dict[str, str]) -> list[dict[str, Any]]:
+def _content(content: object, where: str, tool_names: dict[str, str]) -> list[dict[str, object]]:
     if content is None:
         return []
     if not isinstance(content, str):
@@ -155,7 +145,7 @@ def _content(content: Any, where: str, tool_names: dict[str, str]) -> list[dict[
     blocks = _blocks(content)
     if blocks is None:
         return [{"type": "text", "text": content}] if content else []
-    parts: list[dict[str, Any]] = []
+    parts: list[dict[str, object]] = []
     for n, block in enumerate(blocks):
         part = _block(block, f"{where}[{n}]", tool_names)
         if part is not None:
@@ -163,7 +153,7 @@ def _content(content: Any, where: str, tool_names: dict[str, str]) -> list[dict[
     return parts
 
 
-def _blocks(content: str) -> list[dict[str, Any]] | None:
+def _blocks(content: str) -> list[dict[str, object]] | None:
     """The content blocks a JSON list holds; None when the content is plain text."""
     if not content.lstrip().startswith("["):
         return None
@@ -178,13 +168,15 @@ def _blocks(content: str) -> list[dict[str, Any]] | None:
     return None
 
 
-def _block(block: dict[str, Any], where: str, tool_names: dict[str, str]) -> dict[str, Any] | None:
+def _block(
+    block: Mapping[str, object], where: str, tool_names: dict[str, str]
+) -> dict[str, object] | None:
     """A canonical part for one provider content block; None for blocks the tree does not keep."""
     kind = block["type"]
     if kind in ("text", "input_text", "output_text"):
         return {"type": "text", "text": _string(block, "text", where)}
     if kind == "thinking":
-        part: dict[str, Any] = {"type": "reasoning", "text": _string(block, "thinking", where)}
+        part: dict[str, object] = {"type": "reasoning", "text": _string(block, "thinking", where)}
         if isinstance(block.get("signature"), str):
             part["signature"] = block["signature"]
         return part
@@ -217,7 +209,7 @@ def _block(block: dict[str, Any], where: str, tool_names: dict[str, str]) -> dic
         url = image.get("url") if isinstance(image, dict) else image
         if not isinstance(url, str) or not url:
             raise SpanRejected(f"{where}.image_url.url: expected a non-empty string")
-        return file_part(_mime_of(url), url)
+        return file_part(mime_of(url), url)
     if kind in ("image", "document"):
         source = block.get("source")
         if isinstance(source, dict) and isinstance(source.get("data"), str):
@@ -225,44 +217,13 @@ def _block(block: dict[str, Any], where: str, tool_names: dict[str, str]) -> dic
             mime = mime if isinstance(mime, str) and mime else "application/octet-stream"
             return file_part(mime, data_url(mime, source["data"]))
         if isinstance(source, dict) and isinstance(source.get("url"), str) and source["url"]:
-            return file_part(_mime_of(source["url"]), source["url"])
+            return file_part(mime_of(source["url"]), source["url"])
         raise SpanRejected(f"{where}.source: expected base64 data or a url")
     return None
 
 
-def _mime_of(url: str) -> str:
-    if url.startswith("data:") and ";" in url:
-        return url[len("data:") : url.index(";")] or "application/octet-stream"
-    return "image/*"
-
-
-def _string(block: dict[str, Any], key: str, where: str, *, non_empty: bool = False) -> str:
+def _string(block: Mapping[str, object], key: str, where: str, *, non_empty: bool = False) -> str:
     value = block.get(key)
     if not isinstance(value, str) or (non_empty and not value):
         raise SpanRejected(f"{where}.{key}: expected a {'non-empty ' if non_empty else ''}string")
     return value
-
-
-def _tool_calls(
-    fields: dict[str, Any], where: str, tool_names: dict[str, str]
-) -> list[dict[str, Any]]:
-    calls: dict[int, dict[str, Any]] = {}
-    for key, value in fields.items():
-        match = _TOOL_CALL_FIELD.match(key)
-        if match is not None:
-            calls.setdefault(int(match["index"]), {})[match["field"]] = value
-    parts: list[dict[str, Any]] = []
-    for index in sorted(calls):
-        call = calls[index]
-        call_where = f"{where}.tool_calls.{index}"
-        name = _string(call, "name", call_where, non_empty=True)
-        parts.append(
-            tool_call_part(
-                name=name,
-                arguments=call.get("arguments"),
-                call_id=call.get("id"),
-                where=call_where,
-                tool_names=tool_names,
-            )
-        )
-    return parts
