@@ -1,26 +1,22 @@
-"""The type of parsed JSON, and helpers that narrow a JSON value read leniently.
+"""The type of parsed JSON, and the helpers that narrow a JSON value read leniently.
 
-Pure Python (no Django): formats, conventions and the projector use it for data whose shape
-is only known at run time.
+Pure Python (no Django): the formats, the OTel conventions, the projector and the events use
+it for data whose shape is only known at run time. Readers take what a JSON parser gives
+(`object`), narrow it with the helpers here, and build `JsonObject`s. A helper hands back the
+value itself (not a copy) when it has the type asked for, so changes to it change the document.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
-JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
-JsonObject: TypeAlias = "dict[str, JsonValue]"
-
-
-def as_object(value: object) -> JsonObject | None:
-    """value when it is a JSON object (a dict), else None."""
-    return value if isinstance(value, dict) else None
-
-
-def as_list(value: object) -> list[JsonValue] | None:
-    """value when it is a JSON array (a list), else None."""
-    return value if isinstance(value, list) else None
+# Containers are read-only in the union so that a list of objects is also a JSON value.
+JsonValue: TypeAlias = (
+    "str | int | float | bool | Sequence[JsonValue] | Mapping[str, JsonValue] | None"
+)
+JsonObject: TypeAlias = dict[str, JsonValue]
+JsonArray: TypeAlias = list[JsonValue]
 
 
 def as_str(value: object) -> str | None:
@@ -28,10 +24,46 @@ def as_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def nonempty(value: object) -> str | None:
+    """value when it is a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
+
+
 def get_str(mapping: Mapping[str, object], key: str) -> str | None:
     """mapping[key] when it is a non-empty string, else None."""
-    value = mapping.get(key)
-    return value if isinstance(value, str) and value else None
+    return nonempty(mapping.get(key))
+
+
+def text_of(value: object) -> str:
+    """value when it is a string, else an empty string."""
+    return value if isinstance(value, str) else ""
+
+
+def as_object(value: object) -> JsonObject | None:
+    """value when it is a JSON object (a dict), else None."""
+    return value if isinstance(value, dict) else None
+
+
+def as_list(value: object) -> JsonArray | None:
+    """value when it is a JSON array (a list), else None."""
+    return value if isinstance(value, list) else None
+
+
+def object_of(value: object) -> JsonObject:
+    """value when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def list_of(value: object) -> JsonArray:
+    """value when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def objects_in(value: object) -> list[JsonObject]:
+    """The JSON objects of value when it is an array (other items and values give none)."""
+    if not isinstance(value, list):
+        return []
+    return [item for item in value if isinstance(item, dict)]
 
 
 def json_copy(value: object) -> JsonValue:
@@ -53,7 +85,7 @@ def object_at(container: JsonObject, key: str) -> JsonObject:
     return value
 
 
-def list_at(container: JsonObject, key: str) -> list[JsonValue]:
+def list_at(container: JsonObject, key: str) -> JsonArray:
     """container[key], set to an empty list when absent; TypeError when it is no list."""
     value = container.setdefault(key, [])
     if not isinstance(value, list):

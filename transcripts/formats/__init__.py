@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from transcripts.errors import FormatError
+from transcripts.jsonvalue import JsonArray, JsonObject
 
 from .ai_sdk.messages import export_ai_sdk, import_ai_sdk
 from .anthropic import export_anthropic, import_anthropic
@@ -14,7 +15,6 @@ from .chatgpt import import_chatgpt, iter_chatgpt
 from .claude_ai import import_claude_ai
 from .document import TreeThread
 from .gemini import export_gemini, import_gemini
-from .jsontypes import JsonArray, JsonObject
 from .librechat import import_librechat
 from .markdown import export_markdown
 from .open_webui import import_open_webui

@@ -7,10 +7,7 @@ import copy
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from transcripts.message_schema import PART_TYPES, ROLES, TreeMessage, error_path, full_parts
-
-from .document import TreeThread
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonObject,
     JsonValue,
     as_str,
@@ -18,6 +15,9 @@ from .jsontypes import (
     objects_in,
     text_of,
 )
+from transcripts.message_schema import PART_TYPES, ROLES, TreeMessage, error_path, full_parts
+
+from .document import TreeThread
 from .validation import Problems, is_int, json_kind
 
 FORMAT_NAME = "transcripts.message_schema"

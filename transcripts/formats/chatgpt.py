@@ -20,12 +20,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from transcripts.errors import FormatError
-from transcripts.message_schema import ROLES
-from transcripts.times import epoch_to_iso
-
-from .chatgpt_parts import ExportContext, canvas_document, canvas_input, content_parts
-from .document import TreeThread, answer_part, make_message, tool_call_part
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonObject,
     JsonValue,
     as_str,
@@ -33,6 +28,11 @@ from .jsontypes import (
     object_of,
     text_of,
 )
+from transcripts.message_schema import ROLES
+from transcripts.times import epoch_to_iso
+
+from .chatgpt_parts import ExportContext, canvas_document, canvas_input, content_parts
+from .document import TreeThread, answer_part, make_message, tool_call_part
 from .sources import Prefixed, Skips, read_whole, skip_blank, stream_items
 from .validation import Problems
 

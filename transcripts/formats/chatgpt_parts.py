@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .document import file_part
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonArray,
     JsonObject,
     JsonValue,
 )
+
+from .document import file_part
 from .sources import Skips, labelled
 from .zips import Archive, Asset, textdoc_members
 

@@ -22,19 +22,20 @@ import copy
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from transcripts.jsonvalue import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+    as_str,
+    nonempty,
+)
+
 from .document import (
     TreeThread,
     answer_part,
     file_part,
     make_message,
     tool_call_part,
-)
-from .jsontypes import (
-    JsonArray,
-    JsonObject,
-    JsonValue,
-    as_str,
-    nonempty,
 )
 from .sources import (
     Prefixed,

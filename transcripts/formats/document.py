@@ -9,9 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from transcripts.message_schema import SCHEMA_VERSION
-
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonObject,
     JsonValue,
     as_str,
@@ -19,6 +17,7 @@ from .jsontypes import (
     objects_in,
     text_of,
 )
+from transcripts.message_schema import SCHEMA_VERSION
 
 
 @dataclass

@@ -20,6 +20,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from transcripts.jsonvalue import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+    object_of,
+    text_of,
+)
+
 from .document import (
     TreeThread,
     active_path,
@@ -35,13 +43,6 @@ from .document import (
     set_extra,
     tool_call_part,
     tool_result_part,
-)
-from .jsontypes import (
-    JsonArray,
-    JsonObject,
-    JsonValue,
-    object_of,
-    text_of,
 )
 from .validation import Problems
 

@@ -18,15 +18,7 @@ from __future__ import annotations
 
 import copy
 
-from .document import (
-    TreeThread,
-    file_part,
-    make_message,
-    parse_json_text,
-    tool_call_part,
-    tool_result_part,
-)
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonArray,
     JsonObject,
     JsonValue,
@@ -34,6 +26,15 @@ from .jsontypes import (
     nonempty,
     object_of,
     text_of,
+)
+
+from .document import (
+    TreeThread,
+    file_part,
+    make_message,
+    parse_json_text,
+    tool_call_part,
+    tool_result_part,
 )
 from .sources import (
     Skips,

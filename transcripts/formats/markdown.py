@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import re
 
-from .document import TreeThread, active_path, parse_data_url
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonObject,
     JsonValue,
     object_of,
     objects_in,
     text_of,
 )
+
+from .document import TreeThread, active_path, parse_data_url
 
 _ROLE_TITLES = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
 

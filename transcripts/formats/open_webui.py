@@ -22,14 +22,15 @@ import html
 import json
 import re
 
-from .document import TreeThread, file_part, make_message, tool_call_part, tool_result_part
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonArray,
     JsonObject,
     JsonValue,
     nonempty,
     object_of,
 )
+
+from .document import TreeThread, file_part, make_message, tool_call_part, tool_result_part
 from .sources import (
     Skips,
     file_parts,

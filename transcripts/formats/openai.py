@@ -21,6 +21,14 @@ import copy
 import re
 from typing import Any
 
+from transcripts.jsonvalue import (
+    JsonObject,
+    JsonValue,
+    list_of,
+    object_of,
+    text_of,
+)
+
 from .document import (
     TreeThread,
     active_path,
@@ -39,13 +47,6 @@ from .document import (
     set_extra,
     tool_call_part,
     tool_result_part,
-)
-from .jsontypes import (
-    JsonObject,
-    JsonValue,
-    list_of,
-    object_of,
-    text_of,
 )
 from .validation import Problems
 

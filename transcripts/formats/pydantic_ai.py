@@ -15,6 +15,17 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+from transcripts.jsonvalue import (
+    JsonArray,
+    JsonObject,
+    JsonValue,
+    as_str,
+    list_of,
+    object_of,
+    objects_in,
+    text_of,
+)
+
 from .document import (
     TreeThread,
     active_path,
@@ -29,16 +40,6 @@ from .document import (
     parts_of,
     tool_call_part,
     tool_result_part,
-)
-from .jsontypes import (
-    JsonArray,
-    JsonObject,
-    JsonValue,
-    as_str,
-    list_of,
-    object_of,
-    objects_in,
-    text_of,
 )
 from .validation import Problems, is_int
 

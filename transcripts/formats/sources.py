@@ -13,16 +13,16 @@ from typing import BinaryIO
 import ijson
 
 from transcripts.errors import FormatError
-from transcripts.times import epoch_to_iso, parse_iso, to_iso
-
-from .document import TreeThread
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonObject,
     JsonValue,
     as_str,
     list_of,
     text_of,
 )
+from transcripts.times import epoch_to_iso, parse_iso, to_iso
+
+from .document import TreeThread
 from .validation import Problems
 
 

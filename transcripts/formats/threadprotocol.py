@@ -23,10 +23,7 @@ import uuid
 from typing import Any
 
 from transcripts.ids import derived_ulid, is_ulid, ulid_to_uuid
-from transcripts.times import parse_iso, parse_iso_utc
-
-from .document import TreeThread, active_path, leaves, parts_of, path_to
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonObject,
     JsonValue,
     as_str,
@@ -34,6 +31,9 @@ from .jsontypes import (
     objects_in,
     text_of,
 )
+from transcripts.times import parse_iso, parse_iso_utc
+
+from .document import TreeThread, active_path, leaves, parts_of, path_to
 from .threadprotocol_derive import DEFAULT_AGENT, message_actions
 from .threadprotocol_parts import RECORD, has_record, json_copy, recorded_actions
 from .threadprotocol_read import ACTION_STEP, read_thread

@@ -9,12 +9,13 @@ actions after it.
 
 from __future__ import annotations
 
-from .document import extra_of, parts_of
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonObject,
     object_of,
     text_of,
 )
+
+from .document import extra_of, parts_of
 from .threadprotocol_parts import MEDIA_KINDS, json_copy
 from .threadprotocol_rules import FINISH_REASONS, SYSTEM_ACTION
 from .validation import is_int

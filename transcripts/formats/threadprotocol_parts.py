@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import overload
 
-from .document import data_url, file_part, parse_data_url, parts_of
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonArray,
     JsonObject,
     JsonValue,
@@ -22,6 +21,8 @@ from .jsontypes import (
     object_of,
     objects_in,
 )
+
+from .document import data_url, file_part, parse_data_url, parts_of
 
 RECORD = "threadprotocol"  # the metadata.extra namespace of records
 URL_KEYS = ("url", "image_url")

@@ -28,10 +28,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from transcripts.ids import uuid_to_ulid
-from transcripts.times import parse_iso_utc, to_iso
-
-from .document import TreeThread, linear_thread, make_message, tool_call_part, tool_result_part
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonObject,
     JsonValue,
     as_str,
@@ -40,6 +37,9 @@ from .jsontypes import (
     objects_in,
     text_of,
 )
+from transcripts.times import parse_iso_utc, to_iso
+
+from .document import TreeThread, linear_thread, make_message, tool_call_part, tool_result_part
 from .threadprotocol_parts import RECORD, json_copy, read_content, read_items
 from .validation import is_int
 

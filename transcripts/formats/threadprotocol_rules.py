@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from transcripts.times import parse_iso
-
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonArray,
     JsonObject,
     JsonValue,
 )
+from transcripts.times import parse_iso
+
 from .validation import Problems, is_int
 
 VERSION = "1.0.0"

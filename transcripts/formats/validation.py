@@ -6,8 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import TypeGuard
 
 from transcripts.errors import FormatError
-
-from .jsontypes import (
+from transcripts.jsonvalue import (
     JsonArray,
     JsonObject,
     JsonValue,

@@ -228,14 +228,14 @@ def import_ai_sdk(data: object) -> list[TreeThread]:
     if isinstance(data, dict) and "messages" in data:
         data, base = data["messages"], "$.messages"
     items = problems.array(data, base) or []
-    messages: list[dict[str, object]] = []
+    messages: list[JsonObject] = []
     for path, raw in problems.objects(items, base):
         messages.extend(_import_ui_message(raw, path, problems))
     problems.raise_if_any()
     return [linear_thread(messages)]
 
 
-def _import_ui_message(raw: JsonObject, path: str, problems: Problems) -> list[dict[str, object]]:
+def _import_ui_message(raw: JsonObject, path: str, problems: Problems) -> list[JsonObject]:
     ui_id = problems.req_string(raw, "id", path)
     role = raw.get("role")
     if role not in _UI_ROLES:
@@ -314,7 +314,7 @@ def _import_ui_message(raw: JsonObject, path: str, problems: Problems) -> list[d
         # An empty object is kept too: the UIMessage had `metadata: {}`.
         if kept or per_segment is None:
             extra["metadata"] = copy.deepcopy(kept)
-    out: list[dict[str, object]] = []
+    out: list[JsonObject] = []
     step = 1
     for n, (segment_role, parts) in enumerate(segments):
         if n == 0:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from transcripts.formats.document import data_url, file_part, parse_json_text, set_extra
 from transcripts.formats.otlp.conventions.common import span_error, token_usage
 from transcripts.formats.otlp.model import CallMessage, LlmCall, SpanData, SpanRejected
+from transcripts.jsonvalue import JsonObject
 
 NAME = "ai_sdk"
 
@@ -122,7 +123,7 @@ def _messages(raw_messages: list[object]) -> list[CallMessage]:
         if role not in ("system", "user", "assistant", "tool"):
             raise SpanRejected(f"{where}[{n}].role: expected system, user, assistant or tool")
         content = raw.get("content")
-        metadata: dict[str, object] = {}
+        metadata: JsonObject = {}
         if isinstance(content, str):
             parts: list[dict[str, object]] = [{"type": "text", "text": content}]
         elif isinstance(content, list):
@@ -140,7 +141,7 @@ def _messages(raw_messages: list[object]) -> list[CallMessage]:
                 set_extra(metadata, NAME, {"reasoningSignatures": signatures})
         else:
             raise SpanRejected(f"{where}[{n}].content: expected a string or an array")
-        out.append({"role": role, "parts": parts, "metadata": metadata})
+        out.append({"role": role, "parts": parts, "metadata": {**metadata}})
     return out
 
 
@@ -228,7 +229,7 @@ def _file(item: Mapping[str, object], kind: str, where: str) -> dict[str, object
     if not isinstance(content, str) or not content:
         raise SpanRejected(f"{where}.{'image' if kind == 'image' else 'data'}: expected a string")
     is_url = content.startswith(("http://", "https://", "data:", "file:", "gs:", "s3:"))
-    return file_part(mime, content if is_url else data_url(mime, content), item.get("filename"))
+    return {**file_part(mime, content if is_url else data_url(mime, content), item.get("filename"))}
 
 
 def _answer(attributes: Mapping[str, object]) -> list[CallMessage]:

@@ -154,7 +154,7 @@ def _contents(fields: Mapping[str, object], where: str) -> list[dict[str, object
             url = item.get("image.image.url")
             if not isinstance(url, str) or not url:
                 raise SpanRejected(f"{item_where}.image.image.url: expected a non-empty string")
-            parts.append(file_part(mime_of(url), url))
+            parts.append({**file_part(mime_of(url), url)})
         elif not isinstance(kind, str):
             raise SpanRejected(f"{item_where}.type: expected a string")
     return parts

@@ -209,15 +209,15 @@ def _block(
         url = image.get("url") if isinstance(image, dict) else image
         if not isinstance(url, str) or not url:
             raise SpanRejected(f"{where}.image_url.url: expected a non-empty string")
-        return file_part(mime_of(url), url)
+        return {**file_part(mime_of(url), url)}
     if kind in ("image", "document"):
         source = block.get("source")
         if isinstance(source, dict) and isinstance(source.get("data"), str):
             mime = source.get("media_type")
             mime = mime if isinstance(mime, str) and mime else "application/octet-stream"
-            return file_part(mime, data_url(mime, source["data"]))
+            return {**file_part(mime, data_url(mime, source["data"]))}
         if isinstance(source, dict) and isinstance(source.get("url"), str) and source["url"]:
-            return file_part(mime_of(source["url"]), source["url"])
+            return {**file_part(mime_of(source["url"]), source["url"])}
         raise SpanRejected(f"{where}.source: expected base64 data or a url")
     return None
 
