@@ -15,10 +15,10 @@ from tests.api.conftest import ApiClient, error_of
 from tests.base import Team
 from tests.factories import conversation, events, make_thread
 from transcripts.api.access import rights
-from transcripts.api.auth import Principal
 from transcripts.generation.start import start_generation
 from transcripts.ids import new_ulid
 from transcripts.models import AuditRecord, Event, Project, Run, RunStatus, Thread
+from transcripts.permissions import Principal
 
 pytestmark = pytest.mark.django_db
 

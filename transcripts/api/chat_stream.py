@@ -22,10 +22,10 @@ from typing import Any
 import psycopg
 
 from transcripts.api.stream import IDLE, UNAVAILABLE, RunEnded, StoredEvent, follow_events
+from transcripts.db_availability import describe, is_outage
 from transcripts.formats.document import output_text
 from transcripts.ledger.lifecycle import STOPPED
 from transcripts.models import RunStatus
-from transcripts.outage import describe, is_outage
 from transcripts.projector import Projector
 
 logger = logging.getLogger(__name__)

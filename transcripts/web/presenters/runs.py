@@ -152,7 +152,7 @@ def options_for(thread: Thread, access: Access) -> Options:
     """The thread's option defaults (its last choice, one query), or why the thread (or the
     reader's role) refuses."""
     refusal = role_refusal(access) or generation_refusal(thread)
-    choice = selectors.last_choice(thread) if not refusal else {}
+    choice = selectors.last_choice(thread, among=CHOICES) if not refusal else {}
     parameters = choice.get("parameters") or {}
     generator = choice.get("generator") or "demo"
     model = choice.get("model") or ""
