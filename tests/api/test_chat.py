@@ -14,8 +14,8 @@ from tests.factories import conversation, make_run
 from transcripts import ledger
 from transcripts.api.chat import CHAT_ID
 from transcripts.generation.generators.demo import demo_answer
+from transcripts.generation.runner import generate
 from transcripts.models import Message, Project, Run, RunOrigin, RunStatus, Thread
-from transcripts.worker.process import generate
 
 pytestmark = pytest.mark.django_db
 

@@ -17,8 +17,8 @@ from psycopg import errors
 from psycopg_pool import PoolTimeout
 
 from transcripts.db_availability import Backoff, describe, is_outage
-from transcripts.management.commands.serve import WorkerSupervisor
 from transcripts.outage import OutageMiddleware
+from transcripts.worker.supervisor import WorkerSupervisor
 
 
 def _wrapped(cause: BaseException, kind: type[Exception] = OperationalError) -> Exception:

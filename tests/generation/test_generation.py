@@ -24,9 +24,10 @@ from transcripts.generation.generators import (
     Generator,
     StreamEvent,
 )
+from transcripts.generation.runner import generate
 from transcripts.generation.start import start_generation
+from transcripts.generation.tasks import reap_expired_runs
 from transcripts.models import Message, Run, RunStatus
-from transcripts.worker.process import generate, reap_expired_runs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FAST = {"delayMs": 0}
@@ -344,7 +345,11 @@ def test_events_are_appended_in_batches_not_one_transaction_per_token():
 def test_the_last_choice_is_the_latest_run_of_one_of_our_generators():
 
     thread = conversation(turns=1)
-    assert selectors.last_choice(thread, among=CHOICES) == {"generator": "demo", "model": "", "parameters": {}}
+    assert selectors.last_choice(thread, among=CHOICES) == {
+        "generator": "demo",
+        "model": "",
+        "parameters": {},
+    }
     start_generation(thread=thread, model="demo-9", parameters={"temperature": 0.3})
     # A run some agent runtime posted under its own name is not offered as a generator.
     ledger.begin_run(thread=thread, generator="pydantic-ai", model="claude-x")

@@ -16,11 +16,12 @@ from tests.api.conftest import ApiClient
 from tests.factories import conversation, events, make_thread
 from transcripts import ledger, selectors
 from transcripts.generation.generators import GENERATORS, GenerationRequest, Generator, StreamEvent
+from transcripts.generation.runner import generate
 from transcripts.generation.start import start_generation
 from transcripts.ledger.projects import set_member
 from transcripts.ledger.tokens import issue_token
 from transcripts.models import Project, Run, RunStatus
-from transcripts.worker.process import generate, sweep
+from transcripts.worker.sweeps import sweep
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

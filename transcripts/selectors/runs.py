@@ -94,9 +94,7 @@ def last_choice(thread: Thread, *, among: Collection[str]) -> dict[str, Any]:
     Runs a stream layer posted under its own name (not one of ours) are no choice to repeat.
     """
     run = (
-        Run.objects.filter(thread=thread, generator__in=list(among))
-        .order_by("-created_at")
-        .first()
+        Run.objects.filter(thread=thread, generator__in=list(among)).order_by("-created_at").first()
     )
     if run is None:
         return {"generator": "demo", "model": "", "parameters": {}}

@@ -16,12 +16,12 @@ from django.utils.timesince import timesince
 
 from transcripts import selectors
 from transcripts.generation.generators import CHOICES, EXTERNAL, GENERATORS
+from transcripts.generation.leases import lease_seconds
 from transcripts.models import OPEN_STATUSES, Event, Run, RunStatus, Thread
 from transcripts.permissions import Access, may_stop
 from transcripts.selectors.workers import since_a_worker_was_seen
 from transcripts.web import rendering
 from transcripts.web.presenters.messages import MessageItem, message_items, projected_messages
-from transcripts.worker.liveness import lease_seconds
 
 # --- the raw event log --------------------------------------------------------------------
 
