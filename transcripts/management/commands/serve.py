@@ -18,8 +18,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from config.database import embedded_data_dir
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import set_member
-from transcripts.models import Project, ProjectRole
+from transcripts.models import ProjectRole
 from transcripts.worker.supervisor import WorkerSupervisor
 
 
@@ -112,7 +113,7 @@ class Command(BaseCommand):
         admin = user_model.objects.create_superuser("admin", "admin@localhost", password)
         # A superuser may do everything anyway; the membership makes the demo project its own,
         # so the switcher, the project page and the audit log show it as the project's admin.
-        set_member(project=Project.default(), user=admin, role=ProjectRole.ADMIN)
+        set_member(project=default_project(), user=admin, role=ProjectRole.ADMIN)
         password_file.parent.mkdir(parents=True, exist_ok=True)
         # Created private (0600) before the password is written; chmod for a file that existed.
         descriptor = os.open(password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
