@@ -21,8 +21,10 @@ install: $(VENV)/.installed
 serve: install
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
-## Set up and run the whole test suite on a throwaway embedded PostgreSQL
+## Check the import contracts (.importlinter), then run the whole test suite on a throwaway
+## embedded PostgreSQL
 test: install
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 lint: install

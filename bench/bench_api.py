@@ -299,10 +299,10 @@ def main() -> None:
     args = parser.parse_args()
 
     setup_django(durable=True)
+    from transcripts.ledger.default_project import default_project
     from transcripts.ledger.tokens import issue_token
-    from transcripts.models import Project
 
-    token = issue_token(project=Project.default(), name="bench", scopes=["ingest", "read"])[1]
+    token = issue_token(project=default_project(), name="bench", scopes=["ingest", "read"])[1]
     port = _free_port()
     server = start_server(port, args.workers, args.conn_max_age)
     sizes = [int(s) for s in args.sizes.split(",")]

@@ -26,9 +26,9 @@ from bench_views import branched_thread, measure
 def regenerated(count: int) -> tuple[Any, Any]:
     """A prompt answered count times; returns the thread and the prompt."""
     from transcripts import ledger
-    from transcripts.models import Project
+    from transcripts.ledger.default_project import default_project
 
-    thread, _ = ledger.create_thread(project=Project.default(), title=f"{count} answers")
+    thread, _ = ledger.create_thread(project=default_project(), title=f"{count} answers")
     run, _ = ledger.begin_run(thread=thread)
     message = {"role": "user", "parts": [{"type": "text", "text": "Name a number"}]}
     ledger.append_events(run=run, events=[{"seq": 1, "kind": "message", "data": message}])
@@ -50,11 +50,11 @@ def main() -> None:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
+    from transcripts.ledger.default_project import default_project
     from transcripts.ledger.projects import set_member
-    from transcripts.models import Project
 
     user = get_user_model().objects.create_user("bench")
-    set_member(project=Project.default(), user=user, role="editor")
+    set_member(project=default_project(), user=user, role="editor")
     client = Client()
     client.force_login(user)
     cases: list[tuple[str, str]] = []

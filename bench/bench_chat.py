@@ -25,9 +25,9 @@ from _setup import setup_django
 def build_run(count: int) -> Any:
     """A committed run of count events, stored through the ledger."""
     from transcripts import ledger
-    from transcripts.models import Project
+    from transcripts.ledger.default_project import default_project
 
-    thread, _ = ledger.create_thread(project=Project.default(), title=f"chat {count}")
+    thread, _ = ledger.create_thread(project=default_project(), title=f"chat {count}")
     run, _ = ledger.begin_run(thread=thread, generator="demo")
     call = {"toolCallId": "c1", "toolName": "lookup", "input": {"term": "x"}}
     head = [

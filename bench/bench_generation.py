@@ -107,10 +107,11 @@ def main() -> None:
 
     from transcripts import ledger
     from transcripts.generation.start import start_generation
-    from transcripts.models import Message, Project, Run
+    from transcripts.ledger.default_project import default_project
+    from transcripts.models import Message, Run
 
     get_user_model().objects.create_superuser("bench", "bench@localhost", "bench-password")
-    thread, _ = ledger.create_thread(project=Project.default(), title="bench")
+    thread, _ = ledger.create_thread(project=default_project(), title="bench")
     for kind, data in (
         ("message", {"role": "user", "parts": [{"type": "text", "text": "Tell me a story"}]}),
         ("text-delta", {"delta": "Once upon a time."}),

@@ -90,7 +90,8 @@ def main() -> None:
     args = parser.parse_args()
     setup_django(durable=True)
     from transcripts.interchange import export_thread, import_stream
-    from transcripts.models import Message, Project
+    from transcripts.ledger.default_project import default_project
+    from transcripts.models import Message
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "conversations.json"
@@ -98,7 +99,7 @@ def main() -> None:
         size_mb = path.stat().st_size / 1e6
         started = time.perf_counter()
         with path.open("rb") as handle:
-            result = import_stream(handle, "chatgpt", project=Project.default())
+            result = import_stream(handle, "chatgpt", project=default_project())
         import_seconds = time.perf_counter() - started
     stored = Message.objects.count()
     started = time.perf_counter()

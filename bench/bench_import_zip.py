@@ -56,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     setup_django(durable=True)
     from transcripts.interchange import import_stream
-    from transcripts.models import Project
+    from transcripts.ledger.default_project import default_project
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "chatgpt-export.zip"
@@ -64,7 +64,7 @@ def main() -> None:
         size_mb = path.stat().st_size / 1e6
         started = time.perf_counter()
         with path.open("rb") as handle:
-            result = import_stream(handle, project=Project.default())
+            result = import_stream(handle, project=default_project())
         seconds = time.perf_counter() - started
     with open("/proc/self/status") as status:
         peak_mb = next(int(ln.split()[1]) for ln in status if ln.startswith("VmHWM:")) / 1024

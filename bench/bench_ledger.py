@@ -44,9 +44,9 @@ def _delta(seq: int) -> dict[str, Any]:
 
 def _new_run() -> Any:
     from transcripts import ledger
-    from transcripts.models import Project
+    from transcripts.ledger.default_project import default_project
 
-    thread, _ = ledger.create_thread(project=Project.default(), title="bench")
+    thread, _ = ledger.create_thread(project=default_project(), title="bench")
     run, _ = ledger.begin_run(thread=thread)
     return run
 

@@ -152,11 +152,12 @@ def main() -> None:
     from django.test import Client
     from django.test.utils import setup_test_environment
 
+    from transcripts.ledger.default_project import default_project
     from transcripts.ledger.tokens import issue_token
-    from transcripts.models import Message, Project
+    from transcripts.models import Message
 
     setup_test_environment()  # the test client's host name is allowed
-    project = Project.default()
+    project = default_project()
     token = issue_token(project=project, name="bench", scopes=["ingest", "read"])[1]
     client = Client()
     conversations = _conversations(args.conversations, args.turns)

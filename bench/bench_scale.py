@@ -339,11 +339,11 @@ def main() -> None:
     from django.test import Client
     from scale_seed import Seeder
 
+    from transcripts.ledger.default_project import default_project
     from transcripts.ledger.projects import set_member
     from transcripts.ledger.tokens import issue_token
-    from transcripts.models import Project
 
-    project = Project.default()
+    project = default_project()
     users = get_user_model().objects
     member = users.create_user("bench")
     set_member(project=project, user=member, role="editor")

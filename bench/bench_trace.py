@@ -25,9 +25,9 @@ from _setup import setup_django
 def tool_run(count: int) -> Any:
     """A committed run of about count events: two steps around a tool call, then deltas."""
     from transcripts import ledger
-    from transcripts.models import Project
+    from transcripts.ledger.default_project import default_project
 
-    thread, _ = ledger.create_thread(project=Project.default(), title=f"{count} events")
+    thread, _ = ledger.create_thread(project=default_project(), title=f"{count} events")
     run, _ = ledger.begin_run(thread=thread, model="gpt-4o")
     call = {"toolCallId": "c1", "toolName": "search", "input": {"q": "x"}}
     head = [
@@ -73,12 +73,12 @@ def main() -> None:
     from django.test import Client
     from django.utils import timezone
 
+    from transcripts.ledger.default_project import default_project
     from transcripts.ledger.projects import set_member
-    from transcripts.models import Project
     from transcripts.selectors.trace import run_trace
 
     user = get_user_model().objects.create_user("bench")
-    set_member(project=Project.default(), user=user, role="viewer")
+    set_member(project=default_project(), user=user, role="viewer")
     client = Client()
     client.force_login(user)
     live = {"HX-Request": "true", "HX-Target": "live"}

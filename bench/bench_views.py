@@ -27,9 +27,9 @@ TARGET_MS = 150.0
 def linear_thread(count: int, title: str) -> Any:
     """A thread of count alternating user/assistant messages in one committed run."""
     from transcripts import ledger
-    from transcripts.models import Project
+    from transcripts.ledger.default_project import default_project
 
-    thread, _ = ledger.create_thread(project=Project.default(), title=title)
+    thread, _ = ledger.create_thread(project=default_project(), title=title)
     run, _ = ledger.begin_run(thread=thread, model="bench-model")
     items = [
         {
@@ -120,12 +120,13 @@ def main() -> None:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
+    from transcripts.ledger.default_project import default_project
     from transcripts.ledger.projects import set_member
-    from transcripts.models import Message, Project
+    from transcripts.models import Message
 
     user = get_user_model().objects.create_user("bench")
     # A member with a role, as readers are: the view pays for the access check it really does.
-    set_member(project=Project.default(), user=user, role="editor")
+    set_member(project=default_project(), user=user, role="editor")
     client = Client()
     client.force_login(user)
     cases: list[tuple[str, str]] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from transcripts import ledger
+from transcripts.ledger.default_project import default_project
 from transcripts.models import Message, Project, Run, Thread
 
 
@@ -22,7 +23,7 @@ def make_thread(
     title: str = "A thread", *, project: Project | None = None, **kwargs: Any
 ) -> Thread:
     """A new empty thread (in the default project unless told otherwise)."""
-    thread, _ = ledger.create_thread(project=project or Project.default(), title=title, **kwargs)
+    thread, _ = ledger.create_thread(project=project or default_project(), title=title, **kwargs)
     return thread
 
 

@@ -28,7 +28,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.db.models import Model
 
-from transcripts.outage import describe, is_outage
+from transcripts.db_availability import describe, is_outage, is_recovery_conflict
 
 logger = logging.getLogger(__name__)
 
@@ -41,10 +41,6 @@ ACCESS_MODELS = frozenset(
 # Writes a client never reads back: a token's last use (recorded on a GET, at most once a
 # minute) must not send that client's reads to the primary.
 BOOKKEEPING_MODELS = frozenset({"transcripts.apitoken"})
-# What a hot standby answers when it cancels a query for the WAL it must replay (a snapshot,
-# lock or buffer-pin conflict; 57P04 when the database was dropped): the same read succeeds on
-# the primary, which has nothing to replay.
-RECOVERY_CONFLICT_STATES = frozenset({"40001", "40P01", "57P04"})
 
 
 @dataclass
@@ -111,12 +107,6 @@ class _ReplicaHealth:
 
 
 _replica = _ReplicaHealth()
-
-
-def is_recovery_conflict(exc: BaseException) -> bool:
-    """Whether exc is a standby cancelling a query for a conflict with recovery."""
-    cause = exc.__cause__ if isinstance(exc, Error) and exc.__cause__ is not None else exc
-    return getattr(cause, "sqlstate", None) in RECOVERY_CONFLICT_STATES
 
 
 def _watch_replica(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from transcripts import ledger
-from transcripts.models import Message, Project, Run, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Message, Run, Thread
 
 DEMO_MARKER = "demo"
 
@@ -67,7 +68,7 @@ def _last_message(run: Run) -> Message:
 
 def _tool_agent() -> None:
     thread, _ = ledger.create_thread(
-        project=Project.default(),
+        project=default_project(),
         title="Weather agent: should I bike to work?",
         metadata={DEMO_MARKER: True, "tags": ["tools", "reasoning"]},
     )
@@ -114,7 +115,7 @@ def _tool_agent() -> None:
 
 def _regenerations() -> None:
     thread, _ = ledger.create_thread(
-        project=Project.default(),
+        project=default_project(),
         title="Haiku about PostgreSQL (regenerated twice, prompt edited)",
         metadata={DEMO_MARKER: True, "tags": ["branches"]},
     )
@@ -162,7 +163,7 @@ def _multi_agent() -> None:
         },
     }
     thread, _ = ledger.create_thread(
-        project=Project.default(),
+        project=default_project(),
         title="Planner and coder agents fix a failing test",
         metadata={DEMO_MARKER: True, "tags": ["multi-agent"]},
         agents=agents,

@@ -49,14 +49,6 @@ class Project(models.Model):
     def __str__(self) -> str:
         return self.name or self.slug
 
-    @classmethod
-    def default(cls) -> Project:
-        """The project existing data went into, and where demo data and unscoped imports go."""
-        project, _ = cls.objects.get_or_create(
-            slug=DEFAULT_PROJECT_SLUG, defaults={"name": "Default"}
-        )
-        return project
-
 
 class ProjectRole(models.TextChoices):
     """A member's role in a project; each includes the ones before it."""

@@ -1,41 +1,33 @@
-"""Database outages: what counts as one, and how every part answers it.
+"""Database outages met by requests: the middleware that answers them 503, not 500.
 
 While PostgreSQL is down or unreachable, a request that needs it fails within about a second
 (libpq's `connect_timeout` and the pool's `timeout`, TRANSCRIPTS_DB_CONNECT_TIMEOUT and
 TRANSCRIPTS_DB_POOL_TIMEOUT) and is answered 503 with Retry-After: pages with a plain page,
 the API with its JSON error shape. `/healthz` never touches the database; `/readyz` says
-whether it answers and why not. The worker and the live stream use the same test of what an
-outage is, so they wait and retry instead of failing.
+whether it answers and why not. What counts as an outage is `db_availability`'s, which the
+worker and the live stream use too, so they wait and retry instead of failing.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import sys
 import threading
 import time
-from collections.abc import Callable
 from contextlib import suppress
-from typing import Any, TypeVar
+from typing import Any
 
-import psycopg
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
-from django.conf import settings
 from django.core.signals import got_request_exception, request_started
-from django.db import Error, InterfaceError, connection
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
-from psycopg_pool import PoolTimeout
+
+from transcripts.db_availability import describe, forget_connection, is_outage, open_pool
+from transcripts.db_router import current_routing
+from transcripts.json_errors import error_body
+from transcripts.middleware import SyncAsyncMiddleware
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 RETRY_AFTER_SECONDS = 5
-# SQLSTATEs of a server that cannot serve anyone right now (shutting down, crashed, starting
-# up, out of connections), as opposed to refusing one statement.
-_UNAVAILABLE_STATES = frozenset({"57P01", "57P02", "57P03", "53300"})
-# Keys of Django's OPTIONS that are not libpq connection parameters.
-_DJANGO_ONLY_OPTIONS = frozenset({"isolation_level", "server_side_binding", "pool", "assume_role"})
 API_PREFIX = "/api/"
 
 UNAVAILABLE_PAGE = """<!doctype html>
@@ -47,117 +39,6 @@ UNAVAILABLE_PAGE = """<!doctype html>
 </body>
 </html>
 """
-
-
-def _cause(exc: BaseException) -> BaseException:
-    """The driver's exception behind Django's wrapper of it."""
-    if isinstance(exc, Error) and exc.__cause__ is not None:
-        return exc.__cause__
-    return exc
-
-
-def is_outage(exc: BaseException) -> bool:
-    """Whether exc means the database cannot be reached or cannot serve (down, restarting,
-    cut off, no connection to be had), rather than a refusal of one statement."""
-    cause = _cause(exc)
-    if isinstance(cause, psycopg.InterfaceError):
-        return True
-    if isinstance(cause, psycopg.OperationalError):
-        # Failures to connect or to stay connected come from libpq itself, with no SQLSTATE.
-        state = cause.sqlstate
-        return state is None or state.startswith("08") or state in _UNAVAILABLE_STATES
-    return isinstance(exc, InterfaceError)
-
-
-def describe(exc: BaseException) -> str:
-    """What went wrong, in one line, without the server's address."""
-    cause = _cause(exc)
-    text = str(cause).strip()
-    first_line = text.splitlines()[0] if text else type(cause).__name__
-    # libpq says 'connection to server on socket "/path" failed: Connection refused'.
-    _, found, reason = first_line.rpartition("failed: ")
-    return (reason if found else first_line).strip() or type(cause).__name__
-
-
-def forget_connection() -> None:
-    """After an outage: drop this thread's connection and the pool's idle ones, so the next use
-    connects afresh. A restart breaks every idle pooled connection, and psycopg_pool would find
-    them one check at a time, pausing a second after the second one (a request's whole wait)."""
-    with suppress(Exception):
-        connection.close()
-    pool = _open_pool()
-    if pool is not None:
-        with suppress(Exception):
-            pool.drain()
-
-
-def _open_pool() -> Any:
-    """This process's connection pool, if it is open (a pool not opened yet must be left
-    alone: psycopg_pool loses the work asked of it before it opens)."""
-    pool = getattr(connection, "pool", None)
-    return pool if pool is not None and not pool.closed else None
-
-
-def conninfo() -> str:
-    """libpq connection string of the default database (its timeouts included)."""
-    db = settings.DATABASES["default"]
-    params: dict[str, Any] = {
-        "dbname": db.get("NAME") or None,
-        "user": db.get("USER") or None,
-        "password": db.get("PASSWORD") or None,
-        "host": db.get("HOST") or None,
-        "port": db.get("PORT") or None,
-    }
-    options = db.get("OPTIONS") or {}
-    params.update({k: v for k, v in options.items() if k not in _DJANGO_ONLY_OPTIONS})
-    return psycopg.conninfo.make_conninfo(**{k: v for k, v in params.items() if v is not None})
-
-
-class Backoff:
-    """Pauses between attempts against a database that fails: doubling from `first` up to
-    `most` seconds (with jitter, so workers do not come back in step), and from `first` again
-    once `calm_after` seconds have passed without a failure."""
-
-    def __init__(self, first: float = 0.25, most: float = 2.0, calm_after: float = 60.0) -> None:
-        self.first, self.most, self.calm_after = first, most, calm_after
-        self._failures = 0
-        self._last_failure = float("-inf")
-
-    def next_delay(self) -> float:
-        now = time.monotonic()
-        if now - self._last_failure > self.calm_after:
-            self._failures = 0
-        self._last_failure = now
-        delay = min(self.most, self.first * 2**self._failures)
-        self._failures += 1
-        return float(delay * random.uniform(0.8, 1.2))
-
-
-def patiently(action: Callable[[], T], *, what: str) -> T:
-    """action(), tried again after a growing pause for as long as the database is unavailable
-    (other errors are raised at once)."""
-    backoff = Backoff()
-    failing_since: float | None = None
-    while True:
-        try:
-            result = action()
-        except Error as exc:
-            if not is_outage(exc):
-                raise
-            if failing_since is None:
-                failing_since = time.monotonic()
-                logger.warning(
-                    "%s: the database is unavailable (%s); trying again until it answers",
-                    what,
-                    describe(exc),
-                )
-            forget_connection()
-            time.sleep(backoff.next_delay())
-        else:
-            if failing_since is not None:
-                waited = time.monotonic() - failing_since
-                logger.warning("%s: the database is back after %.1f s", what, waited)
-            return result
 
 
 class _Reporter:
@@ -197,9 +78,6 @@ def unavailable_response(request: HttpRequest, exc: BaseException | None = None)
         forget_connection()
     response: HttpResponse
     if request.path_info.startswith(API_PREFIX):
-        # Imported here: the worker uses this module and has no use for the API.
-        from transcripts.api.errors import error_body
-
         message = f"the database is unavailable; try again in {RETRY_AFTER_SECONDS} s"
         body = error_body("unavailable", message, {"retryAfter": RETRY_AFTER_SECONDS})
         response = JsonResponse(body, status=503)
@@ -211,49 +89,17 @@ def unavailable_response(request: HttpRequest, exc: BaseException | None = None)
 def _replica_failed() -> bool:
     """Whether this request's failure was the read replica's: the primary is fine, and
     `read_your_writes` serves the request again from it."""
-    # Imported here: db_router uses this module.
-    from transcripts.db_router import current_routing
-
     routing = current_routing.get()
     return routing is not None and routing.replica_failed
 
 
-def database_problem() -> str:
-    """'' when the database answers this process; else why not, in a line."""
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-    except Error as exc:
-        forget_connection()
-        if isinstance(_cause(exc), PoolTimeout):
-            # The pool only says it waited: ask the server directly what is wrong.
-            try:
-                psycopg.connect(conninfo(), autocommit=True).close()
-            except psycopg.Error as direct:
-                return describe(direct)
-            return "the database answers, but no pooled connection came free in time"
-        return describe(exc)
-    return ""
-
-
-class OutageMiddleware:
+class OutageMiddleware(SyncAsyncMiddleware):
     """Answers a request that met a database outage with 503 and Retry-After, not a 500."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if self.async_mode:
-            return self.__acall__(request)
+    def handle(self, request: HttpRequest) -> HttpResponseBase:
         return self._checked(request, self.get_response(request))
 
-    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
+    async def ahandle(self, request: HttpRequest) -> HttpResponseBase:
         return self._checked(request, await self.get_response(request))
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
@@ -291,7 +137,7 @@ class _IdleCheck:
         now = time.monotonic()
         paused = now - self._last >= self.after_seconds
         self._last = now
-        pool = _open_pool() if paused else None
+        pool = open_pool() if paused else None
         if pool is not None:
             with suppress(Exception):
                 pool.check()

@@ -179,6 +179,23 @@ INGEST, READ, ADMIN = "ingest", "read", "admin"
 
 
 @dataclass(frozen=True)
+class Principal:
+    """An authenticated API caller: a token (its project and scopes) or a browser session (its
+    user). `api/auth.py` finds it; the policy below and the ledger's audit read it."""
+
+    name: str
+    scopes: frozenset[str]
+    token_id: int | None = None
+    project_id: int | None = None
+    user: Any = None
+
+    @property
+    def is_session(self) -> bool:
+        """Whether the caller is a logged-in browser session rather than a token."""
+        return self.token_id is None
+
+
+@dataclass(frozen=True)
 class TokenAccess:
     """An API token's rights on one thread: none outside its project."""
 

@@ -14,14 +14,11 @@ the page or answer comes out as if the replica had not been there.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from transcripts.db_router import ReadRouting, current_routing
+from transcripts.middleware import SyncAsyncMiddleware
 
 PRIMARY_COOKIE = "transcripts_primary"
 PRIMARY_HEADER = "Transcripts-Read"
@@ -43,21 +40,10 @@ def may_read_replica(request: HttpRequest) -> bool:
     )
 
 
-class ReadYourWritesMiddleware:
+class ReadYourWritesMiddleware(SyncAsyncMiddleware):
     """Routes a request's reads (see the module) and marks a client that wrote."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if self.async_mode:
-            return self.__acall__(request)
+    def handle(self, request: HttpRequest) -> HttpResponseBase:
         routing = ReadRouting(replica_allowed=may_read_replica(request))
         response = self._served(request, routing)
         if routing.replica_failed:
@@ -66,14 +52,15 @@ class ReadYourWritesMiddleware:
             response = self._served(request, routing)
         return self._marked(request, routing, response)
 
-    def _served(self, request: HttpRequest, routing: ReadRouting) -> Any:
+    def _served(self, request: HttpRequest, routing: ReadRouting) -> HttpResponseBase:
         token = current_routing.set(routing)
         try:
-            return self.get_response(request)
+            response: HttpResponseBase = self.get_response(request)
+            return response
         finally:
             current_routing.reset(token)
 
-    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
+    async def ahandle(self, request: HttpRequest) -> HttpResponseBase:
         routing = ReadRouting(replica_allowed=may_read_replica(request))
         response = await self._aserved(request, routing)
         if routing.replica_failed:

@@ -24,6 +24,7 @@ from django.test import Client
 from django.utils import timezone
 
 from tests.support import database_url_of_tests
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.tokens import issue_token
 from transcripts.models import Project
 
@@ -75,7 +76,7 @@ def make_token() -> Callable[..., str]:
         *scopes: str, user: Any = None, revoked: bool = False, project: Project | None = None
     ) -> str:
         token, raw = issue_token(
-            project=project or Project.default(),
+            project=project or default_project(),
             name="test",
             scopes=scopes or ("ingest", "read"),
             user=user,

@@ -15,10 +15,11 @@ from tests.api.conftest import ApiClient, error_of
 from tests.base import Team
 from tests.factories import conversation, events, make_thread
 from transcripts.api.access import rights
-from transcripts.api.auth import Principal
 from transcripts.generation.start import start_generation
 from transcripts.ids import new_ulid
-from transcripts.models import AuditRecord, Event, Project, Run, RunStatus, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import AuditRecord, Event, Run, RunStatus, Thread
+from transcripts.permissions import Principal
 
 pytestmark = pytest.mark.django_db
 
@@ -78,7 +79,7 @@ def test_an_admin_token_reaches_a_hidden_thread_and_its_reads_are_audited(
             thread=hidden_run.thread_id, run=hidden_run.id
         )
         assert record.details["via"] == "api" and record.details["tokenId"] is not None
-        assert record.project_id == Project.default().pk
+        assert record.project_id == default_project().pk
     else:
         assert not audited.exists()  # writes are audited by what they do, not as reads
 
@@ -183,7 +184,7 @@ def test_a_browser_session_may_not_write_even_as_an_admin(team: Team):
 def test_the_one_decision_for_a_token_of_the_threads_project(
     scopes, hidden, reaches, reads, ingests
 ):
-    project = Project.default()
+    project = default_project()
     principal = Principal(name="p", scopes=frozenset(scopes), token_id=1, project_id=project.pk)
     thread = Thread(id=new_ulid(), project_id=project.pk, hidden=hidden)
 

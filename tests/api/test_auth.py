@@ -13,8 +13,9 @@ from django.utils import timezone
 
 from tests.api.conftest import ApiClient, error_of
 from tests.factories import make_run, make_thread
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import set_member
-from transcripts.models import ApiToken, Project, Thread
+from transcripts.models import ApiToken, Thread
 
 pytestmark = pytest.mark.django_db
 
@@ -106,7 +107,7 @@ def test_another_authorization_scheme_is_refused(ids):
 
 def test_a_logged_in_browser_session_may_read_but_not_write(ids):
     user = get_user_model().objects.create_user("reader", password="x")
-    set_member(project=Project.default(), user=user, role="viewer")
+    set_member(project=default_project(), user=user, role="viewer")
     client = Client()
     client.force_login(user)
 
@@ -178,7 +179,7 @@ def test_the_command_refuses_an_empty_or_overlong_name(name):
 def test_the_admin_shows_a_new_token_once(admin_client):
     response = admin_client.post(
         "/admin/transcripts/apitoken/add/",
-        {"name": "from the admin", "project": Project.default().pk, "scopes": ["read"]},
+        {"name": "from the admin", "project": default_project().pk, "scopes": ["read"]},
         follow=True,
     )
 

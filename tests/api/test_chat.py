@@ -14,8 +14,9 @@ from tests.factories import conversation, make_run
 from transcripts import ledger
 from transcripts.api.chat import CHAT_ID
 from transcripts.generation.generators.demo import demo_answer
+from transcripts.generation.runner import generate
+from transcripts.ledger.default_project import default_project
 from transcripts.models import Message, Project, Run, RunOrigin, RunStatus, Thread
-from transcripts.worker.process import generate
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +41,7 @@ def send(client: ApiClient, chat_id: str, messages: list[dict[str, Any]], **body
 
 
 def chat_thread(chat_id: str, project: Project | None = None) -> Thread:
-    return Thread.objects.get(project=project or Project.default(), external_id=chat_id)
+    return Thread.objects.get(project=project or default_project(), external_id=chat_id)
 
 
 def answered(chat_id: str) -> Run:

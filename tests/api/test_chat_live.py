@@ -15,7 +15,8 @@ from tests.api import conftest as api_fixtures
 from tests.api.sse_client import frames
 from tests.generation import conftest as generation_fixtures
 from tests.generation.support import run_status, wait_for
-from transcripts.models import Message, Project, Run, RunStatus, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Message, Run, RunStatus, Thread
 
 live_server_asgi = api_fixtures.live_server_asgi
 start_worker = generation_fixtures.start_worker
@@ -90,7 +91,7 @@ def deltas(count: int) -> Any:
 
 
 def stored_answer(chat_id: str) -> list[Message]:
-    thread = Thread.objects.get(project=Project.default(), external_id=chat_id)
+    thread = Thread.objects.get(project=default_project(), external_id=chat_id)
     return list(
         Message.objects.filter(thread=thread, active=True, role__in=["assistant", "tool"])
         .exclude(depth=0)

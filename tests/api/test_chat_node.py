@@ -17,7 +17,8 @@ import pytest
 from tests.api import conftest as api_fixtures
 from tests.generation import conftest as generation_fixtures
 from tests.generation.support import wait_for
-from transcripts.models import Message, Project, RunStatus, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Message, RunStatus, Thread
 
 live_server_asgi = api_fixtures.live_server_asgi
 start_worker = generation_fixtures.start_worker
@@ -88,7 +89,7 @@ def test_use_chats_transport_sends_resumes_and_continues_a_chat(
     assert seen and _text(message).startswith(seen)  # the resumed stream replays from the start
     assert out["nothingAfterwards"]  # the answer is done: reconnecting finds nothing (204)
 
-    thread = Thread.objects.get(project=Project.default(), external_id="node-chat-1")
+    thread = Thread.objects.get(project=default_project(), external_id="node-chat-1")
     stored = out["stored"]
     assert [m["role"] for m in stored] == ["user", "assistant"]
     assert stored[1]["id"] == message["id"] and _text(stored[1]) == _text(message)

@@ -16,8 +16,8 @@ from schemathesis.checks import (
 )
 
 from tests.factories import make_run, make_thread
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.tokens import issue_token
-from transcripts.models import Project
 
 CHECKS = [
     not_a_server_error,
@@ -54,7 +54,7 @@ def _keep_the_test_connection():
 
 @pytest.fixture
 def token(db) -> str:
-    return issue_token(project=Project.default(), name="schemathesis", scopes=["ingest", "read"])[1]
+    return issue_token(project=default_project(), name="schemathesis", scopes=["ingest", "read"])[1]
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def test_no_generated_request_against_real_ids_breaks_the_api(case, token, real_
 
 @pytest.fixture
 def ingest_only_token(db) -> str:
-    return issue_token(project=Project.default(), name="agent", scopes=["ingest"])[1]
+    return issue_token(project=default_project(), name="agent", scopes=["ingest"])[1]
 
 
 @schema.parametrize()

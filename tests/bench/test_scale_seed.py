@@ -12,7 +12,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from transcripts.models import Event, Message, Project, Run, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Event, Message, Run, Thread
 from transcripts.projector import project
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -50,7 +51,7 @@ def _indexes(tables: tuple[str, ...]) -> set[tuple[str, str]]:
 
 def _seeder(seed: Any) -> Any:
     reporter = get_user_model().objects.create_user("bench")
-    return seed.Seeder(project_id=Project.default().pk, reporter_id=reporter.pk)
+    return seed.Seeder(project_id=default_project().pk, reporter_id=reporter.pk)
 
 
 def test_bulk_load_drops_the_secondary_indexes_and_builds_the_same_again(

@@ -18,16 +18,17 @@ from tests.factories import ask, make_thread, say
 from transcripts import ledger
 from transcripts.errors import WorkerLost
 from transcripts.generation import tasks
+from transcripts.generation.runner import generate
 from transcripts.generation.start import start_generation
+from transcripts.ledger.task_rows import MAX_ATTEMPTS
+from transcripts.ledger.worker_beats import record_beat
 from transcripts.models import Run, RunStatus, Thread, WorkerBeat
 from transcripts.worker.liveness import (
-    MAX_ATTEMPTS,
     Liveness,
-    record_beat,
     release_own_tasks,
     release_tasks_of_dead_workers,
 )
-from transcripts.worker.process import generate, sweep
+from transcripts.worker.sweeps import sweep
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,9 @@ from django.test import Client, RequestFactory
 from psycopg import errors
 from psycopg_pool import PoolTimeout
 
-from transcripts.management.commands.serve import WorkerSupervisor
-from transcripts.outage import Backoff, OutageMiddleware, describe, is_outage
+from transcripts.db_availability import Backoff, describe, is_outage
+from transcripts.outage import OutageMiddleware
+from transcripts.worker.supervisor import WorkerSupervisor
 
 
 def _wrapped(cause: BaseException, kind: type[Exception] = OperationalError) -> Exception:

@@ -12,6 +12,7 @@ from transcripts.errors import FormatError, InvalidEvents
 from transcripts.events import check_events
 from transcripts.formats.canonical import FORMAT_NAME, import_canonical
 from transcripts.ids import new_ulid
+from transcripts.ledger.default_project import default_project
 from transcripts.message_schema import (
     PART_TYPES,
     ROLES,
@@ -19,7 +20,7 @@ from transcripts.message_schema import (
     ToolResultPartModel,
     full_parts,
 )
-from transcripts.models import Message, Project, Thread
+from transcripts.models import Message, Thread
 from transcripts.projector import project
 
 CALL = {"type": "tool-call", "toolCallId": "c1", "toolName": "search", "input": {"q": "x"}}
@@ -215,7 +216,7 @@ def test_full_parts_fills_every_optional_field_the_schema_declares() -> None:
 
 @pytest.mark.django_db
 def test_an_imported_document_stores_what_its_events_project_to() -> None:
-    [thread_id] = interchange.import_data(document(*PARTIAL), project=Project.default()).thread_ids
+    [thread_id] = interchange.import_data(document(*PARTIAL), project=default_project()).thread_ids
     thread = Thread.objects.get(pk=thread_id)
     check_all([thread])
     stored = Message.objects.filter(thread=thread).order_by("depth")

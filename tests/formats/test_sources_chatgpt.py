@@ -16,7 +16,8 @@ from transcripts.formats.chatgpt import import_chatgpt
 from transcripts.formats.chatgpt_parts import ExportContext
 from transcripts.formats.document import active_path, leaves
 from transcripts.formats.zips import Archive, ZipLimits, detect_zip_source
-from transcripts.models import Message, Project, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Message, Thread
 from transcripts.selectors import active_path as stored_path
 
 PIXEL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
@@ -133,7 +134,7 @@ def test_pointers_in_a_bare_conversations_json_are_reported_unresolved() -> None
 @pytest.mark.django_db
 def test_the_zip_imports_with_a_report_of_what_it_holds() -> None:
     result = interchange.import_stream(
-        io.BytesIO(zipped("chatgpt_export")), project=Project.default()
+        io.BytesIO(zipped("chatgpt_export")), project=default_project()
     )
     assert result.format == "chatgpt" and len(result.thread_ids) == 2
     report = result.report
@@ -152,7 +153,7 @@ def test_the_zip_imports_with_a_report_of_what_it_holds() -> None:
 @pytest.mark.django_db
 def test_an_export_zipped_again_from_its_folder_is_found_in_that_folder() -> None:
     raw = zipped("chatgpt_export", prefix="chatgpt-2026-01-01/")
-    result = interchange.import_stream(io.BytesIO(raw), project=Project.default())
+    result = interchange.import_stream(io.BytesIO(raw), project=default_project())
     assert result.report["filesInlined"] == 3
 
 
@@ -162,7 +163,7 @@ def test_a_zip_with_a_path_trick_is_refused_whole() -> None:
     for name in ("../evil.json", "/etc/passwd", "a\\b.json", "C:/x.json"):
         raw = zipped("chatgpt_export", extra={name: b"{}"})
         with pytest.raises(InvalidInput) as caught:
-            interchange.import_stream(io.BytesIO(raw), project=Project.default())
+            interchange.import_stream(io.BytesIO(raw), project=default_project())
         assert "refused" in caught.value.message
     assert Thread.objects.count() == before
 
@@ -173,17 +174,17 @@ def test_a_zip_bomb_is_refused_before_it_is_inflated(settings: Any) -> None:
     raw = zipped("chatgpt_export", extra={"padding.bin": b"\0" * (2 << 20)})
     assert len(raw) < 100_000
     with pytest.raises(BodyTooLarge):
-        interchange.import_stream(io.BytesIO(raw), project=Project.default())
+        interchange.import_stream(io.BytesIO(raw), project=default_project())
     settings.TRANSCRIPTS_MAX_ZIP_MEMBERS = 3
     with pytest.raises(BodyTooLarge):
-        interchange.import_stream(io.BytesIO(zipped("chatgpt_export")), project=Project.default())
+        interchange.import_stream(io.BytesIO(zipped("chatgpt_export")), project=default_project())
 
 
 @pytest.mark.django_db
 def test_an_image_larger_than_the_limit_is_labelled(settings: Any) -> None:
     settings.TRANSCRIPTS_MAX_IMPORT_ASSET_BYTES = 10
     result = interchange.import_stream(
-        io.BytesIO(zipped("chatgpt_export")), project=Project.default()
+        io.BytesIO(zipped("chatgpt_export")), project=default_project()
     )
     assert result.report["filesInlined"] == 0
     assert any("more than the 10" in item["why"] for item in result.report["skipped"])
@@ -194,7 +195,7 @@ def test_a_broken_split_imports_nothing() -> None:
     before = Thread.objects.count()
     raw = zipped("chatgpt_export", extra={"conversations-002.json": b'[{"mapping": 3}]'})
     with pytest.raises(InvalidInput) as caught:
-        interchange.import_stream(io.BytesIO(raw), project=Project.default())
+        interchange.import_stream(io.BytesIO(raw), project=default_project())
     assert caught.value.details["problems"][0]["message"] == "expected an object, got number"
     assert Thread.objects.count() == before
 
@@ -203,11 +204,11 @@ def test_a_broken_split_imports_nothing() -> None:
 def test_a_zip_of_another_app_is_not_read_as_chatgpt() -> None:
     with pytest.raises(InvalidInput) as caught:
         interchange.import_stream(
-            io.BytesIO(zipped("claude_ai_export")), "chatgpt", project=Project.default()
+            io.BytesIO(zipped("claude_ai_export")), "chatgpt", project=default_project()
         )
     assert caught.value.details["detected"] == "claude-ai"
     with pytest.raises(InvalidInput):
-        interchange.import_stream(io.BytesIO(b"PK\x03\x04 not a zip"), project=Project.default())
+        interchange.import_stream(io.BytesIO(b"PK\x03\x04 not a zip"), project=default_project())
 
 
 @pytest.mark.django_db
@@ -216,7 +217,7 @@ def test_a_damaged_member_is_a_422_naming_it() -> None:
     start = raw.index(b"conversations-000.json") + len("conversations-000.json")
     raw[start + 40 : start + 60] = b"\xff" * 20
     with pytest.raises(InvalidInput) as caught:
-        interchange.import_stream(io.BytesIO(bytes(raw)), project=Project.default())
+        interchange.import_stream(io.BytesIO(bytes(raw)), project=default_project())
     assert "unreadable in the zip" in caught.value.message
 
 

@@ -15,7 +15,8 @@ from transcripts.errors import FormatError, InvalidInput
 from transcripts.formats import Skips, TreeThread, detect_format
 from transcripts.formats.claude_ai import import_claude_ai, iter_claude_ai
 from transcripts.formats.document import active_path, leaves
-from transcripts.models import Project, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Thread
 from transcripts.selectors import active_path as stored_path
 
 
@@ -142,7 +143,7 @@ def test_streaming_reads_the_same_threads() -> None:
 @pytest.mark.django_db
 def test_the_export_zip_imports_every_branch_with_a_report() -> None:
     result = interchange.import_stream(
-        io.BytesIO(zipped("claude_ai_export")), project=Project.default()
+        io.BytesIO(zipped("claude_ai_export")), project=default_project()
     )
     assert result.format == "claude-ai"
     report = result.report
@@ -159,9 +160,9 @@ def test_the_export_zip_imports_every_branch_with_a_report() -> None:
 @pytest.mark.django_db
 def test_a_bare_conversations_json_imports_too() -> None:
     raw = json.dumps(conversations()).encode()
-    result = interchange.import_stream(io.BytesIO(raw), project=Project.default())
+    result = interchange.import_stream(io.BytesIO(raw), project=default_project())
     assert result.format == "claude-ai" and result.report["branches"] == 4
     with pytest.raises(InvalidInput):
         interchange.import_stream(
-            io.BytesIO(b'[{"chat_messages": 5}]'), "claude-ai", project=Project.default()
+            io.BytesIO(b'[{"chat_messages": 5}]'), "claude-ai", project=default_project()
         )

@@ -14,7 +14,8 @@ from transcripts.errors import FormatError, InvalidInput
 from transcripts.formats import Skips, TreeThread, detect_format
 from transcripts.formats.document import active_path, leaves
 from transcripts.formats.librechat import import_librechat
-from transcripts.models import Project, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Thread
 
 
 def by_id(thread: TreeThread) -> dict[str, dict[str, Any]]:
@@ -94,7 +95,7 @@ def test_a_missing_parent_is_reported_and_bad_shapes_refused() -> None:
 def test_both_exports_import_every_branch_with_a_report() -> None:
     for name, branches in (("librechat_tree.json", 2), ("librechat_flat.json", 2)):
         raw = (SOURCES / name).read_bytes()
-        result = interchange.import_stream(io.BytesIO(raw), project=Project.default())
+        result = interchange.import_stream(io.BytesIO(raw), project=default_project())
         assert result.format == "librechat"
         assert result.report["threads"] == 1 and result.report["branches"] == branches
         thread = Thread.objects.get(pk=result.thread_ids[0])
@@ -107,6 +108,6 @@ def test_a_duplicate_message_id_imports_nothing() -> None:
     data["messages"][2]["messageId"] = "f-u1"
     before = Thread.objects.count()
     with pytest.raises(InvalidInput) as caught:
-        interchange.import_stream(io.BytesIO(json.dumps(data).encode()), project=Project.default())
+        interchange.import_stream(io.BytesIO(json.dumps(data).encode()), project=default_project())
     assert "duplicate message id" in caught.value.message
     assert Thread.objects.count() == before

@@ -14,7 +14,8 @@ from transcripts.errors import FormatError, InvalidInput
 from transcripts.formats import Skips, TreeThread, detect_format
 from transcripts.formats.document import active_path, leaves
 from transcripts.formats.open_webui import import_open_webui
-from transcripts.models import Message, Project, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Message, Thread
 
 
 def chats() -> Any:
@@ -122,7 +123,7 @@ def test_unknown_roles_are_skipped_and_bad_shapes_refused() -> None:
 @pytest.mark.django_db
 def test_the_export_imports_every_branch_with_a_report() -> None:
     raw = (SOURCES / "open_webui_export.json").read_bytes()
-    result = interchange.import_stream(io.BytesIO(raw), project=Project.default())
+    result = interchange.import_stream(io.BytesIO(raw), project=default_project())
     assert result.format == "open-webui"
     report = result.report
     assert (report["threads"], report["messages"], report["branches"]) == (2, 8, 4)
@@ -140,7 +141,7 @@ def test_a_broken_export_imports_nothing() -> None:
     data = chats()
     data[1]["chat"]["history"]["messages"]["q2"]["parentId"] = 7
     with pytest.raises(InvalidInput):
-        interchange.import_stream(io.BytesIO(json.dumps(data).encode()), project=Project.default())
+        interchange.import_stream(io.BytesIO(json.dumps(data).encode()), project=default_project())
     assert Thread.objects.count() == before
 
 

@@ -17,10 +17,17 @@ from tests.factories import ask, conversation, user_message
 from tests.generation.support import run_status, wait_for
 from transcripts import ledger, selectors
 from transcripts.errors import InvalidInput, ThreadLocked
-from transcripts.generation.generators import GENERATORS, GenerationRequest, Generator, StreamEvent
+from transcripts.generation.generators import (
+    CHOICES,
+    GENERATORS,
+    GenerationRequest,
+    Generator,
+    StreamEvent,
+)
+from transcripts.generation.runner import generate
 from transcripts.generation.start import start_generation
+from transcripts.generation.tasks import reap_expired_runs
 from transcripts.models import Message, Run, RunStatus
-from transcripts.worker.process import generate, reap_expired_runs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FAST = {"delayMs": 0}
@@ -183,7 +190,7 @@ def test_the_wrappers_fork_where_each_action_should():
         generation.start_edit(message=answer, text="x")
     with pytest.raises(InvalidInput):
         generation.start_reply(thread=thread, text="   ")
-    assert selectors.last_choice(thread)["generator"] == "demo"
+    assert selectors.last_choice(thread, among=CHOICES)["generator"] == "demo"
 
 
 def test_retry_queues_the_same_generation_again():
@@ -338,11 +345,15 @@ def test_events_are_appended_in_batches_not_one_transaction_per_token():
 def test_the_last_choice_is_the_latest_run_of_one_of_our_generators():
 
     thread = conversation(turns=1)
-    assert selectors.last_choice(thread) == {"generator": "demo", "model": "", "parameters": {}}
+    assert selectors.last_choice(thread, among=CHOICES) == {
+        "generator": "demo",
+        "model": "",
+        "parameters": {},
+    }
     start_generation(thread=thread, model="demo-9", parameters={"temperature": 0.3})
     # A run some agent runtime posted under its own name is not offered as a generator.
     ledger.begin_run(thread=thread, generator="pydantic-ai", model="claude-x")
-    assert selectors.last_choice(thread) == {
+    assert selectors.last_choice(thread, among=CHOICES) == {
         "generator": "demo",
         "model": "demo-9",
         "parameters": {"temperature": 0.3},

@@ -12,9 +12,9 @@ import pytest
 
 from tests.factories import conversation, make_run
 from transcripts import selectors
+from transcripts.generation.runner import generate
 from transcripts.generation.start import start_generation
 from transcripts.models import Event, Message, RunStatus
-from transcripts.worker.process import generate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

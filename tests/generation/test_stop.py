@@ -14,8 +14,8 @@ from transcripts.errors import InvalidInput, RunClosed
 from transcripts.generation import start
 from transcripts.generation.generators import GenerationRequest, get_generator
 from transcripts.generation.generators.demo import MODELS, continuation, demo_answer, key_words
+from transcripts.generation.runner import generate
 from transcripts.models import Message, Run, RunOrigin, RunStatus, Thread
-from transcripts.worker.process import generate
 
 pytestmark = pytest.mark.django_db
 

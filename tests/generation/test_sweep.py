@@ -16,11 +16,13 @@ from tests.api.conftest import ApiClient
 from tests.factories import conversation, events, make_thread
 from transcripts import ledger, selectors
 from transcripts.generation.generators import GENERATORS, GenerationRequest, Generator, StreamEvent
+from transcripts.generation.runner import generate
 from transcripts.generation.start import start_generation
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import set_member
 from transcripts.ledger.tokens import issue_token
-from transcripts.models import Project, Run, RunStatus
-from transcripts.worker.process import generate, sweep
+from transcripts.models import Run, RunStatus
+from transcripts.worker.sweeps import sweep
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,10 +36,10 @@ def test_a_run_whose_lease_expired_is_failed_by_one_sweep_not_by_its_readers(
     time.sleep(0.05)
     before = Run.objects.values().get(pk=run.pk)
 
-    _, token = issue_token(project=Project.default(), name="reader", scopes=["read"])
+    _, token = issue_token(project=default_project(), name="reader", scopes=["read"])
     assert ApiClient(token).get(f"/runs/{run.id}/messages").status_code == 200
     reader = User.objects.create_user("reader", password="pw")
-    set_member(project=Project.default(), user=reader, role="viewer")
+    set_member(project=default_project(), user=reader, role="viewer")
     client.force_login(reader)
     for page in ("run_detail", "run_live"):
         assert client.get(reverse(page, args=[run.id])).status_code == 200

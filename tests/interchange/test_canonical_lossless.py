@@ -10,7 +10,8 @@ import pytest
 from tests.factories import ask, conversation, make_run, say
 from transcripts import interchange, ledger, selectors
 from transcripts.errors import InvalidInput
-from transcripts.models import Event, Message, Project, Run, RunStatus, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Event, Message, Run, RunStatus, Thread
 from transcripts.selectors import active_path
 
 pytestmark = pytest.mark.django_db
@@ -67,7 +68,7 @@ def test_a_canonical_export_with_events_restores_every_run_and_event():
     document = json.loads(interchange.export_thread(thread, "canonical", with_events=True).content)
     Thread.objects.filter(pk=thread.pk).delete()
 
-    assert interchange.import_data(document, project=Project.default()).thread_ids == [thread.id]
+    assert interchange.import_data(document, project=default_project()).thread_ids == [thread.id]
     after = _state(thread.id)
     assert after == before
     # Exported once more, the restored thread gives the same document.
@@ -81,7 +82,7 @@ def test_restored_runs_still_project_to_their_messages():
     thread = _rich_thread()
     document = json.loads(interchange.export_thread(thread, "canonical", with_events=True).content)
     Thread.objects.filter(pk=thread.pk).delete()
-    interchange.import_data(document, project=Project.default())
+    interchange.import_data(document, project=default_project())
     for run in Run.objects.filter(thread_id=thread.id, status__in=["committed", "superseded"]):
         projected = [m["id"] for m in selectors.project_run(run).messages]
         assert projected == list(run.messages.order_by("position").values_list("id", flat=True))
@@ -90,7 +91,7 @@ def test_restored_runs_still_project_to_their_messages():
 def test_a_copy_with_fresh_ids_falls_back_to_message_events_but_keeps_every_run():
     thread = _rich_thread()
     document = json.loads(interchange.export_thread(thread, "canonical", with_events=True).content)
-    [copy_id] = interchange.import_data(document, project=Project.default()).thread_ids
+    [copy_id] = interchange.import_data(document, project=default_project()).thread_ids
     assert copy_id != thread.id
     statuses = sorted(Run.objects.filter(thread_id=copy_id).values_list("status", flat=True))
     assert statuses == sorted(Run.objects.filter(thread=thread).values_list("status", flat=True))
@@ -103,7 +104,7 @@ def test_a_run_that_was_streaming_is_imported_closed_and_says_so():
     make_run(thread, ("text-delta", {"delta": "still going"}), commit=False)
     document = json.loads(interchange.export_thread(thread, "canonical", with_events=True).content)
     Thread.objects.filter(pk=thread.pk).delete()
-    interchange.import_data(document, project=Project.default())
+    interchange.import_data(document, project=default_project())
     assert not Run.objects.filter(thread_id=thread.id, status__in=["queued", "streaming"])
     [run] = Run.objects.filter(thread_id=thread.id, status=RunStatus.CANCELLED)
     assert run.error is not None and "streaming" in run.error["message"]
@@ -126,7 +127,7 @@ def test_unstorable_run_fields_are_a_422_with_their_path(field, value, path):
     document["runs"][0][field] = value
     before = (Thread.objects.count(), Run.objects.count(), Event.objects.count())
     with pytest.raises(InvalidInput) as raised:
-        interchange.import_data(document, project=Project.default())
+        interchange.import_data(document, project=default_project())
     assert path in [p["path"] for p in raised.value.details["problems"]]
     assert (Thread.objects.count(), Run.objects.count(), Event.objects.count()) == before
 
@@ -136,5 +137,5 @@ def test_times_postgres_cannot_store_are_dropped_not_a_crash():
     document = json.loads(interchange.export_thread(thread, "canonical").content)
     document["thread"]["createdAt"] = "0001-01-01T00:00:00-23:00"
     document["messages"][0]["createdAt"] = "0001-01-01T00:00:00-23:00"
-    [copy_id] = interchange.import_data(document, project=Project.default()).thread_ids
+    [copy_id] = interchange.import_data(document, project=default_project()).thread_ids
     assert Thread.objects.get(pk=copy_id).created_at.year == 1

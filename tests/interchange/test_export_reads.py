@@ -16,8 +16,9 @@ from tests.factories import conversation, make_run
 from transcripts import interchange
 from transcripts.ids import ulid_from_uuid
 from transcripts.interchange import export
+from transcripts.ledger.default_project import default_project
 from transcripts.message_schema import SCHEMA_VERSION
-from transcripts.models import Event, Message, Project, Run, Thread
+from transcripts.models import Event, Message, Run, Thread
 from transcripts.times import to_iso
 
 
@@ -88,7 +89,7 @@ def test_message_times_are_written_as_the_model_spells_them(stored: str, written
             }
         ],
     }
-    result = interchange.import_data(document, project=Project.default())
+    result = interchange.import_data(document, project=default_project())
     thread = Thread.objects.get(pk=result.thread_ids[0])
     exported = json.loads(interchange.export_thread(thread, "canonical").content)
     message = Message.objects.get(thread=thread)

@@ -16,7 +16,8 @@ from django.test import Client
 from tests.base import Team
 from tests.formats.sources import SOURCES, zipped
 from transcripts import interchange
-from transcripts.models import ImportJob, Project, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import ImportJob, Thread
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "fixtures"
@@ -35,13 +36,13 @@ def _post(client: Client, raw: bytes, query: str = "", **extra: str) -> Any:
 
 def test_every_import_reports_threads_messages_and_branches() -> None:
     raw = (FIXTURES / "openai_chat.json").read_bytes()
-    result = interchange.import_stream(io.BytesIO(raw), project=Project.default())
+    result = interchange.import_stream(io.BytesIO(raw), project=default_project())
     report = result.report
     assert report["source"] == "openai" and report["threads"] == 1 and report["branches"] == 1
     assert report["messages"] == len(json.loads(raw)["messages"])
     assert report["skipped"] == [] and report["skippedTotal"] == 0
     canonical = interchange.export_thread(Thread.objects.get(pk=result.thread_ids[0]), "canonical")
-    again = interchange.import_data(json.loads(canonical.content), project=Project.default())
+    again = interchange.import_data(json.loads(canonical.content), project=default_project())
     assert again.report["threads"] == 1 and again.report["source"] == "canonical"
 
 

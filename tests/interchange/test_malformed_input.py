@@ -12,8 +12,9 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from tests.factories import conversation
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.tokens import issue_token
-from transcripts.models import Event, Message, Project, Run, Thread
+from transcripts.models import Event, Message, Run, Thread
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "fixtures"
@@ -73,7 +74,7 @@ def test_the_api_refuses_malformed_files_with_a_4xx_and_writes_nothing(
     case: str, fmt: str | None, body: bytes
 ) -> None:
     conversation(turns=1)
-    _, token = issue_token(project=Project.default(), name="t", scopes=("ingest", "read"))
+    _, token = issue_token(project=default_project(), name="t", scopes=("ingest", "read"))
     client = Client(raise_request_exception=False)
     before = _rows()
     query = f"?format={fmt}" if fmt else ""
@@ -108,7 +109,7 @@ def test_a_broken_chatgpt_export_says_which_conversation() -> None:
 
     with pytest.raises(InvalidInput) as refused:
         interchange.import_stream(
-            io.BytesIO(_chatgpt_with_a_broken_second_conversation()), project=Project.default()
+            io.BytesIO(_chatgpt_with_a_broken_second_conversation()), project=default_project()
         )
     assert refused.value.message.startswith("conversation 1:")
     assert refused.value.details["problems"][0]["path"].startswith("$[1].")
@@ -135,7 +136,7 @@ def test_export_to_an_unwritable_place_is_an_error_not_a_traceback(tmp_path: Pat
 
 
 def test_every_threadprotocol_violation_comes_back_in_one_422_with_its_path() -> None:
-    _, token = issue_token(project=Project.default(), name="t", scopes=("ingest", "read"))
+    _, token = issue_token(project=default_project(), name="t", scopes=("ingest", "read"))
     document = json.loads((FIXTURES / "threadprotocol_example.json").read_text())
     thread = document[0] if isinstance(document, list) else document
     thread["version"] = "0.9"

@@ -13,7 +13,8 @@ from tests.factories import ask, conversation, last_message, make_run, say
 from transcripts import interchange, selectors
 from transcripts.errors import InvalidInput, NotFound
 from transcripts.formats import FORMATS
-from transcripts.models import Event, Message, Project, Run, RunStatus, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Event, Message, Run, RunStatus, Thread
 from transcripts.selectors import active_path
 
 pytestmark = pytest.mark.django_db
@@ -56,7 +57,7 @@ def test_a_canonical_export_reimports_as_the_same_thread():
     exported = interchange.export_thread(thread, "canonical")
     Thread.objects.filter(pk=thread.pk).delete()
 
-    result = interchange.import_data(json.loads(exported.content), project=Project.default())
+    result = interchange.import_data(json.loads(exported.content), project=default_project())
     assert result.thread_ids == [thread.id]
     assert _snapshot(Thread.objects.get(pk=thread.id)) == before
 
@@ -64,7 +65,7 @@ def test_a_canonical_export_reimports_as_the_same_thread():
 def test_a_second_import_of_the_same_export_gets_new_ids():
     thread = _branched_thread()
     document = json.loads(interchange.export_thread(thread, "canonical").content)
-    [copy_id] = interchange.import_data(document, project=Project.default()).thread_ids
+    [copy_id] = interchange.import_data(document, project=default_project()).thread_ids
     assert copy_id != thread.id
     copy = Thread.objects.get(pk=copy_id)
     original_texts = [m.parts for m in active_path(thread)]
@@ -78,7 +79,7 @@ def test_imported_messages_replay_from_their_events():
     thread = _branched_thread()
     [copy_id] = interchange.import_data(
         json.loads(interchange.export_thread(thread, "canonical").content),
-        project=Project.default(),
+        project=default_project(),
     ).thread_ids
     for run in Run.objects.filter(thread_id=copy_id):
         kinds = set(Event.objects.filter(run=run).values_list("kind", flat=True))
@@ -112,13 +113,13 @@ def test_an_unknown_format_is_refused():
     with pytest.raises(InvalidInput):
         interchange.export_thread(thread, "docx")
     with pytest.raises(InvalidInput):
-        interchange.import_data([], "docx", project=Project.default())
+        interchange.import_data([], "docx", project=default_project())
 
 
 def test_the_chatgpt_sample_imports_every_branch_with_its_active_path():
     raw = (FIXTURES / "chatgpt_conversations.json").read_bytes()
     document = json.loads(raw)
-    result = interchange.import_stream(io.BytesIO(raw), project=Project.default())
+    result = interchange.import_stream(io.BytesIO(raw), project=default_project())
     assert result.format == "chatgpt"
     assert len(result.thread_ids) == len(document)
     for conversation_doc, thread_id in zip(document, result.thread_ids, strict=True):
@@ -137,21 +138,21 @@ def test_invalid_input_is_refused_and_nothing_is_imported():
     with pytest.raises(InvalidInput) as refused:
         interchange.import_data(
             {"format": "transcripts.message_schema", "version": 1, "messages": 3},
-            project=Project.default(),
+            project=default_project(),
         )
     assert refused.value.details["problems"]
     with pytest.raises(InvalidInput):
         interchange.parse_document(b"{not json")
     with pytest.raises(InvalidInput):
-        interchange.import_data({"something": "else"}, project=Project.default())
+        interchange.import_data({"something": "else"}, project=default_project())
     with pytest.raises(InvalidInput):
-        interchange.import_stream(io.BytesIO(b'[{"mapping": 12}]'), project=Project.default())
+        interchange.import_stream(io.BytesIO(b'[{"mapping": 12}]'), project=default_project())
     assert Thread.objects.count() == before
 
 
 def test_an_openai_import_becomes_a_linear_thread():
     document = json.loads((FIXTURES / "openai_chat.json").read_text())
-    [thread_id] = interchange.import_data(document, "openai", project=Project.default()).thread_ids
+    [thread_id] = interchange.import_data(document, "openai", project=default_project()).thread_ids
     path = list(active_path(Thread.objects.get(pk=thread_id)))
     assert len(path) >= 2
     assert all(run.status == RunStatus.COMMITTED for run in Run.objects.filter(thread_id=thread_id))
@@ -185,7 +186,7 @@ def test_a_large_import_runs_as_a_job_with_progress(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
     raw = (FIXTURES / "chatgpt_conversations.json").read_bytes()
     job = interchange.queue_import(
-        project=Project.default(),
+        project=default_project(),
         content=io.BytesIO(raw),
         filename="conversations.json",
         size=len(raw),
@@ -205,7 +206,7 @@ def test_a_failed_import_job_says_why_and_imports_nothing(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
     before = Thread.objects.count()
     job = interchange.queue_import(
-        project=Project.default(),
+        project=default_project(),
         content=io.BytesIO(b'{"format": "transcripts.message_schema"}'),
         filename="x.json",
         size=34,

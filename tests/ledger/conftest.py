@@ -6,13 +6,13 @@ import pytest
 from django.contrib.auth.models import User
 
 from tests.base import make_user
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import set_member
-from transcripts.models import Project
 
 
 def _member(username: str, role: str) -> User:
     user = make_user(username, is_staff=role != "viewer")
-    set_member(project=Project.default(), user=user, role=role)
+    set_member(project=default_project(), user=user, role=role)
     return user
 
 

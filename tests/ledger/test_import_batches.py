@@ -17,8 +17,9 @@ from transcripts.errors import InvalidInput
 from transcripts.formats.document import TreeThread, make_message
 from transcripts.ids import new_ulid
 from transcripts.ledger import importing
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.importing import TreeWriter, ulid_text
-from transcripts.models import Event, Message, Project, Run, Thread
+from transcripts.models import Event, Message, Run, Thread
 from transcripts.projector import project
 
 pytestmark = pytest.mark.django_db
@@ -72,7 +73,7 @@ def test_an_export_of_many_batches_stores_every_message_and_replays_it(monkeypat
     export = [_conversation(index, 9) for index in range(12)]
     raw = json.dumps(export).encode()
 
-    result = interchange.import_stream(io.BytesIO(raw), "chatgpt", project=Project.default())
+    result = interchange.import_stream(io.BytesIO(raw), "chatgpt", project=default_project())
 
     assert len(result.thread_ids) == 12 and result.report["messages"] == 12 * 10
     for thread_id, conversation in zip(result.thread_ids, export, strict=True):
@@ -101,7 +102,7 @@ def test_a_refused_conversation_after_written_batches_changes_nothing(monkeypatc
 
     with pytest.raises(InvalidInput) as refused:
         interchange.import_stream(
-            io.BytesIO(json.dumps(export).encode()), "chatgpt", project=Project.default()
+            io.BytesIO(json.dumps(export).encode()), "chatgpt", project=default_project()
         )
 
     assert refused.value.message.startswith("conversation 10:")
@@ -115,7 +116,7 @@ def _tree(thread_id: str, message_id: str) -> TreeThread:
 
 def test_two_threads_of_one_batch_with_the_same_ids_keep_them_once():
     thread_id, message_id = new_ulid(), new_ulid()
-    with transaction.atomic(), TreeWriter(project=Project.default()) as writer:
+    with transaction.atomic(), TreeWriter(project=default_project()) as writer:
         first = writer.add(_tree(thread_id, message_id))
         second = writer.add(_tree(thread_id, message_id))
         writer.flush()

@@ -15,7 +15,8 @@ from tests.ledger.strategies import ANY_DATA, KIND_WEIGHTS
 from transcripts import ledger, selectors
 from transcripts.errors import Conflict, RunClosed, SeqConflict, SeqGap
 from transcripts.ids import new_ulid
-from transcripts.models import Event, Message, Project, Run, RunStatus, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Event, Message, Run, RunStatus, Thread
 
 EVENT = KIND_WEIGHTS.flatmap(lambda kind: ANY_DATA[kind].map(lambda data: (kind, data)))
 FORK = st.one_of(st.just("head"), st.just("root"), st.integers(0, 1000))
@@ -40,7 +41,7 @@ class LedgerMachine(RuleBasedStateMachine):
     @initialize(count=st.integers(2, 3))
     def create_threads(self, count: int) -> None:
         self.threads = [
-            ledger.create_thread(project=Project.default(), title=f"t{n}")[0] for n in range(count)
+            ledger.create_thread(project=default_project(), title=f"t{n}")[0] for n in range(count)
         ]
 
     def teardown(self) -> None:

@@ -33,7 +33,8 @@ from transcripts.errors import (
     ThreadLocked,
 )
 from transcripts.ids import new_ulid
-from transcripts.models import Event, Message, Project, Run, RunStatus, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Event, Message, Run, RunStatus, Thread
 
 pytestmark = pytest.mark.django_db
 
@@ -61,9 +62,9 @@ def stored_events(run: Run) -> list[tuple[int, str, Any]]:
 
 def test_create_thread_with_a_client_id_is_idempotent() -> None:
     wanted = new_ulid()
-    first, created = ledger.create_thread(project=Project.default(), title="One", thread_id=wanted)
+    first, created = ledger.create_thread(project=default_project(), title="One", thread_id=wanted)
     again, created_again = ledger.create_thread(
-        project=Project.default(), title="Other title", thread_id=wanted
+        project=default_project(), title="Other title", thread_id=wanted
     )
     assert (created, created_again) == (True, False)
     assert again.pk == first.pk == wanted
@@ -72,7 +73,7 @@ def test_create_thread_with_a_client_id_is_idempotent() -> None:
 
 def test_create_thread_refuses_unstorable_metadata() -> None:
     with pytest.raises(InvalidInput) as caught:
-        ledger.create_thread(project=Project.default(), title="x", metadata={"note": "a\x00b"})
+        ledger.create_thread(project=default_project(), title="x", metadata={"note": "a\x00b"})
     assert caught.value.details["problems"][0]["path"] == "metadata.note"
     assert not Thread.objects.exists()
 
@@ -140,16 +141,16 @@ def test_ids_are_case_insensitive_and_given_back_upper_case() -> None:
     )
     assert (again.pk, created) == (wanted, False)
     assert (
-        ledger.create_thread(project=Project.default(), thread_id=thread.id.lower())[0].pk
+        ledger.create_thread(project=default_project(), thread_id=thread.id.lower())[0].pk
         == thread.id
     )
 
 
 def test_thread_and_run_metadata_must_be_json_objects() -> None:
     with pytest.raises(InvalidInput):
-        ledger.create_thread(project=Project.default(), metadata=[["a", 1]])  # type: ignore[arg-type]
+        ledger.create_thread(project=default_project(), metadata=[["a", 1]])  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
-        ledger.create_thread(project=Project.default(), agents="planner")  # type: ignore[arg-type]
+        ledger.create_thread(project=default_project(), agents="planner")  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
         ledger.begin_run(thread=make_thread(), parameters=[1])  # type: ignore[arg-type]
     assert Thread.objects.count() == 1

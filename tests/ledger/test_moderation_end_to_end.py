@@ -17,8 +17,9 @@ from tests.api.sse_client import frames
 from tests.factories import ask, conversation, make_run
 from transcripts import interchange
 from transcripts.ledger import moderation
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.tokens import issue_token
-from transcripts.models import AuditRecord, Message, Project, Report, Run, Thread
+from transcripts.models import AuditRecord, Message, Report, Run, Thread
 
 SECRET = "zebracorn-4417-private"
 
@@ -74,7 +75,7 @@ def test_redaction_leaves_no_trace_in_the_api_the_exports_the_pages_or_search(
     admin_user: User, viewer: User
 ) -> None:
     thread, prompt, secret = _secret_branch()
-    api = ApiClient(issue_token(project=Project.default(), name="reader", scopes=["read"])[1])
+    api = ApiClient(issue_token(project=default_project(), name="reader", scopes=["read"])[1])
     browser = Client()
     browser.force_login(viewer)
     api_views, pages = _api_views(thread, secret), _pages(thread, prompt, secret)
@@ -137,12 +138,12 @@ def test_an_admin_token_reading_a_hidden_thread_is_audited_once_per_window(
     run = Run.objects.filter(thread=thread).first()
     assert run is not None
     staff = ApiClient(
-        issue_token(project=Project.default(), name="mod-script", scopes=["admin"], user=moderator)[
+        issue_token(project=default_project(), name="mod-script", scopes=["admin"], user=moderator)[
             1
         ]
     )
     plain = ApiClient(
-        issue_token(project=Project.default(), name="viewer-script", scopes=["read"], user=viewer)[
+        issue_token(project=default_project(), name="viewer-script", scopes=["read"], user=viewer)[
             1
         ]
     )
@@ -314,7 +315,7 @@ def test_the_token_changelist_uses_the_same_number_of_queries_for_2_and_12_token
     def add(count: int) -> None:
         for index in range(count):
             user = User.objects.create_user(f"owner{User.objects.count()}-{index}")
-            issue_token(project=Project.default(), name=f"t{index}", scopes=["read"], user=user)
+            issue_token(project=default_project(), name=f"t{index}", scopes=["read"], user=user)
 
     def queries() -> int:
         with CaptureQueriesContext(connection) as captured:

@@ -11,6 +11,7 @@ from tests.factories import make_thread
 from transcripts import ledger
 from transcripts.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from transcripts.ledger import moderation
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import (
     choose_project,
     create_project,
@@ -208,4 +209,4 @@ def test_the_commands_create_a_project_its_members_and_a_token(team: Team, capsy
 def test_a_token_without_project_flag_belongs_to_default(db: None, capsys) -> None:
     call_command("create_api_token", "legacy")
     raw = capsys.readouterr().out.strip().splitlines()[-1]
-    assert ApiToken.objects.get(prefix=raw[:10]).project == Project.default()
+    assert ApiToken.objects.get(prefix=raw[:10]).project == default_project()

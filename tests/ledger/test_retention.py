@@ -24,7 +24,7 @@ from transcripts.models import (
     RunRating,
     Thread,
 )
-from transcripts.worker.process import sweep
+from transcripts.worker.sweeps import sweep
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -18,7 +18,7 @@ from transcripts.ledger import moderation
 from transcripts.ledger.deletion import delete_threads
 from transcripts.models import AuditRecord, Message, Project, ShareLink, Thread
 from transcripts.selectors.shares import secret_hash
-from transcripts.worker.process import sweep
+from transcripts.worker.sweeps import sweep
 
 pytestmark = pytest.mark.django_db
 

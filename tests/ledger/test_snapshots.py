@@ -12,9 +12,10 @@ from django.urls import reverse
 from tests.api.conftest import ApiClient
 from tests.factories import events, make_thread
 from transcripts import ledger, selectors
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import set_member
 from transcripts.ledger.tokens import issue_token
-from transcripts.models import Message, Project, Run
+from transcripts.models import Message, Run
 from transcripts.projector import Projector, project
 
 pytestmark = pytest.mark.django_db
@@ -155,11 +156,11 @@ def test_reading_a_run_through_the_api_or_its_page_stores_nothing(
     before = Run.objects.values().get(pk=run.pk)
     assert before["snapshot_seq"] == 0
 
-    _, token = issue_token(project=Project.default(), name="reader", scopes=["read"])
+    _, token = issue_token(project=default_project(), name="reader", scopes=["read"])
     messages = ApiClient(token).get(f"/runs/{run.id}/messages")
     assert messages.status_code == 200
     reader = User.objects.create_user("reader", password="pw")
-    set_member(project=Project.default(), user=reader, role="viewer")
+    set_member(project=default_project(), user=reader, role="viewer")
     client.force_login(reader)
     for page in ("run_detail", "run_live"):
         assert client.get(reverse(page, args=[run.id])).status_code == 200

@@ -12,13 +12,14 @@ from django.test import Client
 from tests.base import make_user
 from tests.factories import events, make_thread
 from transcripts import ledger
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import set_member
-from transcripts.models import Message, Project, Thread
+from transcripts.models import Message, Thread
 
 
 def _member(username: str, role: str) -> User:
     user = make_user(username)
-    set_member(project=Project.default(), user=user, role=role)
+    set_member(project=default_project(), user=user, role=role)
     return user
 
 

@@ -14,8 +14,9 @@ from django.urls import NoReverseMatch, reverse
 from tests.factories import ask, last_message, make_run, make_thread, say
 from tests.web.conftest import long_thread, message_at
 from transcripts.errors import PermissionDenied
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import set_member
-from transcripts.models import ImportJob, Message, Project, Report, Run, RunStatus, Thread
+from transcripts.models import ImportJob, Message, Report, Run, RunStatus, Thread
 from transcripts.permissions import Access, Role
 from transcripts.web import access
 
@@ -63,7 +64,7 @@ def test_an_htmx_fragment_after_the_session_ended_reloads_into_the_login_page(
 ) -> None:
     thread, prompt, _ = _fork()
     run = make_run(thread, ("text-delta", {"delta": "typing"}), fork_from=prompt.id, commit=False)
-    job = ImportJob.objects.create(filename="x.json", size=1, project=Project.default())
+    job = ImportJob.objects.create(filename="x.json", size=1, project=default_project())
     url = path.format(t=thread.id, m=prompt.id, r=run.id, j=job.id)
     page = f"/t/{thread.id}/"
     response = outsider.get(url, headers={**HTMX, "HX-Current-URL": f"http://testserver{page}"})
@@ -243,7 +244,7 @@ def test_the_moderation_queue_asks_the_policy_not_staff_status(
 ) -> None:
     User.objects.filter(pk=viewer.pk).update(is_staff=True)
     assert viewer_client.get("/moderation/").status_code == 403
-    set_member(project=Project.default(), user=viewer, role="moderator")
+    set_member(project=default_project(), user=viewer, role="moderator")
     assert viewer_client.get("/moderation/").status_code == 200
 
 
@@ -251,7 +252,7 @@ def test_an_import_job_is_found_only_by_the_user_who_started_it(
     viewer: User, viewer_client: Client, moderator_client: Client
 ) -> None:
     job = ImportJob.objects.create(
-        filename="mine.json", size=1, user=viewer, project=Project.default()
+        filename="mine.json", size=1, user=viewer, project=default_project()
     )
     assert viewer_client.get(f"/import/{job.id}/").status_code == 200
     assert moderator_client.get(f"/import/{job.id}/").status_code == 404

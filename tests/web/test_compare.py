@@ -16,8 +16,9 @@ from tests.factories import ask, last_message, make_run, make_thread, say, user_
 from transcripts import ledger
 from transcripts.errors import Conflict, PermissionDenied
 from transcripts.ledger import ratings
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import set_member
-from transcripts.models import AuditRecord, Message, Project, Run, RunRating, RunStatus, Thread
+from transcripts.models import AuditRecord, Message, Run, RunRating, RunStatus, Thread
 
 pytestmark = pytest.mark.django_db
 
@@ -489,6 +490,6 @@ def test_rating_refuses_anonymous_users_open_runs_and_long_notes(editor: Any) ->
     other = get_user_model().objects.create_user("other")
     with pytest.raises(PermissionDenied):  # a member of no project
         ratings.rate_run(user=other, run=runs[0], preferred=False, note="meh")
-    set_member(project=Project.default(), user=other, role="editor")
+    set_member(project=default_project(), user=other, role="editor")
     ratings.rate_run(user=other, run=runs[0], preferred=False, note="meh")
     assert RunRating.objects.get().preferred is False

@@ -13,8 +13,8 @@ from tests.factories import ask, conversation, last_message, make_run, make_thre
 from tests.web.conftest import message_at
 from transcripts import ledger, selectors
 from transcripts.generation import start as generation
+from transcripts.generation.tasks import reap_expired_runs
 from transcripts.models import OPEN_STATUSES, Message, Run, RunOrigin, RunStatus, Thread
-from transcripts.worker.process import reap_expired_runs
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,8 @@ from tests.factories import ask, make_thread
 from tests.generation import conftest as generation_fixtures
 from tests.web import test_browser
 from tests.web.test_browser import CHROMIUM, _page, _shot
-from transcripts.models import Message, Project, Run, RunStatus, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Message, Run, RunStatus, Thread
 
 pytestmark = [
     pytest.mark.browser,
@@ -55,7 +56,7 @@ def _watch_until_committed(page: Any, timeout: float = 60.0) -> list[int]:
 def test_a_new_thread_from_the_header_streams_its_answer(
     browser: Any, live_server_asgi: Any, start_worker: Any, editor: Any
 ) -> None:
-    earlier = make_thread("An earlier thread", project=Project.default())
+    earlier = make_thread("An earlier thread", project=default_project())
     ask(earlier, "What was this about?")
     start_worker()
     page = _page(browser, live_server_asgi, editor, viewport=WIDE)
@@ -121,7 +122,7 @@ def test_the_new_thread_form_refuses_an_empty_message_and_keeps_the_rest(
 def test_narrow_screens_leave_the_recent_threads_out(
     browser: Any, live_server: Any, editor: Any
 ) -> None:
-    thread = make_thread("Phone reading", project=Project.default())
+    thread = make_thread("Phone reading", project=default_project())
     ask(thread, "Short question")
     page = _page(browser, live_server, editor, viewport={"width": 360, "height": 780})
     page.goto(f"{live_server.url}/t/{thread.id}/")

@@ -43,10 +43,11 @@ from tests.web.golden import (
     updating,
 )
 from transcripts.demo import load_demo
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import set_member
 from transcripts.ledger.reports import report_message
 from transcripts.ledger.shares import create_share
-from transcripts.models import Message, Project, Run, Thread
+from transcripts.models import Message, Run, Thread
 
 # Sequences restart for the test: the integer keys in the pages (reports, users, audit
 # records) are the same whatever ran before.
@@ -101,7 +102,7 @@ def site(db: Any) -> Site:
         make_thread(f"Filler thread {number:02d}")
     assert load_demo() is True
     admin = make_user("golden-admin")
-    set_member(project=Project.default(), user=admin, role="admin")
+    set_member(project=default_project(), user=admin, role="admin")
     threads = {
         "weather": _thread("Weather agent"),
         "haiku": _thread("Haiku"),

@@ -14,7 +14,8 @@ from django.test import Client
 from tests.factories import make_run, make_thread
 from tests.web.test_safety import PAYLOADS, _assert_inert
 from transcripts import interchange
-from transcripts.models import Message, Project, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Message, Thread
 from transcripts.web import rendering
 from transcripts.web.presenters.messages import MessageItem, message_items
 from transcripts.web.presenters.parts import FOLD_CHARS, annotation_view, part_view, payload
@@ -319,7 +320,7 @@ def test_linked_images_keep_todays_rules() -> None:
 
 @pytest.mark.django_db
 def test_an_imported_chatgpt_thread_reads_cleanly(viewer_client: Client) -> None:
-    interchange.import_data(json.loads(CHATGPT.read_text()), "chatgpt", project=Project.default())
+    interchange.import_data(json.loads(CHATGPT.read_text()), "chatgpt", project=default_project())
     thread = Thread.objects.get(title="Plotting a sine wave")
     html = viewer_client.get(f"/t/{thread.id}/").content.decode()
     assert "Hidden message" not in html and "inline data, not linked" not in html

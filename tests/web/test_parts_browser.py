@@ -10,7 +10,8 @@ from tests.production.conftest import effective_settings, production_env
 from tests.web.test_browser import _page, _shot, browser, pytestmark  # noqa: F401
 from tests.web.test_parts import CHATGPT, PNG
 from transcripts import interchange
-from transcripts.models import Project, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import Thread
 
 # Runs in every document before its own scripts: CSP violations become a list on the page.
 WATCH_VIOLATIONS = """
@@ -97,7 +98,7 @@ def test_a_tool_using_conversation_reads_as_cards_with_results_and_an_inline_ima
     assert mobile.evaluate("document.documentElement.scrollWidth") <= 390
     _shot(mobile, "31-tools-and-data-mobile-dark")
     # A real ChatGPT export: two "n hidden" lines, the python call with its output, no noise.
-    interchange.import_data(json.loads(CHATGPT.read_text()), "chatgpt", project=Project.default())
+    interchange.import_data(json.loads(CHATGPT.read_text()), "chatgpt", project=default_project())
     imported = Thread.objects.get(title="Plotting a sine wave")
     page.goto(f"{live_server.url}/t/{imported.id}/")
     assert page.locator("details.hidden-group").count() == 2

@@ -12,7 +12,8 @@ import pytest
 from tests.factories import ask, last_message, make_thread, say
 from tests.web import test_browser
 from tests.web.test_browser import CHROMIUM, _page, _shot
-from transcripts.models import Project, ShareLink
+from transcripts.ledger.default_project import default_project
+from transcripts.models import ShareLink
 
 pytestmark = [
     pytest.mark.browser,
@@ -31,7 +32,7 @@ SECOND = "Paris, said the second answer"
 def test_an_editor_shares_the_branch_being_read_and_a_stranger_reads_only_it(
     browser: Any, live_server: Any, editor: Any
 ) -> None:
-    thread = make_thread("Capitals", project=Project.default())
+    thread = make_thread("Capitals", project=default_project())
     prompt = last_message(ask(thread, "Which city is the capital of France?"))
     first = last_message(say(thread, FIRST))
     say(thread, SECOND, fork_from=prompt.id)

@@ -10,7 +10,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from tests.factories import conversation
-from transcripts.models import ImportJob, Project, Thread
+from transcripts.ledger.default_project import default_project
+from transcripts.models import ImportJob, Thread
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "fixtures"
@@ -68,7 +69,7 @@ def test_a_large_file_shows_a_progress_bar_until_the_worker_is_done(
 def test_someone_else_s_import_is_not_found(
     viewer_client: Client, moderator_client: Client
 ) -> None:
-    job = ImportJob.objects.create(filename="x", size=1, project=Project.default())
+    job = ImportJob.objects.create(filename="x", size=1, project=default_project())
     assert viewer_client.get(f"/import/{job.id}/").status_code == 404
     assert moderator_client.get("/import/nope/").status_code == 404
 

@@ -19,12 +19,11 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
 from transcripts import permissions
-from transcripts.api.auth import Principal
 from transcripts.errors import InvalidInput, NotFound, PermissionDenied
 from transcripts.ids import is_ulid
 from transcripts.ledger import Reach, moderation
 from transcripts.models import ImportJob, Project, Run, Thread
-from transcripts.permissions import ADMIN, INGEST, READ, TokenAccess
+from transcripts.permissions import ADMIN, INGEST, READ, Principal, TokenAccess
 
 _Row = TypeVar("_Row", bound=Model)
 

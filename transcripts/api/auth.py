@@ -4,7 +4,6 @@ session (read-only). What the caller may do with a thread is decided in `api/acc
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -16,29 +15,14 @@ from django.utils import timezone
 from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
 
+from transcripts.ledger.tokens import record_token_use
 from transcripts.models import ApiToken
-from transcripts.permissions import READ
+from transcripts.permissions import READ, Principal
 
 # Recording every use would add a write to every append; a minute of precision is plenty.
 LAST_USED_PRECISION = timedelta(minutes=1)
 # A browser session reads, in the projects where its user is a member.
 SESSION_SCOPES = frozenset({READ})
-
-
-@dataclass(frozen=True)
-class Principal:
-    """An authenticated caller: a token (its project and scopes) or a browser session (its user)."""
-
-    name: str
-    scopes: frozenset[str]
-    token_id: int | None = None
-    project_id: int | None = None
-    user: Any = None
-
-    @property
-    def is_session(self) -> bool:
-        """Whether the caller is a logged-in browser session rather than a token."""
-        return self.token_id is None
 
 
 @cache
@@ -68,7 +52,7 @@ def token_principal(raw_token: str) -> Principal | None:
         return None  # the token of a deactivated user stops working with the account
     now = timezone.now()
     if last_used_at is None or now - last_used_at > LAST_USED_PRECISION:
-        ApiToken.objects.filter(pk=pk).update(last_used_at=now)
+        record_token_use(token_id=pk, at=now)
     return Principal(
         name=name,
         scopes=frozenset(s for s in scopes if isinstance(s, str)),

@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator
 import psycopg
 
 from transcripts.api.stream import IDLE, UNAVAILABLE, RunEnded, follow_events
+from transcripts.db_availability import describe, is_outage
 from transcripts.formats.ai_sdk.chat_stream import (
     DONE_FRAME,
     KEEPALIVE_FRAME,
@@ -21,7 +22,6 @@ from transcripts.formats.ai_sdk.chat_stream import (
     frame,
     unavailable_chunk,
 )
-from transcripts.outage import describe, is_outage
 from transcripts.selectors.streams import StoredEvent
 
 logger = logging.getLogger(__name__)

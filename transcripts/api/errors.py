@@ -1,6 +1,6 @@
-"""One JSON error shape for every refusal ({"error": {"code", "message", "details"}}), its
-handlers, and the request checks (content type, body size, JSON depth, text PostgreSQL can
-store, batch length) behind some refusals."""
+"""The API's answers in the one JSON error shape (`json_errors.error_body`), its handlers,
+and the request checks (content type, body size, JSON depth, text PostgreSQL can store, batch
+length) behind some refusals."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Val
 from ninja.parser import Parser
 
 from transcripts.api.schemas import ErrorOut
-from transcripts.db_router import is_recovery_conflict
+from transcripts.db_availability import is_outage, is_recovery_conflict
 from transcripts.errors import (
     BodyTooLarge,
     DomainError,
@@ -29,7 +29,8 @@ from transcripts.errors import (
     UnsupportedMediaType,
 )
 from transcripts.events import max_json_depth, nests_deeper_than, to_storable_json
-from transcripts.outage import is_outage, unavailable_response
+from transcripts.json_errors import error_body
+from transcripts.outage import unavailable_response
 
 logger = logging.getLogger("transcripts.api")
 
@@ -50,11 +51,6 @@ ERRORS: dict[int, Any] = {status: ErrorOut for status in (400, 401, 403, 404, 40
 # JSON escapes of what PostgreSQL cannot store: NUL, and UTF-16 surrogates (paired ones are
 # fine, and rare enough that finding one only costs a closer look).
 _UNSTORABLE_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
-
-
-def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The error shape."""
-    return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
 def error_response(

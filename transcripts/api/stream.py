@@ -29,19 +29,15 @@ from ninja.errors import HttpError
 
 from transcripts.api.access import run_id_for_caller
 from transcripts.api.auth import authenticate
-from transcripts.api.errors import error_body, error_response
+from transcripts.api.errors import error_response
 from transcripts.api.schemas import MAX_INT
+from transcripts.db_availability import conninfo, describe, is_outage
 from transcripts.errors import DomainError, InvalidInput
 from transcripts.fields import to_uuid
+from transcripts.json_errors import error_body
 from transcripts.ledger import run_channel
 from transcripts.models import OPEN_STATUSES
-from transcripts.outage import (
-    RETRY_AFTER_SECONDS,
-    conninfo,
-    describe,
-    is_outage,
-    unavailable_response,
-)
+from transcripts.outage import RETRY_AFTER_SECONDS, unavailable_response
 from transcripts.permissions import READ
 from transcripts.selectors.streams import (
     StoredEvent,

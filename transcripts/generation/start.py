@@ -1,89 +1,32 @@
 """Starting generation: queue a run for a generator (regenerate, edit, reply, answer, continue,
-retry)."""
+retry, a new thread). Every way ends in `tasks.start_generation`, which queues the run and its
+task."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
 from transcripts import ledger
 from transcripts.errors import InvalidInput
-from transcripts.generation.generators import (
-    EXTERNAL,
-    GENERATORS,
-    get_generator,
-)
+from transcripts.generation.tasks import queue_again, start_generation
 from transcripts.ledger.lifecycle import STOPPED
 from transcripts.models import Message, Project, Run, RunOrigin, RunStatus, Thread
 
-
-def _clean_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
-    params = dict(parameters or {})
-    for key in ("temperature", "maxTokens", "delayMs"):
-        if params.get(key) in ("", None):
-            params.pop(key, None)
-    try:
-        if "temperature" in params:
-            params["temperature"] = float(params["temperature"])
-            if not 0 <= params["temperature"] <= 2:
-                raise ValueError
-        if "maxTokens" in params:
-            params["maxTokens"] = int(params["maxTokens"])
-            if not 1 <= params["maxTokens"] <= 100_000:
-                raise ValueError
-        if "delayMs" in params:
-            params["delayMs"] = max(0.0, float(params["delayMs"]))
-    except (TypeError, ValueError):
-        raise InvalidInput(
-            "temperature must be between 0 and 2 and maxTokens between 1 and 100000",
-            parameters=params,
-        ) from None
-    if params.get("systemPrompt") in ("", None):
-        params.pop("systemPrompt", None)
-    return params
-
-
-def start_generation(
-    *,
-    thread: Thread,
-    fork_from: Any = ledger.HEAD,
-    generator: str = "demo",
-    model: str = "",
-    parameters: Mapping[str, Any] | None = None,
-    prefix: list[dict[str, Any]] | None = None,
-    metadata: Mapping[str, Any] | None = None,
-) -> Run:
-    """Queue a run for generator, forked from fork_from; prefix events (an edit) come first."""
-    if generator != EXTERNAL and generator not in GENERATORS:
-        raise InvalidInput(f"unknown generator {generator!r}", field="generator")
-    params = _clean_parameters(parameters)
-    if not model and generator != EXTERNAL:
-        model = get_generator(generator).default_model()
-    with transaction.atomic():
-        run, _ = ledger.begin_run(
-            thread=thread,
-            fork_from=fork_from,
-            status=RunStatus.QUEUED,
-            generator=generator,
-            model=model,
-            parameters=params,
-            metadata=metadata,
-            origin=RunOrigin.WEB,
-        )
-        if prefix:
-            # Still queued: a worker (or the outside stream layer) has to pick it up.
-            ledger.append_events(run=run, events=prefix, start=False)
-        from transcripts.generation import tasks
-
-        if generator == EXTERNAL:
-            if getattr(settings, "TRANSCRIPTS_EXTERNAL_WEBHOOK_URL", ""):
-                transaction.on_commit(lambda: tasks.notify_external_webhook.enqueue(run.id))
-        else:
-            transaction.on_commit(lambda: tasks.generate_run.enqueue(run.id))
-    return run
+# start_generation is every other start's last step, and callers start with it directly too.
+__all__ = [
+    "TITLE_FROM_TEXT",
+    "retry",
+    "start_answer",
+    "start_continue",
+    "start_edit",
+    "start_generation",
+    "start_regenerate",
+    "start_reply",
+    "start_thread",
+]
 
 
 def _user_message_event(text: str, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -173,23 +116,6 @@ def retry(*, run: Run) -> Run:
     if run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
         raise InvalidInput("only a failed or cancelled run can be retried", status=run.status)
     return queue_again(run)
-
-
-def queue_again(run: Run) -> Run:
-    """A fresh attempt of run's generation: same fork point, options and edited message."""
-    prefix = [
-        {"seq": e.seq, "kind": e.kind, "data": e.data}
-        for e in run.events.filter(seq=1, kind="message")
-    ]
-    return start_generation(
-        thread=run.thread,
-        fork_from=run.fork_from_id,
-        generator=run.generator,
-        model=run.model,
-        parameters=run.parameters,
-        prefix=prefix,
-        metadata={"retryOf": run.id},
-    )
 
 
 # A thread started without a title is named after the start of its first message.

@@ -1,8 +1,8 @@
 """Import and export of whole threads: the database side of transcripts.formats.
 
-A facade over `export.py` (a thread in any format), `imports.py` (documents and files into
-threads, through the ledger, with a report), `archives.py` (export zips) and `jobs.py` (large
-imports queued for a worker).
+A facade over `export.py` (a thread in any format), `imports.py` (documents into threads,
+through the ledger, with a report), `archives.py` (export zips), `files.py` (a file of any
+kind), `tasks.py` (large imports queued for a worker) and `jobs.py` (the worker's side).
 """
 
 from __future__ import annotations
@@ -14,17 +14,18 @@ from transcripts.interchange.export import (
     export_thread,
     thread_tree,
 )
+from transcripts.interchange.files import import_stream
 from transcripts.interchange.imports import (
     IMPORT_FORMATS,
     ImportResult,
     import_data,
     import_report,
-    import_stream,
     iter_threads,
     parse_document,
     resolve_format,
 )
-from transcripts.interchange.jobs import queue_import, run_import_job
+from transcripts.interchange.jobs import run_import_job
+from transcripts.interchange.tasks import queue_import
 
 __all__ = [
     "EXPORT_FORMATS",

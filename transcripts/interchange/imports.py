@@ -6,16 +6,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
 
 from transcripts.errors import FormatError, InvalidInput
-from transcripts.formats import FORMATS, Skips, TreeThread, detect_format, iter_chatgpt
-from transcripts.formats.claude_ai import iter_claude_ai
+from transcripts.formats import FORMATS, Skips, TreeThread, detect_format
 from transcripts.formats.document import leaves
-from transcripts.formats.zips import is_zip
 from transcripts.interchange.threadprotocol import parse_json_lines, refuse_reimports
 from transcripts.ledger.importing import TreeWriter
 from transcripts.models import Project, Thread
@@ -26,11 +24,6 @@ REPORTED_SKIPS = 500
 
 # Reads the source once per pass, recording what it leaves out in the Skips it is given.
 TreeSource = Callable[[Skips], Iterable[TreeThread]]
-# Formats whose files are read one conversation at a time.
-_STREAMED: dict[str, Callable[[BinaryIO, Skips], Iterable[TreeThread]]] = {
-    "chatgpt": iter_chatgpt,
-    "claude-ai": iter_claude_ai,
-}
 
 
 @dataclass
@@ -192,42 +185,6 @@ def import_trees(
     except FormatError as exc:
         raise format_error(exc) from None
     add_skips(result.report, log)
-    return result
-
-
-def import_stream(
-    fp: BinaryIO,
-    fmt: str | None = None,
-    *,
-    project: Project,
-    progress: Callable[[int], None] | None = None,
-) -> ImportResult:
-    """Import a file into project: an export zip (ChatGPT, Claude.ai, or one zipped JSON
-    file), a ChatGPT conversations.json read one conversation at a time, or a document."""
-    head = fp.read(65536)
-    fp.seek(0)
-    if not head.strip(b" \t\r\n\xef\xbb\xbf"):
-        raise InvalidInput("the file is empty")
-    if is_zip(head):
-        from transcripts.interchange.archives import import_zip
-
-        return import_zip(fp, fmt, project=project, progress=progress)
-    if fmt is None and b'"chat_messages"' in head:
-        fmt = "claude-ai"
-    elif fmt is None and b'"mapping"' in head:
-        fmt = "chatgpt"
-    # The exports of these two can be hundreds of MB: read one conversation at a time.
-    reader = _STREAMED.get(fmt or "")
-    if fmt is not None and reader is not None:
-
-        def conversations(skips: Skips) -> Iterable[TreeThread]:
-            fp.seek(0)
-            return reader(fp, skips)
-
-        return import_trees(fmt, conversations, project=project, progress=progress)
-    result = import_data(parse_document(fp.read()), fmt, project=project)
-    if progress is not None:
-        progress(len(result.thread_ids))
     return result
 
 

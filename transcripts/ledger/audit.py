@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.contrib.auth.models import User as AuthUser
 from django.utils import timezone
@@ -19,10 +19,7 @@ from transcripts.models import (
     ShareLink,
     Thread,
 )
-from transcripts.permissions import User
-
-if TYPE_CHECKING:
-    from transcripts.api.auth import Principal
+from transcripts.permissions import Principal, User
 
 # An API client pages, polls and reconnects: one record per caller and thread in this window.
 API_READ_WINDOW = timedelta(minutes=10)

@@ -1,8 +1,10 @@
-"""API tokens: issued for one project with scopes (shown once, stored hashed), and revoked."""
+"""API tokens: issued for one project with scopes (shown once, stored hashed), revoked, and
+their last use noted."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -67,3 +69,8 @@ def revoke_token(*, token: ApiToken, actor: User | None = None) -> ApiToken:
             if actor is not None:
                 record_audit(actor, "revoke_token", token, project=token.project, name=token.name)
     return token
+
+
+def record_token_use(*, token_id: int, at: datetime) -> None:
+    """Note that the token was used at `at` (the API notes it at most once a minute)."""
+    ApiToken.objects.filter(pk=token_id).update(last_used_at=at)

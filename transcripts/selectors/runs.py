@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from django.db import connection
 
 from transcripts.errors import InvalidInput, NotFound
 from transcripts.fields import to_uuid
-from transcripts.generation.generators import EXTERNAL, GENERATORS
 from transcripts.ids import require_ulid
 from transcripts.models import Event, Message, Run, Thread
 from transcripts.projector import Projection, Projector
@@ -88,15 +87,14 @@ def conversation_for(run: Run) -> list[dict[str, Any]]:
     return history + project_run(run).messages
 
 
-def last_choice(thread: Thread) -> dict[str, Any]:
-    """The generator, model and parameters the thread's latest generated run used.
+def last_choice(thread: Thread, *, among: Collection[str]) -> dict[str, Any]:
+    """The generator, model and parameters the thread's latest run of one of the generators
+    `among` used (the caller passes the generation registry's CHOICES).
 
     Runs a stream layer posted under its own name (not one of ours) are no choice to repeat.
     """
     run = (
-        Run.objects.filter(thread=thread, generator__in=[*GENERATORS, EXTERNAL])
-        .order_by("-created_at")
-        .first()
+        Run.objects.filter(thread=thread, generator__in=list(among)).order_by("-created_at").first()
     )
     if run is None:
         return {"generator": "demo", "model": "", "parameters": {}}

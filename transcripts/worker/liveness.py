@@ -9,38 +9,22 @@ no sign of life to go by, they cannot be told dead.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 from datetime import timedelta
 
-from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import DateTimeField, ExpressionWrapper
-from django.db.models.expressions import CombinedExpression
-from django.db.models.functions import Now
-from django.utils import timezone
-from django_tasks_db.compat import TaskResultStatus
-from django_tasks_db.models import DBTaskResult
+from django.db import connection
 
-from transcripts.errors import WorkerLost
+from transcripts.db_availability import describe, forget_connection
+from transcripts.generation.leases import lease_seconds, worker_name
+from transcripts.ledger.task_rows import release_rows_of
+from transcripts.ledger.worker_beats import forget_workers_gone_for, record_beat, seen_before
 from transcripts.models import WorkerBeat
-from transcripts.outage import describe, forget_connection
 
 logger = logging.getLogger(__name__)
 
-# A task whose workers died this many times is failed instead of queued again: it may be what
-# kills them.
-MAX_ATTEMPTS = 3
 # Rows of workers gone this long are deleted (their task rows were released long before).
 FORGET_AFTER = timedelta(days=1)
-WORKER_LOST = f"{WorkerLost.__module__}.{WorkerLost.__qualname__}"
-
-
-def lease_seconds() -> float:
-    """How long a worker's lease (on a run, and on its own liveness) lasts without renewal."""
-    return float(getattr(settings, "TRANSCRIPTS_LEASE_SECONDS", 30))
 
 
 def beat_seconds() -> float:
@@ -48,77 +32,24 @@ def beat_seconds() -> float:
     return min(5.0, lease_seconds() / 3)
 
 
-def worker_name() -> str:
-    """This process's worker identity, as its leases carry it."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def record_beat(*, worker_id: str, name: str) -> None:
-    """Renew worker_id's liveness row (created on its first beat), on the database's clock."""
-    if not WorkerBeat.objects.filter(pk=worker_id).update(seen_at=Now(), name=name):
-        WorkerBeat.objects.create(worker_id=worker_id, name=name)
-
-
-def _seen_before(seconds: float | timedelta) -> ExpressionWrapper[CombinedExpression]:
-    age = seconds if isinstance(seconds, timedelta) else timedelta(seconds=seconds)
-    return ExpressionWrapper(Now() - age, output_field=DateTimeField())
-
-
 def release_tasks_of_dead_workers() -> list[str]:
     """Give back the running task rows of workers not seen for longer than the lease; returns
     the ids of the task rows released."""
     dead = set(
-        WorkerBeat.objects.filter(seen_at__lt=_seen_before(lease_seconds())).values_list(
-            "worker_id", flat=True
-        )
+        WorkerBeat.objects.filter(
+            seen_at__lt=seen_before(timedelta(seconds=lease_seconds()))
+        ).values_list("worker_id", flat=True)
     )
     if not dead:
         return []
-    released = _release(dead, "its worker stopped (not seen for longer than the lease)")
-    WorkerBeat.objects.filter(seen_at__lt=_seen_before(FORGET_AFTER)).delete()
+    released = release_rows_of(dead, "its worker stopped (not seen for longer than the lease)")
+    forget_workers_gone_for(FORGET_AFTER)
     return released
 
 
 def release_own_tasks(worker_id: str) -> list[str]:
     """Give back the task rows worker_id left running when the database failed under it."""
-    return _release({worker_id}, "its worker lost the database while running it")
-
-
-def _release(workers: set[str], why: str) -> list[str]:
-    """Queue again (or, after MAX_ATTEMPTS, fail) the running task rows last claimed by one of
-    workers."""
-    released: list[str] = []
-    with transaction.atomic():
-        # Few rows run at once (one per worker); SKIP LOCKED leaves a row being finished alone.
-        running = DBTaskResult.objects.select_for_update(skip_locked=True).filter(
-            status=TaskResultStatus.RUNNING
-        )
-        for row in running:
-            if not row.worker_ids or row.worker_ids[-1] not in workers:
-                continue
-            if len(row.worker_ids) >= MAX_ATTEMPTS:
-                row.status = TaskResultStatus.FAILED
-                row.finished_at = timezone.now()
-                row.exception_class_path = WORKER_LOST
-                row.traceback = (
-                    f"{WORKER_LOST}: {why}, {len(row.worker_ids)} times; not tried again\n"
-                )
-                row.save(
-                    update_fields=["status", "finished_at", "exception_class_path", "traceback"]
-                )
-            else:
-                row.status = TaskResultStatus.READY
-                row.save(update_fields=["status"])
-            logger.warning(
-                "task %s (%s) of worker %s: %s; %s",
-                row.id,
-                row.task_path,
-                row.worker_ids[-1],
-                why,
-                "failed" if row.status == TaskResultStatus.FAILED else "queued again",
-            )
-            released.append(str(row.id))
-    return released
+    return release_rows_of({worker_id}, "its worker lost the database while running it")
 
 
 class Liveness:

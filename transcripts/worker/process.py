@@ -1,231 +1,114 @@
-"""The worker's side of generation: claim a queued run, stream its generator's events into the
-ledger with a heartbeat on the lease, commit; and the periodic sweep that fails the runs of
-workers that died, gives back their task rows and stores the snapshots of long open runs."""
+"""The worker process: django-tasks-db's claim loop on every queue, kept running through
+database outages, with its liveness row renewed in the background and a sweeper alongside.
+`manage.py worker` runs it; the task bodies are the services' (`generation.tasks`,
+`interchange.tasks`)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
+import os
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
-from django.conf import settings
+from django.core.management.base import CommandError
 from django.db import Error as DatabaseLayerError
-from django.db import connection
+from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
+from django_tasks_db.management.commands.db_worker import Worker
 
-from transcripts import ledger, selectors
-from transcripts.errors import Conflict, DomainError, GeneratorError, RunClosed
-from transcripts.generation.generators import (
-    GenerationRequest,
-    get_generator,
-)
-from transcripts.generation.start import queue_again
-from transcripts.ledger.retention import Purge, purge_expired
-from transcripts.models import OPEN_STATUSES, Run, RunStatus
-from transcripts.outage import describe, forget_connection, is_outage, patiently
-from transcripts.worker.liveness import (
-    lease_seconds,
-    release_tasks_of_dead_workers,
-    worker_name,
-)
+from transcripts.db_availability import Backoff, describe, forget_connection, is_outage
+from transcripts.worker.liveness import Liveness, release_own_tasks
+from transcripts.worker.sweeps import sweep_forever
 
 logger = logging.getLogger(__name__)
 
-FLUSH_SECONDS = 0.05
-FLUSH_EVENTS = 64
 
+class ResilientWorker(Worker):
+    """db_worker's loop, kept running through database errors: it waits (with backoff) and
+    carries on, gives back a task row a failure left running, beats and sweeps alongside."""
 
-class _Heartbeat:
-    """Renews the worker's lease in the background, so a generator that is slow to produce
-    its next event (a model thinking for a minute) keeps its run; notices a cancel or a lost
-    lease."""
-
-    def __init__(self, run_id: str, worker: str) -> None:
-        self.run_id = run_id
-        self.worker = worker
-        self.lost: DomainError | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"lease-{run_id}", daemon=True)
-
-    def __enter__(self) -> _Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _beat(self) -> None:
-        seconds = lease_seconds()
-        try:
-            while not self._stop.wait(max(0.1, seconds / 3)):
-                try:
-                    ledger.renew_lease(run=self.run_id, worker=self.worker, lease_seconds=seconds)
-                except DomainError as exc:  # cancelled, failed, or leased by another worker
-                    self.lost = exc
-                    return
-                except Exception as exc:  # a database hiccup: the next beat tries again
-                    if is_outage(exc):
-                        logger.warning("could not renew the lease of run %s", self.run_id)
-                        forget_connection()
-                    else:
-                        logger.exception("could not renew the lease of run %s", self.run_id)
-        finally:
-            connection.close()
-
-
-class _Batcher:
-    """Numbers events and appends them in small batches (every ~50 ms or 64 events)."""
-
-    def __init__(self, run: Run, heartbeat: _Heartbeat) -> None:
-        self.run = run
-        self.heartbeat = heartbeat
-        self.next_seq = run.last_seq + 1
-        self.pending: list[dict[str, Any]] = []
-        self.flushed_any = False
-        self.last_flush = time.monotonic()
-
-    def add(self, kind: str, data: dict[str, Any]) -> None:
-        if self.heartbeat.lost is not None:
-            raise self.heartbeat.lost
-        self.pending.append({"seq": self.next_seq, "kind": kind, "data": data})
-        self.next_seq += 1
-        due = time.monotonic() - self.last_flush >= FLUSH_SECONDS
-        if not self.flushed_any or due or len(self.pending) >= FLUSH_EVENTS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.pending:
-            appended = ledger.append_events(run=self.run, events=self.pending)
-            self.pending = []
-            self.flushed_any = True
-            # The worker keeps its own run's snapshot, so readers of a long run replay little.
-            ledger.store_snapshot_if_due(run=self.run, last_seq=appended.last_seq)
-        self.last_flush = time.monotonic()
-
-
-def generate(run_id: str, *, worker: str | None = None) -> str:
-    """Claim the run, stream its generator's events into the ledger and commit; returns status.
-
-    A database outage before the claim is waited out; one after it fails the run once the
-    database is back, since a generator cannot resume an answer where it was cut off.
-    """
-    worker = worker or worker_name()
-    run = patiently(lambda: _claim(run_id, worker), what=f"claiming run {run_id}")
-    if run is None:
-        return "skipped"
-    try:
-        return _stream(run, worker)
-    except DatabaseLayerError as exc:
-        if not is_outage(exc):
-            raise
-        logger.warning("run %s was cut off by a database outage (%s)", run.id, describe(exc))
-        message = "the database went away while this run was being generated"
-        return patiently(
-            lambda: _fail(run.id, message, "database_unavailable"), what=f"failing run {run.id}"
+    def run(self) -> None:
+        liveness = Liveness(self.worker_id)
+        stop = threading.Event()
+        sweeper = threading.Thread(
+            target=sweep_forever, args=(stop, liveness), name="sweeper", daemon=True
         )
-
-
-def _claim(run_id: str, worker: str) -> Run | None:
-    """The run, leased to worker; None when it is not this worker's to generate."""
-    if Run.objects.filter(pk=run_id, status=RunStatus.STREAMING).exists():
-        # Started by an attempt that was cut off (a killed worker's task given back): the
-        # generator would start its answer over after what is stored, so the run's lease
-        # decides instead (failed, or queued again as a new run).
-        logger.info("run %s not generated: an earlier attempt started it", run_id)
-        return None
-    try:
-        return ledger.claim_run(run=run_id, worker=worker, lease_seconds=lease_seconds())
-    except (RunClosed, Conflict) as exc:
-        logger.info("run %s not generated: %s", run_id, exc)
-        return None
-
-
-def _stream(run: Run, worker: str) -> str:
-    """Stream the claimed run's generator into the ledger and commit; returns status."""
-    request = GenerationRequest(
-        run_id=run.id,
-        messages=selectors.conversation_for(run),
-        model=run.model,
-        parameters=dict(run.parameters),
-    )
-    with _Heartbeat(run.id, worker) as heartbeat:
-        batcher = _Batcher(run, heartbeat)
+        backoff = Backoff()
+        failing_since: float | None = None
+        started = False
         try:
-            for kind, data in get_generator(run.generator).stream(request):
-                batcher.add(kind, data)
-            batcher.flush()
-            if heartbeat.lost is not None:
-                raise heartbeat.lost
-            ledger.commit_run(run=run.id)
-            return RunStatus.COMMITTED
-        except RunClosed:
-            # Cancelled (or closed otherwise) while streaming: stop quietly, keep what was stored.
-            return Run.objects.get(pk=run.id).status
-        except Conflict as exc:
-            if exc is heartbeat.lost:  # another worker holds the run now: leave it to them
-                logger.warning("lost the lease of run %s: %s", run.id, exc)
-                return "lost"
-            closed = Run.objects.filter(pk=run.id).exclude(status__in=OPEN_STATUSES)
-            status = closed.values_list("status", flat=True).first()
-            if status is not None:  # stopped while this batch was on its way: Stop keeps the rest
-                return status
-            return _fail(run.id, str(exc), type(exc).__name__)
-        except (GeneratorError, DomainError) as exc:
-            return _fail(run.id, str(exc), type(exc).__name__)
-        except Exception as exc:
-            if is_outage(exc):
-                raise
-            logger.exception("generator %s crashed on run %s", run.generator, run.id)
-            return _fail(run.id, f"{type(exc).__name__}: {exc}", "generator_crashed")
+            while self.running:
+                try:
+                    # Beat before the first claim: a row this worker claims is never one
+                    # whose worker has no sign of life to be judged by.
+                    liveness.beat()
+                    if failing_since is not None:
+                        release_own_tasks(self.worker_id)
+                        logger.warning(
+                            "worker %s: the database is back after %.1f s; resuming",
+                            liveness.name,
+                            time.monotonic() - failing_since,
+                        )
+                        failing_since = None
+                    if not started:
+                        liveness.start()
+                        sweeper.start()
+                        started = True
+                    super().run()
+                    return
+                except DatabaseLayerError as exc:
+                    if failing_since is None:
+                        failing_since = time.monotonic()
+                        logger.warning(
+                            "worker %s: database error (%s); trying again until it answers",
+                            liveness.name,
+                            describe(exc),
+                            # Not an outage (a missing table, a bug): the trace says where.
+                            exc_info=not is_outage(exc),
+                        )
+                    self.startup_delay = False
+                    forget_connection()
+                    time.sleep(backoff.next_delay())
+        finally:
+            stop.set()
+            liveness.stop()
+            if started:
+                sweeper.join(timeout=5)
 
 
-def _fail(run_id: str, message: str, code: str) -> str:
-    with contextlib.suppress(DomainError):
-        ledger.fail_run(run=run_id, error={"message": message, "code": code})
-    return RunStatus.FAILED
-
-
-def reap_expired_runs() -> list[str]:
-    """Fail runs whose worker died; with TRANSCRIPTS_REQUEUE_EXPIRED, queue a fresh attempt.
-    Waits out a database outage."""
-    return patiently(_reap_expired_runs, what="failing the runs of dead workers")
-
-
-def _reap_expired_runs() -> list[str]:
-    expired = ledger.expire_leases()
-    if getattr(settings, "TRANSCRIPTS_REQUEUE_EXPIRED", False):
-        for run in Run.objects.filter(pk__in=expired).select_related("thread"):
-            try:
-                queue_again(run)
-            except DomainError as exc:
-                logger.warning("could not re-queue run %s: %s", run.id, exc)
-    return expired
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """What one sweep did: the runs it failed (or re-queued) and those it snapshotted, the task
-    rows of dead workers it gave back, the retention purges it ran and the share links whose
-    expiry it audited."""
-
-    expired: list[str]
-    snapshotted: list[str]
-    purges: list[Purge] = field(default_factory=list)
-    released: list[str] = field(default_factory=list)
-    expired_shares: list[str] = field(default_factory=list)
-
-
-def sweep(*, purge: bool = False, release: bool = False) -> Sweep:
-    """The worker process's periodic chores, which no request does (a GET writes nothing);
-    with purge, also apply the projects' retention periods; with release, also give back the
-    task rows of workers not seen for longer than the lease."""
-    return Sweep(
-        released=release_tasks_of_dead_workers() if release else [],
-        expired=reap_expired_runs(),
-        snapshotted=ledger.store_due_snapshots(),
-        purges=purge_expired() if purge else [],
-        expired_shares=ledger.audit_expired_shares(),
+def run_worker(
+    *,
+    queue_name: str,
+    interval: float,
+    batch: bool,
+    backend_name: str,
+    startup_delay: bool,
+    reload: bool,
+    max_tasks: int | None,
+    worker_id: str,
+    exclude_queues: str,
+) -> None:
+    """db_worker's handle() with db_worker's options, running a ResilientWorker."""
+    if reload and batch:
+        logger.warning("--reload and --batch cannot be used together: not reloading")
+        reload = False
+    queue_names = ["*"] if queue_name == "default" else queue_name.split(",")
+    excluded = exclude_queues.split(",") if exclude_queues else []
+    if excluded and "*" not in queue_names:
+        raise CommandError("--exclude-queues can only be used with --queue-name=*")
+    worker = ResilientWorker(
+        queue_names=queue_names,
+        interval=interval,
+        batch=batch,
+        backend_name=backend_name,
+        startup_delay=startup_delay,
+        max_tasks=max_tasks,
+        worker_id=worker_id,
+        excluded_queue_names=excluded,
     )
+    if reload:
+        if os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
+            worker.configure_signals()
+        run_with_reloader(worker.run)
+    else:
+        worker.configure_signals()
+        worker.run()

@@ -8,9 +8,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from transcripts.errors import DomainError
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import get_project
 from transcripts.ledger.tokens import issue_token
-from transcripts.models import DEFAULT_PROJECT_SLUG, ApiToken, Project
+from transcripts.models import DEFAULT_PROJECT_SLUG, ApiToken
 
 
 class Command(BaseCommand):
@@ -39,7 +40,7 @@ class Command(BaseCommand):
                 raise CommandError(f"no user {options['user']!r}")
         try:
             if options["project"] == DEFAULT_PROJECT_SLUG:
-                project = Project.default()
+                project = default_project()
             else:
                 project = get_project(options["project"])
             _, raw = issue_token(name=options["name"], scopes=scopes, project=project, user=user)

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from transcripts.errors import DomainError
 from transcripts.interchange import IMPORT_FORMATS, import_stream
-from transcripts.models import Project
+from transcripts.ledger.default_project import default_project
 
 
 class Command(BaseCommand):
@@ -49,7 +49,7 @@ class Command(BaseCommand):
             raise CommandError(f"cannot read {path}: {exc.strerror}") from None
         try:
             result = import_stream(
-                handle, options["format"], progress=progress, project=Project.default()
+                handle, options["format"], progress=progress, project=default_project()
             )
         except DomainError as exc:
             problems = exc.details.get("problems") or []

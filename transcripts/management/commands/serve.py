@@ -7,11 +7,7 @@ import os
 import secrets
 import signal
 import socket
-import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -22,8 +18,10 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from config.database import embedded_data_dir
+from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import set_member
-from transcripts.models import Project, ProjectRole
+from transcripts.models import ProjectRole
+from transcripts.worker.supervisor import WorkerSupervisor
 
 
 class Command(BaseCommand):
@@ -115,7 +113,7 @@ class Command(BaseCommand):
         admin = user_model.objects.create_superuser("admin", "admin@localhost", password)
         # A superuser may do everything anyway; the membership makes the demo project its own,
         # so the switcher, the project page and the audit log show it as the project's admin.
-        set_member(project=Project.default(), user=admin, role=ProjectRole.ADMIN)
+        set_member(project=default_project(), user=admin, role=ProjectRole.ADMIN)
         password_file.parent.mkdir(parents=True, exist_ok=True)
         # Created private (0600) before the password is written; chmod for a file that existed.
         descriptor = os.open(password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -153,68 +151,6 @@ def bind_listener(host: str, port: int) -> socket.socket:
 
 def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
-
-
-class WorkerSupervisor:
-    """Keeps one generation worker running beside the server: starts it again whenever it
-    exits (killed, crashed), after a pause that doubles while it keeps dying young; waits for
-    each one, so none is left a zombie."""
-
-    FIRST_PAUSE = 1.0
-    LONGEST_PAUSE = 30.0
-    # A worker that ran this long died of something new: the next restart is quick again.
-    STEADY_AFTER = 60.0
-
-    def __init__(self, command: list[str], *, say: Callable[[str], None]) -> None:
-        self.command = command
-        self.say = say
-        self.process: subprocess.Popen[bytes] | None = None
-        self._stopping = threading.Event()
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._supervise, name="worker-supervisor")
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop the worker (gracefully, then for good) and stop restarting it."""
-        self._stopping.set()
-        with self._lock:
-            process = self.process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        self._thread.join(timeout=15)
-
-    def _supervise(self) -> None:
-        pause = self.FIRST_PAUSE
-        while True:
-            with self._lock:
-                if self._stopping.is_set():
-                    return
-                started = time.monotonic()
-                # A session of its own: Ctrl-C in the terminal reaches the server, which then
-                # stops the worker itself (instead of racing this loop to restart it).
-                self.process = subprocess.Popen(
-                    self.command, cwd=settings.BASE_DIR, start_new_session=True
-                )
-            pid = self.process.pid
-            self.say(f"Started a generation worker (manage.py worker, pid {pid}).")
-            code = self.process.wait()
-            if self._stopping.is_set():
-                return
-            if time.monotonic() - started >= self.STEADY_AFTER:
-                pause = self.FIRST_PAUSE
-            self.say(
-                f"The generation worker (pid {pid}) exited with code {code}; "
-                f"starting another in {pause:g} s."
-            )
-            if self._stopping.wait(pause):
-                return
-            pause = min(self.LONGEST_PAUSE, pause * 2)
 
 
 def admin_password_file() -> Path:

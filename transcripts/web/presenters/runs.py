@@ -16,12 +16,12 @@ from django.utils.timesince import timesince
 
 from transcripts import selectors
 from transcripts.generation.generators import CHOICES, EXTERNAL, GENERATORS
+from transcripts.generation.leases import lease_seconds
 from transcripts.models import OPEN_STATUSES, Event, Run, RunStatus, Thread
 from transcripts.permissions import Access, may_stop
 from transcripts.selectors.worker_liveness import since_a_worker_was_seen
 from transcripts.web import rendering
 from transcripts.web.presenters.messages import MessageItem, message_items, projected_messages
-from transcripts.worker.liveness import lease_seconds
 
 # --- the raw event log --------------------------------------------------------------------
 
@@ -152,7 +152,7 @@ def options_for(thread: Thread, access: Access) -> Options:
     """The thread's option defaults (its last choice, one query), or why the thread (or the
     reader's role) refuses."""
     refusal = role_refusal(access) or generation_refusal(thread)
-    choice = selectors.last_choice(thread) if not refusal else {}
+    choice = selectors.last_choice(thread, among=CHOICES) if not refusal else {}
     parameters = choice.get("parameters") or {}
     generator = choice.get("generator") or "demo"
     model = choice.get("model") or ""

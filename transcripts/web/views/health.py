@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_safe
 
 from transcripts import outage
+from transcripts.db_availability import database_problem
 
 
 @require_safe
@@ -18,7 +19,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @require_safe
 def readyz(request: HttpRequest) -> HttpResponse:
     """Readiness: 200 when the database answers this process; else 503, Retry-After and why."""
-    problem = outage.database_problem()
+    problem = database_problem()
     if problem:
         return outage.with_retry_after(JsonResponse({"ok": False, "database": problem}, status=503))
     return JsonResponse({"ok": True, "database": "ok"})
