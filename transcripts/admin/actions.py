@@ -21,7 +21,8 @@ from django.utils.html import format_html
 from transcripts.admin.rows import url_for
 from transcripts.errors import DomainError
 from transcripts.ids import is_ulid
-from transcripts.web.presenters.moderation import (
+from transcripts.ledger.moderation import action_words
+from transcripts.ledger.moderation_actions import (
     RedactionPreview,
     done_message,
     unchanged_message,
@@ -77,8 +78,9 @@ def run_each(
     wording: str,
 ) -> None:
     """Apply act (whether it changed the object) to each object; say in the words of wording
-    (an action of ACTION_WORDS) how many changed ("Hid 3 threads"), how many already were as
-    asked (nothing was written for them), and why others were refused."""
+    (the name of an action of `ledger.moderation.ACTIONS`, or of another audited action:
+    `action_words`) how many changed ("Hid 3 threads"), how many already were as asked
+    (nothing was written for them), and why others were refused."""
     done, unchanged, refused = 0, 0, []
     for obj in queryset:
         try:
@@ -89,10 +91,11 @@ def run_each(
         except DomainError as exc:
             refused.append(f"{obj}: {exc.message}")
     noun = str(admin_obj.model._meta.verbose_name)
+    words = action_words(wording)
     if done:
-        admin_obj.message_user(request, done_message(wording, done, noun), messages.SUCCESS)
+        admin_obj.message_user(request, done_message(words, done, noun), messages.SUCCESS)
     if unchanged:
-        admin_obj.message_user(request, unchanged_message(wording, unchanged, noun), messages.INFO)
+        admin_obj.message_user(request, unchanged_message(words, unchanged, noun), messages.INFO)
     for line in refused[:10]:
         admin_obj.message_user(request, line, messages.ERROR)
 

@@ -30,9 +30,9 @@ from transcripts.admin.rows import RowsChangeList
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.ids import is_ulid
 from transcripts.ledger import moderation
+from transcripts.ledger.moderation_actions import redaction_preview
 from transcripts.models import Message
 from transcripts.permissions import Role
-from transcripts.web.presenters.moderation import redaction_preview
 
 PREVIEW_LENGTH = 120
 
