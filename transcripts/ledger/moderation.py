@@ -3,8 +3,11 @@
 Reports (`reports.py`) and the audit of hidden reads (`audit.py`) are reachable from here too,
 so callers keep one name for every moderation service. Each action answers whether it changed
 anything: asking for the state a thread or message is already in writes nothing, not even an
-audit record. `act_on_report` takes an action on a report's thread or message and resolves the
-report in the same transaction.
+audit record. `ACTIONS` is the table of these actions, one entry each with its target, role,
+label, words, audit verb and the function here that performs it. The queue, the admin's words
+and `act_on_report` (an action on a report's thread or message that resolves the report in
+the same transaction) read it: a new action is an entry there and its function (and, for the
+admin, an action on its target's model admin).
 
 Redaction replaces a message's or a closed run's content by the marker wherever it is stored,
 keeping structure only, as the scrub rules of `transcripts.events` define it (one allow-list
