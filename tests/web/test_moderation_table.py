@@ -1,6 +1,7 @@
 """The table of moderation actions drives the surfaces: the queue offers every action taken
 from a report (and resolve and dismiss), the admin every action on its target's list, to the
-roles the table says; an entry added to the table shows up in the queue and works there.
+roles the table says; an entry added to the table shows up in the queue and in the admin's
+list of its target, and works in both.
 
 The conversation's menu offers no moderation action today (only "Report message…"), so no
 entry applies to it."""
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.contrib.messages import get_messages
 from django.db.models import DateTimeField
 from django.urls import reverse
 from django.utils import timezone
@@ -23,14 +25,6 @@ from transcripts.models import Message, Report, Thread
 from transcripts.permissions import Role
 
 pytestmark = pytest.mark.django_db
-
-# The admin actions named otherwise than their entries.
-ADMIN_NAMES = {
-    "redact_run": "redact_content",
-    "delete": "delete_with_reason",
-    "resolve_report": "resolve",
-    "dismiss_report": "dismiss",
-}
 
 
 def _put_where_offered(report: Report, action: ModerationAction) -> None:
@@ -75,13 +69,13 @@ def test_the_admin_offers_each_action_to_the_role_it_needs(team: Team, name: str
     action = moderation.ACTIONS[name]
     _staff(team.owner, team.moderator)
     url = reverse(f"admin:transcripts_{action.target}_changelist")
-    option = f'<option value="{ADMIN_NAMES.get(name, name)}">'
+    option = f'<option value="{action.admin_name or name}">'
     assert option in team.client(team.owner).get(url).content.decode()
     by_moderator = option in team.client(team.moderator).get(url).content.decode()
     assert by_moderator == (action.role <= Role.MODERATOR)
 
 
-def test_an_entry_added_to_the_table_shows_up_in_the_queue_and_works(
+def test_an_entry_added_to_the_table_shows_up_in_the_queue_and_the_admin_and_works(
     team: Team, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pinned: list[Thread] = []
@@ -110,3 +104,14 @@ def test_an_entry_added_to_the_table_shows_up_in_the_queue_and_works(
     ).content.decode()
     assert f"Pinned 1 thread. Resolved report {report.pk}." in done
     assert [thread.pk for thread in pinned] == [report.thread_id]
+    _staff(team.moderator)
+    threads = reverse("admin:transcripts_thread_changelist")
+    assert '<option value="pin">Pin thread</option>' in client.get(threads).content.decode()
+    listed = client.post(
+        threads,
+        {"action": "pin", "_selected_action": [report.thread_id], "reason": "y"},
+        follow=True,
+    )
+    notes = [(m.level_tag, str(m)) for m in get_messages(listed.wsgi_request)]
+    assert notes == [("success", "Pinned 1 thread.")]
+    assert [thread.pk for thread in pinned] == [report.thread_id, report.thread_id]

@@ -4,10 +4,10 @@ Reports (`reports.py`) and the audit of hidden reads (`audit.py`) are reachable 
 so callers keep one name for every moderation service. Each action answers whether it changed
 anything: asking for the state a thread or message is already in writes nothing, not even an
 audit record. `ACTIONS` is the table of these actions, one entry each with its target, role,
-label, words, audit verb and the function here that performs it. The queue, the admin's words
-and `act_on_report` (an action on a report's thread or message that resolves the report in
-the same transaction) read it: a new action is an entry there and its function (and, for the
-admin, an action on its target's model admin).
+label, words, audit verb and the function here that performs it. The queue, the admin's
+actions on each target's list (`transcripts.admin.actions.TableActions`) and `act_on_report`
+(an action on a report's thread or message that resolves the report in the same transaction)
+read it: a new action is an entry there and its function.
 
 Redaction replaces a message's or a closed run's content by the marker wherever it is stored,
 keeping structure only, as the scrub rules of `transcripts.events` define it (one allow-list
@@ -44,7 +44,13 @@ from transcripts.ledger.audit import (
 from transcripts.ledger.checks import clean_reason, require
 from transcripts.ledger.deletion import delete_threads
 from transcripts.ledger.lifecycle import lock_run_and_thread
-from transcripts.ledger.moderation_actions import OTHER_WORDS, ActionWords, ModerationAction
+from transcripts.ledger.moderation_actions import (
+    OTHER_WORDS,
+    ActionWords,
+    Confirmation,
+    ModerationAction,
+    redaction_preview,
+)
 from transcripts.ledger.reports import close_report, report_message
 from transcripts.models import Event, Message, Report, ReportStatus, Run, RunStatus, Thread
 from transcripts.permissions import Role, User, member_access
@@ -267,8 +273,8 @@ def _dismiss_report(*, user: User, report: Report, reason: str) -> bool:
     return True
 
 
-# Every moderation action, in the order the queue offers them: adding one is an entry here
-# and the ledger function it performs.
+# Every moderation action, in the order the queue and the admin offer them: adding one is an
+# entry here and the ledger function it performs (the admin builds its actions from these).
 ACTIONS = {
     action.name: action
     for action in (
@@ -283,6 +289,7 @@ ACTIONS = {
             perform=hide_thread,
             on_reports=True,
             offered_when=("hidden", False),
+            admin_label="Hide the selected threads",
         ),
         ModerationAction(
             name="unhide",
@@ -295,6 +302,7 @@ ACTIONS = {
             perform=unhide_thread,
             on_reports=True,
             offered_when=("hidden", True),
+            admin_label="Unhide the selected threads",
         ),
         ModerationAction(
             name="lock",
@@ -307,6 +315,7 @@ ACTIONS = {
             perform=lock_thread,
             on_reports=True,
             offered_when=("locked", False),
+            admin_label="Lock the selected threads (no new runs or events)",
         ),
         ModerationAction(
             name="unlock",
@@ -319,6 +328,7 @@ ACTIONS = {
             perform=unlock_thread,
             on_reports=True,
             offered_when=("locked", True),
+            admin_label="Unlock the selected threads",
         ),
         ModerationAction(
             name="flag",
@@ -331,6 +341,7 @@ ACTIONS = {
             perform=flag_message,
             on_reports=True,
             offered_when=("flagged_at", False),
+            admin_label="Flag the selected messages (reason required)",
         ),
         ModerationAction(
             name="unflag",
@@ -343,6 +354,7 @@ ACTIONS = {
             perform=unflag_message,
             on_reports=True,
             offered_when=("flagged_at", True),
+            admin_label="Unflag the selected messages",
         ),
         ModerationAction(
             name="redact",
@@ -353,9 +365,16 @@ ACTIONS = {
             state="redacted",
             audit="redact",
             perform=redact_message,
-            confirm=True,
             on_reports=True,
             offered_when=("redacted_at", False),
+            confirmation=Confirmation(
+                title="Redact messages",
+                warning="The content of these messages, shown below, and of the events they "
+                "were projected from, is replaced by a redaction marker. This cannot be undone.",
+                needs="redaction",
+                shows=redaction_preview,
+            ),
+            admin_label="Redact the selected messages (irreversible, asks for confirmation)",
         ),
         ModerationAction(
             name="redact_run",
@@ -366,7 +385,16 @@ ACTIONS = {
             state="redacted",
             audit="redact",
             perform=_redact_run,
-            confirm=True,
+            confirmation=Confirmation(
+                title="Redact runs",
+                warning="Every event of these failed or cancelled runs is scrubbed and shows a "
+                "redaction marker. Committed runs are refused: redact their messages. "
+                "This cannot be undone.",
+                needs="redaction",
+            ),
+            admin_name="redact_content",
+            admin_label="Redact failed/cancelled runs' content "
+            "(irreversible, asks for confirmation)",
         ),
         ModerationAction(
             name="delete",
@@ -377,7 +405,14 @@ ACTIONS = {
             state="deleted",
             audit="delete",
             perform=_delete_thread,
-            confirm=True,
+            confirmation=Confirmation(
+                title="Delete threads",
+                warning="The threads, their runs, events and messages are deleted for good. "
+                "The audit record stays.",
+                needs="deleting",
+            ),
+            admin_name="delete_with_reason",
+            admin_label="Delete the selected threads (asks for confirmation)",
         ),
         ModerationAction(
             name="resolve_report",
@@ -388,6 +423,8 @@ ACTIONS = {
             state="resolved",
             audit="resolve_report",
             perform=_resolve_report,
+            admin_name="resolve",
+            admin_label="Resolve the selected reports",
         ),
         ModerationAction(
             name="dismiss_report",
@@ -398,6 +435,8 @@ ACTIONS = {
             state="dismissed",
             audit="dismiss_report",
             perform=_dismiss_report,
+            admin_name="dismiss",
+            admin_label="Dismiss the selected reports",
         ),
     )
 }
@@ -463,6 +502,7 @@ __all__ = [
     "API_READ_WINDOW",
     "REDACTION_TEXT",
     "ActionWords",
+    "Confirmation",
     "ModerationAction",
     "ReportOutcome",
     "User",

@@ -34,16 +34,31 @@ class ActionWords:
 
 
 @dataclass(frozen=True)
+class Confirmation:
+    """What an action that asks first says on its confirmation page: the title, the warning
+    (what is lost), how the note on objects left alone names it ("redaction needs the admin
+    role"), and, with shows, the content each object loses."""
+
+    title: str
+    warning: str
+    needs: str
+    shows: Callable[[Message], RedactionPreview] | None = None
+
+
+@dataclass(frozen=True)
 class ModerationAction:
-    """One moderation action: its name (the form value and the admin's wording key), what it
-    is done to, the role it needs, its button label, how it reads once done ("Hid") and the
-    state it leaves ("hidden"), the verb of its audit record, whether it asks for confirmation
-    first (a redaction shows the text it erases), and the ledger function that performs it.
+    """One moderation action: its name (the form value of the queue and, unless `admin_name`
+    says otherwise, of the admin), what it is done to, the role it needs, its button label,
+    how it reads once done ("Hid") and the state it leaves ("hidden"), the verb of its audit
+    record, and the ledger function that performs it.
 
     `perform` takes `user`, the target under its target's name (`thread=`, `message=`...) and
     `reason`, and answers whether it changed anything. With `on_reports` the queue offers it
     on a report's thread or message; `offered_when` (a field of the target, and whether it is
-    set) says in which state the queue offers it: hide while `hidden` is not set.
+    set) says in which state the queue offers it: hide while `hidden` is not set. With a
+    `confirmation` it asks first (a redaction shows the text it erases). The admin offers it
+    on its target's list as `admin_name`, described by `admin_label` (default: the name and
+    the label).
     """
 
     name: str
@@ -54,9 +69,16 @@ class ModerationAction:
     state: str
     audit: str
     perform: Callable[..., bool]
-    confirm: bool = False
     on_reports: bool = False
     offered_when: tuple[str, bool] | None = None
+    confirmation: Confirmation | None = None
+    admin_name: str = ""
+    admin_label: str = ""
+
+    @property
+    def confirm(self) -> bool:
+        """Whether the action asks for confirmation first."""
+        return self.confirmation is not None
 
     @property
     def words(self) -> ActionWords:
