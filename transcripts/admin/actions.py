@@ -2,13 +2,15 @@
 
 Change pages only show a record. Every write is an action that calls a service in
 `transcripts.ledger` (moderation, projects, tokens), which checks the permission and writes the
-audit record in the same transaction. Who sees which records and actions: `scope.py`.
+audit record in the same transaction. The moderation actions of a list are those of the table
+`transcripts.ledger.moderation.ACTIONS` on its model (`TableActions`). Who sees which records
+and actions: `scope.py`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
 
 from django import forms
 from django.contrib import admin, messages
@@ -19,13 +21,18 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from transcripts.admin.rows import url_for
+from transcripts.admin.scope import ProjectScopedAdmin
 from transcripts.errors import DomainError
 from transcripts.ids import is_ulid
-from transcripts.web.presenters.moderation import (
+from transcripts.ledger.moderation import ACTIONS, action_words
+from transcripts.ledger.moderation_actions import (
+    ModerationAction,
     RedactionPreview,
+    Target,
     done_message,
     unchanged_message,
 )
+from transcripts.permissions import Role
 
 CONFIRM_TEMPLATE = "admin/transcripts/confirm_action.html"
 
@@ -77,8 +84,9 @@ def run_each(
     wording: str,
 ) -> None:
     """Apply act (whether it changed the object) to each object; say in the words of wording
-    (an action of ACTION_WORDS) how many changed ("Hid 3 threads"), how many already were as
-    asked (nothing was written for them), and why others were refused."""
+    (the name of an action of `ledger.moderation.ACTIONS`, or of another audited action:
+    `action_words`) how many changed ("Hid 3 threads"), how many already were as asked
+    (nothing was written for them), and why others were refused."""
     done, unchanged, refused = 0, 0, []
     for obj in queryset:
         try:
@@ -89,10 +97,11 @@ def run_each(
         except DomainError as exc:
             refused.append(f"{obj}: {exc.message}")
     noun = str(admin_obj.model._meta.verbose_name)
+    words = action_words(wording)
     if done:
-        admin_obj.message_user(request, done_message(wording, done, noun), messages.SUCCESS)
+        admin_obj.message_user(request, done_message(words, done, noun), messages.SUCCESS)
     if unchanged:
-        admin_obj.message_user(request, unchanged_message(wording, unchanged, noun), messages.INFO)
+        admin_obj.message_user(request, unchanged_message(words, unchanged, noun), messages.INFO)
     for line in refused[:10]:
         admin_obj.message_user(request, line, messages.ERROR)
 
@@ -129,6 +138,70 @@ def confirm_then_run(
         "opts": admin_obj.model._meta,
     }
     return TemplateResponse(request, CONFIRM_TEMPLATE, context)
+
+
+# An admin action: the model admin, the request, the selected objects; a page, or None to go
+# back to the list.
+AdminAction = Callable[[ProjectScopedAdmin[Any], HttpRequest, QuerySet[Any]], HttpResponse | None]
+
+
+def table_action(entry: ModerationAction) -> AdminAction:
+    """The admin action performing entry on each selected object, named `admin_name` (else its
+    name), described by `admin_label` (else its label), offered to those with entry's role in
+    some project; one that asks first leaves alone the objects of projects where the user lacks
+    that role and shows its confirmation page."""
+    name = entry.admin_name or entry.name
+
+    def act(
+        admin_obj: ProjectScopedAdmin[Any], request: HttpRequest, queryset: QuerySet[Any]
+    ) -> HttpResponse | None:
+        def perform(obj: Model, reason: str) -> bool:
+            return entry.run(user=request.user, target=obj, reason=reason)  # type: ignore[arg-type]
+
+        confirmation = entry.confirmation
+        if confirmation is None:
+            reason = action_reason(request)
+            run_each(admin_obj, request, queryset, lambda obj: perform(obj, reason), entry.name)
+            return None
+        return confirm_then_run(
+            admin_obj,
+            request,
+            admin_obj.where_allowed(request, queryset, role=entry.role, action=confirmation.needs),
+            title=confirmation.title,
+            warning=confirmation.warning,
+            action=name,
+            act=perform,
+            wording=entry.name,
+            shows=confirmation.shows,
+        )
+
+    act.__name__ = name
+    permission = "administer" if entry.role >= Role.ADMIN else "moderate"
+    return admin.action(description=entry.admin_label or entry.label, permissions=[permission])(act)
+
+
+class TableActions(Sequence[AdminAction]):
+    """A model admin's `actions`: those of the table's entries on target, in the table's order,
+    read from the table whenever Django asks (an entry added to it is offered at once)."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+
+    def _actions(self) -> list[AdminAction]:
+        return [table_action(e) for e in ACTIONS.values() if e.target == self.target]
+
+    @overload
+    def __getitem__(self, index: int) -> AdminAction: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[AdminAction]: ...
+    def __getitem__(self, index: int | slice) -> AdminAction | Sequence[AdminAction]:
+        return self._actions()[index]
+
+    def __iter__(self) -> Iterator[AdminAction]:
+        return iter(self._actions())
+
+    def __len__(self) -> int:
+        return len(self._actions())
 
 
 def admin_url(model: str, pk: object) -> str:

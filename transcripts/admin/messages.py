@@ -8,31 +8,26 @@ from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.postgres.search import SearchQuery
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 
 from transcripts import selectors
 from transcripts.admin.actions import (
     NoDeleteMixin,
     ReasonActionForm,
+    TableActions,
     ViewOnlyMixin,
-    action_reason,
     changelist_url,
-    confirm_then_run,
     conversation_url,
     id_link,
     links,
     object_link,
-    run_each,
     search_by_id,
 )
 from transcripts.admin.filters import recent_values
 from transcripts.admin.rows import RowsChangeList
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.ids import is_ulid
-from transcripts.ledger import moderation
 from transcripts.models import Message
-from transcripts.permissions import Role
-from transcripts.web.presenters.moderation import redaction_preview
 
 PREVIEW_LENGTH = 120
 
@@ -127,7 +122,7 @@ class MessageAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Message]):
         "related",
     )
     fields = readonly_fields
-    actions = ("flag", "unflag", "redact")
+    actions = TableActions("message")
     list_per_page = 50
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
@@ -170,51 +165,3 @@ class MessageAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Message]):
     @admin.display(description="content")
     def preview(self, obj: Message) -> str:
         return selectors.ellipsize(getattr(obj, "preview_text", None) or "", PREVIEW_LENGTH)
-
-    @admin.action(
-        description="Flag the selected messages (reason required)", permissions=["moderate"]
-    )
-    def flag(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
-        run_each(
-            self,
-            request,
-            queryset,
-            lambda m: moderation.flag_message(
-                user=request.user, message=m, reason=action_reason(request)
-            ),
-            "flag",
-        )
-
-    @admin.action(description="Unflag the selected messages", permissions=["moderate"])
-    def unflag(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
-        run_each(
-            self,
-            request,
-            queryset,
-            lambda m: moderation.unflag_message(
-                user=request.user, message=m, reason=action_reason(request)
-            ),
-            "unflag",
-        )
-
-    @admin.action(
-        description="Redact the selected messages (irreversible, asks for confirmation)",
-        permissions=["administer"],
-    )
-    def redact(self, request: HttpRequest, queryset: QuerySet[Message]) -> HttpResponse | None:
-        return confirm_then_run(
-            self,
-            request,
-            self.where_allowed(request, queryset, role=Role.ADMIN, action="redaction"),
-            title="Redact messages",
-            warning="The content of these messages, shown below, and of the events they were "
-            "projected from, is replaced by a redaction marker. This cannot be undone.",
-            action="redact",
-            act=lambda m, reason: moderation.redact_message(
-                user=request.user,  # type: ignore[arg-type]
-                message=m,
-                reason=reason,
-            ),
-            wording="redact",
-            shows=redaction_preview,
-        )

@@ -10,17 +10,15 @@ from django.utils.html import format_html
 from transcripts.admin.actions import (
     NoDeleteMixin,
     ReasonActionForm,
+    TableActions,
     ViewOnlyMixin,
-    action_reason,
     conversation_url,
     object_link,
-    run_each,
     search_by_id,
 )
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.ids import is_ulid
-from transcripts.ledger import moderation
-from transcripts.models import Report, ReportStatus
+from transcripts.models import Report
 
 
 @admin.register(Report)
@@ -57,7 +55,7 @@ class ReportAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Report]):
         "created_at",
     )
     fields = readonly_fields
-    actions = ("resolve", "dismiss")
+    actions = TableActions("report")
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Report], search_term: str
@@ -79,24 +77,3 @@ class ReportAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Report]):
         return format_html(
             '<a href="{}">{}</a>', conversation_url(obj.thread_id, obj.message_id), obj.message_id
         )
-
-    def _close(self, request: HttpRequest, queryset: QuerySet[Report], status: str) -> None:
-        run_each(
-            self,
-            request,
-            queryset,
-            lambda r: bool(
-                moderation.close_report(
-                    user=request.user, report=r, status=status, note=action_reason(request)
-                )
-            ),
-            "resolve_report" if status == ReportStatus.RESOLVED else "dismiss_report",
-        )
-
-    @admin.action(description="Resolve the selected reports", permissions=["moderate"])
-    def resolve(self, request: HttpRequest, queryset: QuerySet[Report]) -> None:
-        self._close(request, queryset, ReportStatus.RESOLVED)
-
-    @admin.action(description="Dismiss the selected reports", permissions=["moderate"])
-    def dismiss(self, request: HttpRequest, queryset: QuerySet[Report]) -> None:
-        self._close(request, queryset, ReportStatus.DISMISSED)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 
 from transcripts.admin.actions import (
     NoDeleteMixin,
+    TableActions,
     ViewOnlyMixin,
     changelist_url,
-    confirm_then_run,
     links,
     object_link,
     search_by_id,
@@ -18,9 +18,7 @@ from transcripts.admin.actions import (
 from transcripts.admin.filters import recent_values
 from transcripts.admin.rows import url_for
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
-from transcripts.ledger import moderation
 from transcripts.models import Run
-from transcripts.permissions import Role
 
 
 @admin.register(Run)
@@ -84,31 +82,7 @@ class RunAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Run]):
     fields = readonly_fields
     raw_id_fields = ("thread", "fork_from", "superseded_by")
     list_per_page = 50
-    actions = ("redact_content",)
-
-    @admin.action(
-        description="Redact failed/cancelled runs' content (irreversible, asks for confirmation)",
-        permissions=["administer"],
-    )
-    def redact_content(self, request: HttpRequest, queryset: QuerySet[Run]) -> HttpResponse | None:
-        return confirm_then_run(
-            self,
-            request,
-            self.where_allowed(request, queryset, role=Role.ADMIN, action="redaction"),
-            title="Redact runs",
-            warning="Every event of these failed or cancelled runs is scrubbed and shows a "
-            "redaction marker. Committed runs are refused: redact their messages. "
-            "This cannot be undone.",
-            action="redact_content",
-            act=lambda r, reason: bool(
-                moderation.redact_run(
-                    user=request.user,  # type: ignore[arg-type]
-                    run=r,
-                    reason=reason,
-                )
-            ),
-            wording="redact",
-        )
+    actions = TableActions("run")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
         # The projection snapshot can be large and no page here shows it.

@@ -17,14 +17,12 @@ from transcripts import selectors
 from transcripts.admin.actions import (
     CONFIRM_TEMPLATE,
     ReasonActionForm,
+    TableActions,
     ViewOnlyMixin,
-    action_reason,
     changelist_url,
-    confirm_then_run,
     confirmed_reason,
     conversation_url,
     links,
-    run_each,
 )
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.errors import DomainError
@@ -95,7 +93,7 @@ class ThreadAdmin(ViewOnlyMixin, ProjectScopedAdmin[Thread]):
         "related",
     )
     fields = readonly_fields
-    actions = ("hide", "unhide", "lock", "unlock", "delete_with_reason")
+    actions = TableActions("thread")
     list_per_page = 50
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Thread]:
@@ -196,60 +194,3 @@ class ThreadAdmin(ViewOnlyMixin, ProjectScopedAdmin[Thread]):
             (changelist_url("report", thread__id__exact=obj.id), "reports"),
             (changelist_url("auditrecord", thread_id=obj.id), "audit log"),
         )
-
-    def _toggle(self, request: HttpRequest, queryset: QuerySet[Thread], name: str) -> None:
-        act = getattr(moderation, f"{name}_thread")
-        run_each(
-            self,
-            request,
-            queryset,
-            lambda t: bool(act(user=request.user, thread=t, reason=action_reason(request))),
-            name,
-        )
-
-    @admin.action(description="Hide the selected threads", permissions=["moderate"])
-    def hide(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
-        self._toggle(request, queryset, "hide")
-
-    @admin.action(description="Unhide the selected threads", permissions=["moderate"])
-    def unhide(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
-        self._toggle(request, queryset, "unhide")
-
-    @admin.action(
-        description="Lock the selected threads (no new runs or events)", permissions=["moderate"]
-    )
-    def lock(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
-        self._toggle(request, queryset, "lock")
-
-    @admin.action(description="Unlock the selected threads", permissions=["moderate"])
-    def unlock(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
-        self._toggle(request, queryset, "unlock")
-
-    @admin.action(
-        description="Delete the selected threads (asks for confirmation)",
-        permissions=["administer"],
-    )
-    def delete_with_reason(
-        self, request: HttpRequest, queryset: QuerySet[Thread]
-    ) -> HttpResponse | None:
-        return confirm_then_run(
-            self,
-            request,
-            self.where_allowed(request, queryset, role=Role.ADMIN, action="deleting"),
-            title="Delete threads",
-            warning="The threads, their runs, events and messages are deleted for good. "
-            "The audit record stays.",
-            action="delete_with_reason",
-            act=lambda t, reason: _deleted(request, t, reason),
-            wording="delete",
-        )
-
-
-def _deleted(request: HttpRequest, thread: Thread, reason: str) -> bool:
-    """Delete thread (a deletion always changes something)."""
-    moderation.delete_thread(
-        user=request.user,  # type: ignore[arg-type]
-        thread=thread,
-        reason=reason,
-    )
-    return True

@@ -3,8 +3,11 @@
 Reports (`reports.py`) and the audit of hidden reads (`audit.py`) are reachable from here too,
 so callers keep one name for every moderation service. Each action answers whether it changed
 anything: asking for the state a thread or message is already in writes nothing, not even an
-audit record. `act_on_report` takes an action on a report's thread or message and resolves the
-report in the same transaction.
+audit record. `ACTIONS` is the table of these actions, one entry each with its target, role,
+label, words, audit verb and the function here that performs it. The queue, the admin's
+actions on each target's list (`transcripts.admin.actions.TableActions`) and `act_on_report`
+(an action on a report's thread or message that resolves the report in the same transaction)
+read it: a new action is an entry there and its function.
 
 Redaction replaces a message's or a closed run's content by the marker wherever it is stored,
 keeping structure only, as the scrub rules of `transcripts.events` define it (one allow-list
@@ -41,21 +44,24 @@ from transcripts.ledger.audit import (
 from transcripts.ledger.checks import clean_reason, require
 from transcripts.ledger.deletion import delete_threads
 from transcripts.ledger.lifecycle import lock_run_and_thread
+from transcripts.ledger.moderation_actions import (
+    OTHER_WORDS,
+    ActionWords,
+    Confirmation,
+    ModerationAction,
+    redaction_preview,
+)
 from transcripts.ledger.reports import close_report, report_message
 from transcripts.models import Event, Message, Report, ReportStatus, Run, RunStatus, Thread
-from transcripts.permissions import User, member_access
+from transcripts.permissions import Role, User, member_access
 from transcripts.projector import REDACTION_TEXT
 
-_THREAD_ACTIONS = {
-    ("hidden", True): "hide",
-    ("hidden", False): "unhide",
-    ("locked", True): "lock",
-    ("locked", False): "unlock",
-}
 
-
-def _set_thread_flag(user: User, thread: Thread, field: str, value: bool, reason: str) -> bool:
-    """Set a thread's hidden or locked flag; whether it changed (unchanged: nothing written)."""
+def _set_thread_flag(
+    user: User, thread: Thread, field: str, value: bool, reason: str, action: str
+) -> bool:
+    """Set a thread's hidden or locked flag, audited as action; whether it changed
+    (unchanged: nothing written)."""
     require(member_access(user, thread_id=thread.id).can_moderate, f"change {field}")
     reason = clean_reason(reason, required=False)
     with transaction.atomic():
@@ -64,29 +70,28 @@ def _set_thread_flag(user: User, thread: Thread, field: str, value: bool, reason
         if current == value:
             return False
         Thread.objects.filter(pk=thread.pk).update(**{field: value})
-        action = _THREAD_ACTIONS[(field, value)]
         record_audit(user, action, thread, thread_id=thread.id, reason=reason)
     return True
 
 
 def hide_thread(*, user: User, thread: Thread, reason: str = "") -> bool:
     """Hide a thread from everyone but its moderators; whether it was visible."""
-    return _set_thread_flag(user, thread, "hidden", True, reason)
+    return _set_thread_flag(user, thread, "hidden", True, reason, "hide")
 
 
 def unhide_thread(*, user: User, thread: Thread, reason: str = "") -> bool:
     """Make a hidden thread visible again; whether it was hidden."""
-    return _set_thread_flag(user, thread, "hidden", False, reason)
+    return _set_thread_flag(user, thread, "hidden", False, reason, "unhide")
 
 
 def lock_thread(*, user: User, thread: Thread, reason: str = "") -> bool:
     """Refuse new runs and new events on a thread; whether it was unlocked."""
-    return _set_thread_flag(user, thread, "locked", True, reason)
+    return _set_thread_flag(user, thread, "locked", True, reason, "lock")
 
 
 def unlock_thread(*, user: User, thread: Thread, reason: str = "") -> bool:
     """Accept new runs and events on a thread again; whether it was locked."""
-    return _set_thread_flag(user, thread, "locked", False, reason)
+    return _set_thread_flag(user, thread, "locked", False, reason, "unlock")
 
 
 def flag_message(*, user: User, message: Message, reason: str) -> bool:
@@ -244,8 +249,209 @@ def delete_thread(*, user: User, thread: Thread, reason: str) -> None:
         delete_threads([thread.id])
 
 
-# What a moderator may do from a report, and the service that does each.
-REPORT_ACTIONS = ("hide", "unhide", "lock", "unlock", "flag", "unflag", "redact")
+def _redact_run(*, user: User, run: Run, reason: str) -> bool:
+    """redact_run as an action: a redaction always changes something."""
+    redact_run(user=user, run=run, reason=reason)
+    return True
+
+
+def _delete_thread(*, user: User, thread: Thread, reason: str) -> bool:
+    """delete_thread as an action: a deletion always changes something."""
+    delete_thread(user=user, thread=thread, reason=reason)
+    return True
+
+
+def _resolve_report(*, user: User, report: Report, reason: str) -> bool:
+    """Resolve a report, the reason as its note (a closed report is refused)."""
+    close_report(user=user, report=report, status=ReportStatus.RESOLVED, note=reason)
+    return True
+
+
+def _dismiss_report(*, user: User, report: Report, reason: str) -> bool:
+    """Dismiss a report, the reason as its note (a closed report is refused)."""
+    close_report(user=user, report=report, status=ReportStatus.DISMISSED, note=reason)
+    return True
+
+
+# Every moderation action, in the order the queue and the admin offer them: adding one is an
+# entry here and the ledger function it performs (the admin builds its actions from these).
+ACTIONS = {
+    action.name: action
+    for action in (
+        ModerationAction(
+            name="hide",
+            target="thread",
+            role=Role.MODERATOR,
+            label="Hide thread",
+            done="Hid",
+            state="hidden",
+            audit="hide",
+            perform=hide_thread,
+            on_reports=True,
+            offered_when=("hidden", False),
+            admin_label="Hide the selected threads",
+        ),
+        ModerationAction(
+            name="unhide",
+            target="thread",
+            role=Role.MODERATOR,
+            label="Unhide thread",
+            done="Unhid",
+            state="visible",
+            audit="unhide",
+            perform=unhide_thread,
+            on_reports=True,
+            offered_when=("hidden", True),
+            admin_label="Unhide the selected threads",
+        ),
+        ModerationAction(
+            name="lock",
+            target="thread",
+            role=Role.MODERATOR,
+            label="Lock thread",
+            done="Locked",
+            state="locked",
+            audit="lock",
+            perform=lock_thread,
+            on_reports=True,
+            offered_when=("locked", False),
+            admin_label="Lock the selected threads (no new runs or events)",
+        ),
+        ModerationAction(
+            name="unlock",
+            target="thread",
+            role=Role.MODERATOR,
+            label="Unlock thread",
+            done="Unlocked",
+            state="unlocked",
+            audit="unlock",
+            perform=unlock_thread,
+            on_reports=True,
+            offered_when=("locked", True),
+            admin_label="Unlock the selected threads",
+        ),
+        ModerationAction(
+            name="flag",
+            target="message",
+            role=Role.MODERATOR,
+            label="Flag message",
+            done="Flagged",
+            state="flagged",
+            audit="flag",
+            perform=flag_message,
+            on_reports=True,
+            offered_when=("flagged_at", False),
+            admin_label="Flag the selected messages (reason required)",
+        ),
+        ModerationAction(
+            name="unflag",
+            target="message",
+            role=Role.MODERATOR,
+            label="Unflag message",
+            done="Unflagged",
+            state="unflagged",
+            audit="unflag",
+            perform=unflag_message,
+            on_reports=True,
+            offered_when=("flagged_at", True),
+            admin_label="Unflag the selected messages",
+        ),
+        ModerationAction(
+            name="redact",
+            target="message",
+            role=Role.ADMIN,
+            label="Redact message",
+            done="Redacted",
+            state="redacted",
+            audit="redact",
+            perform=redact_message,
+            on_reports=True,
+            offered_when=("redacted_at", False),
+            confirmation=Confirmation(
+                title="Redact messages",
+                warning="The content of these messages, shown below, and of the events they "
+                "were projected from, is replaced by a redaction marker. This cannot be undone.",
+                needs="redaction",
+                shows=redaction_preview,
+            ),
+            admin_label="Redact the selected messages (irreversible, asks for confirmation)",
+        ),
+        ModerationAction(
+            name="redact_run",
+            target="run",
+            role=Role.ADMIN,
+            label="Redact run",
+            done="Redacted",
+            state="redacted",
+            audit="redact",
+            perform=_redact_run,
+            confirmation=Confirmation(
+                title="Redact runs",
+                warning="Every event of these failed or cancelled runs is scrubbed and shows a "
+                "redaction marker. Committed runs are refused: redact their messages. "
+                "This cannot be undone.",
+                needs="redaction",
+            ),
+            admin_name="redact_content",
+            admin_label="Redact failed/cancelled runs' content "
+            "(irreversible, asks for confirmation)",
+        ),
+        ModerationAction(
+            name="delete",
+            target="thread",
+            role=Role.ADMIN,
+            label="Delete thread",
+            done="Deleted",
+            state="deleted",
+            audit="delete",
+            perform=_delete_thread,
+            confirmation=Confirmation(
+                title="Delete threads",
+                warning="The threads, their runs, events and messages are deleted for good. "
+                "The audit record stays.",
+                needs="deleting",
+            ),
+            admin_name="delete_with_reason",
+            admin_label="Delete the selected threads (asks for confirmation)",
+        ),
+        ModerationAction(
+            name="resolve_report",
+            target="report",
+            role=Role.MODERATOR,
+            label="Resolve",
+            done="Resolved",
+            state="resolved",
+            audit="resolve_report",
+            perform=_resolve_report,
+            admin_name="resolve",
+            admin_label="Resolve the selected reports",
+        ),
+        ModerationAction(
+            name="dismiss_report",
+            target="report",
+            role=Role.MODERATOR,
+            label="Dismiss",
+            done="Dismissed",
+            state="dismissed",
+            audit="dismiss_report",
+            perform=_dismiss_report,
+            admin_name="dismiss",
+            admin_label="Dismiss the selected reports",
+        ),
+    )
+}
+
+
+def action_words(name: str) -> ActionWords:
+    """The words of the action called name: a moderation action's, or another audited admin
+    action's (revoking a token or a share link)."""
+    action = ACTIONS.get(name)
+    return action.words if action is not None else OTHER_WORDS[name]
+
+
+def report_actions() -> list[ModerationAction]:
+    """The actions a moderator may take from a report, on its thread or its message."""
+    return [action for action in ACTIONS.values() if action.on_reports]
 
 
 @dataclass(frozen=True)
@@ -266,8 +472,9 @@ def act_on_report(
     An action that changes nothing (hiding a hidden thread) writes nothing: the report stays
     as it is, so the moderator sees it still waits.
     """
-    if action not in REPORT_ACTIONS:
-        raise InvalidInput(f"action must be one of {', '.join(REPORT_ACTIONS)}", field="action")
+    offered = {entry.name: entry for entry in report_actions()}
+    if action not in offered:
+        raise InvalidInput(f"action must be one of {', '.join(offered)}", field="action")
     require(member_access(user, thread_id=report.thread_id).can_moderate, "handle reports")
     with transaction.atomic():
         # Not locked here: close_report locks the report after the action has locked the
@@ -276,21 +483,8 @@ def act_on_report(
         report = Report.objects.select_related("thread", "message").get(pk=report.pk)
         if resolve and report.status != ReportStatus.OPEN:
             raise Conflict(f"the report is already {report.status}", status=report.status)
-        thread, message = report.thread, report.message
-        if action == "hide":
-            changed = hide_thread(user=user, thread=thread, reason=reason)
-        elif action == "unhide":
-            changed = unhide_thread(user=user, thread=thread, reason=reason)
-        elif action == "lock":
-            changed = lock_thread(user=user, thread=thread, reason=reason)
-        elif action == "unlock":
-            changed = unlock_thread(user=user, thread=thread, reason=reason)
-        elif action == "flag":
-            changed = flag_message(user=user, message=message, reason=reason)
-        elif action == "unflag":
-            changed = unflag_message(user=user, message=message, reason=reason)
-        else:
-            changed = redact_message(user=user, message=message, reason=reason)
+        entry = offered[action]
+        changed = entry.run(user=user, target=report_target(report, entry), reason=reason)
         if changed and resolve:
             report = close_report(
                 user=user, report=report, status=ReportStatus.RESOLVED, note=reason
@@ -298,13 +492,22 @@ def act_on_report(
     return ReportOutcome(action, changed, report)
 
 
+def report_target(report: Report, action: ModerationAction) -> Thread | Message:
+    """What action is done to when taken from report: its thread or its message."""
+    return report.thread if action.target == "thread" else report.message
+
+
 __all__ = [
+    "ACTIONS",
     "API_READ_WINDOW",
     "REDACTION_TEXT",
-    "REPORT_ACTIONS",
+    "ActionWords",
+    "Confirmation",
+    "ModerationAction",
     "ReportOutcome",
     "User",
     "act_on_report",
+    "action_words",
     "close_report",
     "delete_thread",
     "flag_message",
@@ -314,7 +517,9 @@ __all__ = [
     "record_hidden_view",
     "redact_message",
     "redact_run",
+    "report_actions",
     "report_message",
+    "report_target",
     "unflag_message",
     "unhide_thread",
     "unlock_thread",

@@ -1,22 +1,20 @@
-"""Moderation as people read it: report rows with what a moderator may do on each, the words
-for what an action did (queue and admin alike), the text a redaction erases, and audit rows."""
+"""Moderation as people read it: report rows with the actions of the table
+(`transcripts.ledger.moderation.ACTIONS`) a moderator may take on each, and audit rows."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from django.urls import reverse
 
 from transcripts import selectors
-from transcripts.models import AuditRecord, Message, Report
+from transcripts.ledger.moderation import ModerationAction, report_actions, report_target
+from transcripts.models import AuditRecord, Report
+from transcripts.permissions import Role
 from transcripts.selectors.moderation import thread_titles
 
 PREVIEW_CHARS = 280
-# What the redaction confirmation shows of the text it erases: enough to recognise it.
-REDACTION_PREVIEW_CHARS = 1500
 STATUSES = [
     ("open", "Open"),
     ("resolved", "Resolved"),
@@ -25,67 +23,19 @@ STATUSES = [
 ]
 
 
-# --- words ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ActionWords:
-    """How an action reads once done ("Hid"), and the state it leaves ("hidden")."""
-
-    done: str
-    state: str
-
-
-ACTION_WORDS = {
-    "hide": ActionWords("Hid", "hidden"),
-    "unhide": ActionWords("Unhid", "visible"),
-    "lock": ActionWords("Locked", "locked"),
-    "unlock": ActionWords("Unlocked", "unlocked"),
-    "flag": ActionWords("Flagged", "flagged"),
-    "unflag": ActionWords("Unflagged", "unflagged"),
-    "redact": ActionWords("Redacted", "redacted"),
-    "delete": ActionWords("Deleted", "deleted"),
-    "resolve_report": ActionWords("Resolved", "resolved"),
-    "dismiss_report": ActionWords("Dismissed", "dismissed"),
-    "revoke_token": ActionWords("Revoked", "revoked"),
-    "revoke_share": ActionWords("Revoked", "revoked"),
-}
-
-
-def counted(count: int, noun: str) -> str:
-    """ "1 thread", "3 threads"."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
-def done_message(action: str, count: int, noun: str) -> str:
-    """ "Hid 1 thread.", "Redacted 3 messages."."""
-    return f"{ACTION_WORDS[action].done} {counted(count, noun)}."
-
-
-def unchanged_message(action: str, count: int, noun: str) -> str:
-    """ "1 thread was already hidden: nothing changed." (nothing was written either)."""
-    verb = "was" if count == 1 else "were"
-    return f"{counted(count, noun)} {verb} already {ACTION_WORDS[action].state}: nothing changed."
-
-
-def already_message(action: str, noun: str) -> str:
-    """ "The thread is already hidden: nothing changed." (one object; nothing was written)."""
-    return f"The {noun} is already {ACTION_WORDS[action].state}: nothing changed."
-
-
 # --- the queue -----------------------------------------------------------------------------
 
 
 @dataclass
 class ReportRow:
-    """A report with the start of its message, a link to it, and the reason a moderator's
-    action starts from."""
+    """A report with the start of its message, a link to it, the reason a moderator's
+    action starts from, and the actions offered on its thread and message as they stand."""
 
     report: Report
     preview: str
     message_url: str
     suggested_reason: str
-    can_redact: bool
+    actions: list[ModerationAction]
 
 
 def suggested_reason(report: Report) -> str:
@@ -97,8 +47,8 @@ def suggested_reason(report: Report) -> str:
 def report_rows(
     reports: Sequence[Report], *, administered: Collection[int] | None = ()
 ) -> list[ReportRow]:
-    """Rows for reports, their previews read in one query; the user redacts in the projects
-    administered (None: all)."""
+    """Rows for reports, their previews read in one query; the user takes the admin's actions
+    (redaction) in the projects administered (None: all)."""
     previews = selectors.message_previews([r.message_id for r in reports], PREVIEW_CHARS)
     rows = []
     for report in reports:
@@ -110,10 +60,24 @@ def report_rows(
                 previews.get(report.message_id, ""),
                 message_url,
                 suggested_reason(report),
-                administered is None or report.thread.project_id in administered,
+                offered_actions(
+                    report,
+                    administers=administered is None or report.thread.project_id in administered,
+                ),
             )
         )
     return rows
+
+
+def offered_actions(report: Report, *, administers: bool) -> list[ModerationAction]:
+    """The report actions that make sense on report's thread or message as they stand, those
+    needing the admin role only for a user who administers its project."""
+    return [
+        action
+        for action in report_actions()
+        if (administers or action.role < Role.ADMIN)
+        and action.offered_on(report_target(report, action))
+    ]
 
 
 def queue_tabs(project_ids: Collection[int] | None) -> list[tuple[str, str, int]]:
@@ -121,45 +85,6 @@ def queue_tabs(project_ids: Collection[int] | None) -> list[tuple[str, str, int]
     counts = selectors.report_counts(project_ids=project_ids)
     counts["all"] = sum(counts.values())
     return [(key, label, counts.get(key, 0)) for key, label in STATUSES]
-
-
-# --- what a redaction erases ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RedactionPreview:
-    """The content a redaction erases, as text, clipped for reading, with its full size."""
-
-    text: str
-    size: int
-    shown: int
-    parts: int
-
-    @property
-    def clipped(self) -> bool:
-        return self.shown < self.size
-
-
-def _part_text(part: dict[str, Any]) -> str:
-    kind = part.get("type")
-    if kind in ("text", "reasoning"):
-        text = str(part.get("text", ""))
-        return f"(reasoning) {text}" if kind == "reasoning" else text
-    if kind == "tool-call":
-        return f"(call {part.get('toolName', '')}) {json.dumps(part.get('input'))}"
-    if kind == "tool-result":
-        return f"(result of {part.get('toolName', '')}) {json.dumps(part.get('output'))}"
-    if kind == "file":
-        return f"(file {part.get('name') or ''}) {part.get('url', '')}"
-    return json.dumps(part)
-
-
-def redaction_preview(message: Message) -> RedactionPreview:
-    """What redacting message erases, every part as text, clipped to a readable length."""
-    parts = [p for p in message.parts if isinstance(p, dict)]
-    text = "\n\n".join(_part_text(part) for part in parts)
-    shown = text[:REDACTION_PREVIEW_CHARS]
-    return RedactionPreview(text=shown, size=len(text), shown=len(shown), parts=len(parts))
 
 
 # --- the audit log -------------------------------------------------------------------------

@@ -17,6 +17,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from transcripts import selectors
 from transcripts.errors import DomainError
 from transcripts.ledger import moderation
+from transcripts.ledger.moderation_actions import (
+    already_message,
+    done_message,
+    redaction_preview,
+)
 from transcripts.models import Report, ReportStatus
 from transcripts.permissions import Role, project_ids, thread_access
 from transcripts.web.access import (
@@ -27,15 +32,7 @@ from transcripts.web.access import (
     require_role,
 )
 from transcripts.web.http import HtmxHttpRequest
-from transcripts.web.presenters.moderation import (
-    ACTION_WORDS,
-    STATUSES,
-    already_message,
-    done_message,
-    queue_tabs,
-    redaction_preview,
-    report_rows,
-)
+from transcripts.web.presenters.moderation import STATUSES, queue_tabs, report_rows
 
 REPORTS_PER_PAGE = 50
 
@@ -60,16 +57,15 @@ class CloseForm(forms.Form):
     note = forms.CharField(required=False, max_length=2000)
 
 
-# The actions a row's buttons take at once; redaction asks first (`redact`).
-DIRECT_ACTIONS = [a for a in moderation.REPORT_ACTIONS if a != "redact"]
-# What each action is done to.
-ACTION_TARGETS = {"hide": "thread", "unhide": "thread", "lock": "thread", "unlock": "thread"}
+def _direct_actions() -> list[tuple[str, str]]:
+    """The report actions a row's buttons take at once (redaction asks first: `redact`)."""
+    return [(a.name, a.name) for a in moderation.report_actions() if not a.confirm]
 
 
 class ActForm(forms.Form):
     """A moderator's action from a report: what, why, and whether it resolves the report."""
 
-    action = forms.ChoiceField(choices=[(a, a) for a in DIRECT_ACTIONS])
+    action = forms.ChoiceField(choices=_direct_actions)
     reason = forms.CharField(required=False, max_length=2000)
     resolve = forms.BooleanField(required=False)
 
@@ -167,7 +163,7 @@ def close(request: HtmxHttpRequest, report_id: int) -> HttpResponse:
         messages.error(request, f"Report {report.pk}: {error}")
     else:
         action = "resolve_report" if report.status == ReportStatus.RESOLVED else "dismiss_report"
-        messages.success(request, f"{ACTION_WORDS[action].done} report {report.pk}.")
+        messages.success(request, f"{moderation.ACTIONS[action].done} report {report.pk}.")
     return HttpResponseRedirect(_back(request), status=303)
 
 
@@ -226,19 +222,19 @@ def _take(
     request: HtmxHttpRequest, report: Report, *, action: str, reason: str, resolve: bool
 ) -> HttpResponse:
     """Act on report through the ledger, then answer with what happened."""
-    noun = ACTION_TARGETS.get(action, "message")
     try:
         outcome = moderation.act_on_report(
             user=request.user, report=report, action=action, reason=reason, resolve=resolve
         )
     except DomainError as exc:
         return _answer(request, report, error=exc.message)
+    entry = moderation.ACTIONS[action]
     if not outcome.changed:
-        notice = already_message(action, noun)
+        notice = already_message(entry.words, entry.target)
         if resolve and report.status == ReportStatus.OPEN:
             notice += " The report is still open."
         return _answer(request, report, notice=notice, level=messages.INFO)
-    notice = done_message(action, 1, noun)
+    notice = done_message(entry.words, 1, entry.target)
     if outcome.report.status == ReportStatus.RESOLVED and resolve:
         notice += f" Resolved report {report.pk}."
     return _answer(request, report, notice=notice, level=messages.SUCCESS)
