@@ -138,14 +138,6 @@ def thread_access(user: Any, thread: Thread) -> Access:
     return access
 
 
-def highest_access(user: Any) -> Access:
-    """The user's highest role in any project (for what is not about one thread)."""
-    if is_superuser(user):
-        return SUPERUSER
-    roles = roles_of(user).values()
-    return Access(role=max(roles) if roles else None)
-
-
 def project_ids(user: Any, *, at_least: Role = Role.VIEWER) -> list[int] | None:
     """Ids of the projects where the user holds at_least; None means every project."""
     if is_superuser(user):

@@ -25,8 +25,8 @@ from transcripts.admin.actions import (
     run_each,
     search_by_id,
 )
+from transcripts.admin.changelist_rows import RowsChangeList
 from transcripts.admin.filters import recent_values
-from transcripts.admin.rows import RowsChangeList
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.ids import is_ulid
 from transcripts.ledger import moderation

@@ -38,10 +38,11 @@ from transcripts.ledger.audit import (
     record_hidden_api_read,
     record_hidden_view,
 )
-from transcripts.ledger.checks import clean_reason, require
 from transcripts.ledger.deletion import delete_threads
 from transcripts.ledger.lifecycle import lock_run_and_thread
+from transcripts.ledger.reasons import clean_reason
 from transcripts.ledger.reports import close_report, report_message
+from transcripts.ledger.rights import require
 from transcripts.models import Event, Message, Report, ReportStatus, Run, RunStatus, Thread
 from transcripts.permissions import User, member_access
 from transcripts.projector import REDACTION_TEXT

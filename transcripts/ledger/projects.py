@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 
 from transcripts.errors import Conflict, InvalidInput, NotFound
 from transcripts.ledger.audit import record_audit
-from transcripts.ledger.checks import require
+from transcripts.ledger.rights import require
 from transcripts.models import Membership, Profile, Project, ProjectRole
 from transcripts.permissions import User, forget_roles, project_access
 
