@@ -11,14 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api import conftest as api_fixtures
 from tests.api.sse_client import frames
-from tests.generation import conftest as generation_fixtures
 from tests.generation.support import run_status, wait_for
 from transcripts.models import Message, Project, Run, RunStatus, Thread
 
-live_server_asgi = api_fixtures.live_server_asgi
-start_worker = generation_fixtures.start_worker
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUESTION = "How do PostgreSQL advisory locks compare with row locks?"
