@@ -30,9 +30,9 @@ from tests.faults.stack import (  # noqa: E402
     regenerate,
     start_server,
     started_run,
-    stop_process,
     wait_for,
 )
+from tests.live_server import stop_process  # noqa: E402
 
 TARGET_SECONDS = 2.0
 

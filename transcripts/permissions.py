@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AuthUser
@@ -90,7 +89,7 @@ SUPERUSER = Access(role=Role.ADMIN)
 _CACHE = "_transcripts_roles"
 
 
-def roles_of(user: Any) -> dict[int, Role]:
+def roles_of(user: User | None) -> dict[int, Role]:
     """project id -> the user's role there (read once per user object, i.e. per request)."""
     if user is None or not user.is_authenticated or not user.is_active:
         return {}
@@ -102,18 +101,18 @@ def roles_of(user: Any) -> dict[int, Role]:
     return dict(cached)
 
 
-def forget_roles(user: Any) -> None:
+def forget_roles(user: User | None) -> None:
     """Drop the cached roles (after a membership changed)."""
     if hasattr(user, _CACHE):
         delattr(user, _CACHE)
 
 
-def is_superuser(user: Any) -> bool:
+def is_superuser(user: User | None) -> bool:
     """An active superuser, who may do everything everywhere."""
     return bool(user is not None and user.is_authenticated and user.is_active and user.is_superuser)
 
 
-def project_access(user: Any, project: Project | int) -> Access:
+def project_access(user: User | None, project: Project | int) -> Access:
     """The user's rights in project."""
     if is_superuser(user):
         return SUPERUSER
@@ -121,7 +120,7 @@ def project_access(user: Any, project: Project | int) -> Access:
     return Access(role=roles_of(user).get(project_id))
 
 
-def member_access(user: Any, *, thread_id: str) -> Access:
+def member_access(user: User | None, *, thread_id: str) -> Access:
     """The user's rights in the project of a thread, hidden or not (for the services, which
     act on hidden threads too: a moderator unhides one)."""
     if is_superuser(user):
@@ -130,7 +129,7 @@ def member_access(user: Any, *, thread_id: str) -> Access:
     return NO_ACCESS if project_id is None else project_access(user, project_id)
 
 
-def thread_access(user: Any, thread: Thread) -> Access:
+def thread_access(user: User | None, thread: Thread) -> Access:
     """The user's rights on thread: those of its project, none on a hidden one they can't see."""
     access = project_access(user, thread.project_id)
     if thread.hidden and not access.sees_hidden:
@@ -138,29 +137,23 @@ def thread_access(user: Any, thread: Thread) -> Access:
     return access
 
 
-def highest_access(user: Any) -> Access:
-    """The user's highest role in any project (for what is not about one thread)."""
-    if is_superuser(user):
-        return SUPERUSER
-    roles = roles_of(user).values()
-    return Access(role=max(roles) if roles else None)
-
-
-def project_ids(user: Any, *, at_least: Role = Role.VIEWER) -> list[int] | None:
+def project_ids(user: User | None, *, at_least: Role = Role.VIEWER) -> list[int] | None:
     """Ids of the projects where the user holds at_least; None means every project."""
     if is_superuser(user):
         return None
     return sorted(p for p, role in roles_of(user).items() if role >= at_least)
 
 
-def projects_of(user: Any, *, at_least: Role = Role.VIEWER) -> QuerySet[Project]:
+def projects_of(user: User | None, *, at_least: Role = Role.VIEWER) -> QuerySet[Project]:
     """The projects where the user holds at_least (every project for a superuser)."""
     ids = project_ids(user, at_least=at_least)
     projects = Project.objects.all()
     return projects if ids is None else projects.filter(pk__in=ids)
 
 
-def readable_threads(user: Any, *, project: Project | int | None = None) -> QuerySet[Thread]:
+def readable_threads(
+    user: User | None, *, project: Project | int | None = None
+) -> QuerySet[Thread]:
     """Threads the user may read (in project, if given): hidden ones only where they moderate."""
     threads = Thread.objects.all()
     if project is not None:
@@ -187,7 +180,7 @@ class Principal:
     scopes: frozenset[str]
     token_id: int | None = None
     project_id: int | None = None
-    user: Any = None
+    user: User | None = None
 
     @property
     def is_session(self) -> bool:

@@ -1,4 +1,5 @@
-"""Fixtures of the API tests: clients holding tokens of each kind, and a live ASGI server.
+"""Fixtures of the API tests: clients holding tokens of each kind (the live ASGI server,
+`live_server_asgi`, comes from tests/conftest.py).
 
 `api`, `reader` and `admin_api` hold tokens of the default project (where the factories put
 threads); the tests of who reaches what use the `team` base (projects alpha and beta).
@@ -7,23 +8,14 @@ threads); the tests of who reaches what use the `team` base (projects alpha and 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from django.test import Client
 from django.utils import timezone
 
-from tests.support import database_url_of_tests
 from transcripts.ledger.default_project import default_project
 from transcripts.ledger.tokens import issue_token
 from transcripts.models import Project
@@ -114,61 +106,3 @@ def error_of(response: Any) -> dict[str, Any]:
     assert set(body["error"]) == {"code", "message", "details"}, body
     error: dict[str, Any] = body["error"]
     return error
-
-
-# --- a live ASGI server --------------------------------------------------------------------
-
-
-@dataclass
-class LiveServer:
-    url: str
-    process: subprocess.Popen[bytes]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def live_server_asgi() -> Iterator[LiveServer]:
-    """uvicorn serving config.asgi on a random loopback port, on the test database."""
-    port = _free_port()
-    env = {**os.environ, "DATABASE_URL": database_url_of_tests(), "LOG_LEVEL": "WARNING"}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "config.asgi:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--lifespan",
-            "off",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            httpx.get(url + "/healthz", timeout=1).raise_for_status()
-            break
-        except httpx.HTTPError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start") from None
-            time.sleep(0.1)
-    yield LiveServer(url, process)
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()

@@ -15,13 +15,10 @@ from typing import Any
 import pytest
 
 from tests.api import conftest as api_fixtures
-from tests.generation import conftest as generation_fixtures
 from tests.generation.support import wait_for
 from transcripts.ledger.default_project import default_project
 from transcripts.models import Message, RunStatus, Thread
 
-live_server_asgi = api_fixtures.live_server_asgi
-start_worker = generation_fixtures.start_worker
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SCRIPT = Path(__file__).parent / "fixtures" / "chat_transport.mjs"

@@ -9,13 +9,11 @@ import httpx
 import pytest
 from django.test import Client
 
-from tests.api import conftest as api_fixtures
 from tests.base import Team
 from tests.datasets.conftest import Regenerated, regenerated_thread
 from transcripts.ledger import moderation
 
 pytestmark = pytest.mark.django_db
-live_server_asgi = api_fixtures.live_server_asgi
 
 
 def get(client: Client, path: str, token: str | None = None, **params: Any) -> Any:

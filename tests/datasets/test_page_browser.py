@@ -7,17 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from tests.base import Team
+from tests.browser import BROWSER_TESTS, open_page, screenshot
 from tests.datasets.conftest import regenerated_thread
-from tests.web.test_browser import _page, _shot, browser, pytestmark  # noqa: F401
+
+pytestmark = BROWSER_TESTS
 
 
 def test_the_filters_update_the_counts_and_the_download_gives_the_file(
-    browser: Any,  # noqa: F811
+    browser: Any,
     live_server: Any,
     team: Team,
 ) -> None:
     regenerated_thread(team)
-    page = _page(browser, live_server, team.viewer)
+    page = open_page(browser, live_server, team.viewer)
     errors: list[str] = []
 
     def on_console(message: Any) -> None:
@@ -30,7 +32,7 @@ def test_the_filters_update_the_counts_and_the_download_gives_the_file(
     page.wait_for_url("**/p/alpha/datasets/")
     counts = page.locator(".dataset-counts")
     assert "2 rows from 1 thread and 1 fork point" in " ".join(counts.inner_text().split())
-    _shot(page, "60-datasets")
+    screenshot(page, "60-datasets")
     page.select_option("select[name=kind]", "sft")
     page.wait_for_selector(".dataset-counts:has-text('sft · openai')")
     assert " ".join(counts.inner_text().split()).startswith("1 row from 1 thread")

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.faults.stack import Server, Stack, make_stack, start_server, stop_process
+from tests.faults.stack import Stack, make_stack, start_server
+from tests.live_server import LiveServer, stop_process
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +28,7 @@ def processes(stack: Stack) -> Iterator[Stack]:
 
 
 @pytest.fixture(scope="session")
-def server(stack: Stack) -> Iterator[Server]:
+def server(stack: Stack) -> Iterator[LiveServer]:
     """uvicorn on the faults' database, shared by the tests (each leaves the database up)."""
     started = start_server(stack)
     yield started

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +20,8 @@ from typing import Any
 
 import httpx
 from ulid import ULID
+
+from tests.live_server import LiveServer, start_uvicorn, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 # A short lease so dead workers are noticed in seconds, not half a minute.
@@ -163,33 +163,6 @@ def _uuid(ulid: str) -> str:
     return str(ULID.from_str(ulid).to_uuid())
 
 
-def stop_process(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the process group, SIGKILL if it lingers."""
-    if process.poll() is None:
-        with _suppress_missing():
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with _suppress_missing():
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-
-class _suppress_missing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, *rest: Any) -> bool:
-        return kind is ProcessLookupError
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
     """Poll predicate until it returns something true; fail after timeout seconds."""
     deadline = time.monotonic() + timeout
@@ -213,40 +186,9 @@ def served(send: Callable[[], httpx.Response], attempts: int = 20) -> httpx.Resp
     return response
 
 
-@dataclass
-class Server:
-    """uvicorn serving config.asgi on the faults' database."""
-
-    url: str
-    process: subprocess.Popen[bytes]
-
-
-def start_server(stack: Stack) -> Server:
-    port = free_port()
-    process = stack.start(
-        "-m",
-        "uvicorn",
-        "config.asgi:application",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--lifespan",
-        "off",
-        "--log-level",
-        "warning",
-        keep=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    wait_for(lambda: _answers(url + "/healthz"), 30, "uvicorn to serve")
-    return Server(url, process)
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
+def start_server(stack: Stack) -> LiveServer:
+    """uvicorn serving config.asgi on the faults' database (stopped by whoever started it)."""
+    return start_uvicorn(stack.env)
 
 
 def login(base: str, username: str, password: str) -> httpx.Client:

@@ -15,7 +15,8 @@ from typing import Any
 
 import httpx
 
-from tests.faults.stack import Server, Stack, login, regenerate, served, wait_for
+from tests.faults.stack import Stack, login, regenerate, served, wait_for
+from tests.live_server import LiveServer
 
 # Requests used to wait the pool's 30 s for a connection. The 1 s pool wait now bounds them;
 # this limit only tells "refused at once" from "hung", without timing a fast machine.
@@ -35,7 +36,7 @@ def _api(url: str, token: str) -> httpx.Client:
 
 
 def test_every_request_answers_503_with_retry_after_within_2_s_while_the_database_is_down(
-    processes: Stack, server: Server
+    processes: Stack, server: LiveServer
 ) -> None:
     stack = processes
     browser = login(server.url, "editor", "editor-password")
@@ -165,7 +166,7 @@ def _delta(seq: int, text: str) -> dict[str, Any]:
 
 
 def test_a_live_stream_ends_with_a_retry_hint_and_resumes_from_its_last_event_id(
-    processes: Stack, server: Server
+    processes: Stack, server: LiveServer
 ) -> None:
     stack = processes
     api = _api(server.url, stack.token)

@@ -15,15 +15,14 @@ from ulid import ULID
 
 from tests.faults.stack import (
     Output,
-    Server,
     Stack,
-    free_port,
     login,
     regenerate,
     served,
     started_run,
     wait_for,
 )
+from tests.live_server import LiveServer, free_port
 
 
 def _uuid(run_id: str) -> str:
@@ -48,7 +47,7 @@ def _task_of(stack: Stack, run_id: str) -> tuple[str, list[str]]:
 
 
 def test_a_worker_waits_out_an_outage_and_then_generates_again(
-    processes: Stack, server: Server
+    processes: Stack, server: LiveServer
 ) -> None:
     stack = processes
     worker = stack.start_worker()
@@ -75,7 +74,7 @@ def test_a_worker_waits_out_an_outage_and_then_generates_again(
 
 
 def test_a_killed_worker_s_task_is_given_back_and_its_run_completes_on_another_worker(
-    processes: Stack, server: Server
+    processes: Stack, server: LiveServer
 ) -> None:
     stack = processes
     browser = login(server.url, "editor", "editor-password")

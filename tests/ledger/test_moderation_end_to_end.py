@@ -12,7 +12,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from tests.api.conftest import ApiClient, live_server_asgi, make_token  # noqa: F401
+from tests.api.conftest import ApiClient, make_token  # noqa: F401
 from tests.api.sse_client import frames
 from tests.factories import ask, conversation, make_run
 from transcripts import interchange
@@ -107,7 +107,7 @@ def test_redaction_leaves_no_trace_in_the_api_the_exports_the_pages_or_search(
 
 @pytest.mark.django_db(transaction=True)
 def test_redaction_leaves_no_trace_in_the_live_stream(
-    live_server_asgi: Any,  # noqa: F811
+    live_server_asgi: Any,
     make_token: Any,  # noqa: F811
     admin_user: User,
 ) -> None:

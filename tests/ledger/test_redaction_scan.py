@@ -22,9 +22,10 @@ import httpx
 import pytest
 from django.db import connection
 
-from tests.api.conftest import ApiClient, LiveServer, live_server_asgi  # noqa: F401
+from tests.api.conftest import ApiClient
 from tests.api.sse_client import frames
 from tests.base import Team
+from tests.live_server import LiveServer
 from transcripts import interchange
 from transcripts.ledger import moderation
 from transcripts.ledger.deletion import delete_threads
@@ -397,7 +398,7 @@ def _streamed(server: LiveServer, token: str, run_id: str) -> str:
 
 def test_redaction_leaves_the_secret_in_no_column_of_any_table_and_no_read(
     team: Team,
-    live_server_asgi: LiveServer,  # noqa: F811
+    live_server_asgi: LiveServer,
 ) -> None:
     token = team.token(team.alpha, "ingest", "read")
     api = ApiClient(token)

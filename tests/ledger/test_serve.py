@@ -17,18 +17,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.live_server import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_TITLES = (
     "Weather agent: should I bike to work?",
     "Haiku about PostgreSQL (regenerated twice, prompt edited)",
     "Planner and coder agents fix a failing test",
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _fresh_machine_env(data_dir: Path) -> dict[str, str]:
@@ -123,7 +119,7 @@ def _log_in(client: httpx.Client, password: str) -> httpx.Response:
 
 def test_serve_sets_up_a_fresh_machine_and_reuses_it_the_next_time(data_dir: Path) -> None:
     env = _fresh_machine_env(data_dir)
-    server = Server(env, _free_port())
+    server = Server(env, free_port())
     try:
         server.wait_until_serving()
         created = re.search(r"Created admin login: admin / (\S+)", server.output)
@@ -153,7 +149,7 @@ def test_serve_sets_up_a_fresh_machine_and_reuses_it_the_next_time(data_dir: Pat
     finally:
         server.stop()
 
-    again = Server(env, _free_port())
+    again = Server(env, free_port())
     try:
         again.wait_until_serving()
         assert f"Admin login: admin / {password}" in again.output
@@ -246,7 +242,7 @@ def test_serve_listens_before_it_announces_the_address() -> None:
 
     # An admin exists, so serve neither creates one nor writes a password file.
     get_user_model().objects.create_superuser("admin", "a@example.com", "not-printed")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url_of_tests()}
     process = subprocess.Popen(
         _serve_command(port),

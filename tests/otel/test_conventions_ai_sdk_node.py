@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.api import conftest as api_fixtures
 from tests.base import Team
+from tests.live_server import LiveServer
 from transcripts.formats.otlp.conventions import ai_sdk
 from transcripts.formats.otlp.decode import PROTOBUF, parse_request, spans_of
 from transcripts.formats.otlp.model import LlmCall
 from transcripts.models import Message, Thread
 
-live_server_asgi = api_fixtures.live_server_asgi
 EMITTER = Path(__file__).parent / "fixtures" / "ai_sdk_emitter.mjs"
 # v6 is the last major with `experimental_telemetry` spans; v7 emits GenAI semconv spans.
 PACKAGES = (
@@ -160,7 +159,7 @@ def test_turn_two_repeats_the_first_turn_as_its_history(node_calls: list[LlmCall
 
 @pytest.mark.django_db(transaction=True)
 def test_the_live_receiver_builds_one_linear_thread_from_it(
-    emitter_dir: Path, team: Team, live_server_asgi: api_fixtures.LiveServer
+    emitter_dir: Path, team: Team, live_server_asgi: LiveServer
 ) -> None:
     url = live_server_asgi.url + "/api/v1/otlp/v1/traces"
     token = team.token(team.alpha, "ingest")

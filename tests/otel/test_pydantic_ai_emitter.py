@@ -16,11 +16,9 @@ from pydantic_ai import Agent, InstrumentationSettings
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ThinkingPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from tests.api import conftest as api_fixtures
 from tests.base import Team
 from transcripts.models import Event, Message, Run, Thread
 
-live_server_asgi = api_fixtures.live_server_asgi
 pytestmark = pytest.mark.django_db(transaction=True)
 CONVERSATION = "pydantic-ai-conversation-1"
 

@@ -14,7 +14,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from tests.base import Team
 from tests.otel.spans import SECOND, T0, chat, request, span, text
 from transcripts.formats.otlp.model import LlmCall, SpanData
-from transcripts.ledger import store_calls
+from transcripts.ledger import record_llm_calls
 from transcripts.models import Event, Message, Run, Thread
 
 pytestmark = pytest.mark.django_db
@@ -318,7 +318,7 @@ def test_a_call_that_is_not_canonical_is_refused_and_the_others_are_stored(team:
 
     bad = call("bad", [{"type": "tool-call", "toolName": "x"}])
     good = call("good", [{"type": "text", "text": "Hello"}])
-    result = store_calls(project=team.alpha, calls=[bad, good])
+    result = record_llm_calls(project=team.alpha, calls=[bad, good])
     assert [(c.conversation_id, reason.split(":")[0]) for c, reason in result.rejected] == [
         ("bad", "not a canonical assistant message")
     ]

@@ -5,18 +5,14 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from tests import live_server
 from tests.support import database_url_of_tests
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,40 +60,12 @@ def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def serving(env: dict[str, str], *uvicorn_options: str) -> Iterator[str]:
-    """uvicorn serving config.asgi on the test database with env; yields its base URL."""
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-         "--port", str(port), "--lifespan", "off", "--log-level", "warning", *uvicorn_options],
-        cwd=ROOT,
-        env={**env, "DATABASE_URL": database_url_of_tests()},
-        start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    try:
-        while True:
-            try:
-                # Any answer will do: a production server may redirect plain HTTP.
-                httpx.get(url + "/accounts/login/", timeout=1)
-                break
-            except httpx.TransportError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("uvicorn did not start") from None
-                time.sleep(0.1)
-        yield url
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+    """uvicorn serving config.asgi on the test database with env; yields its base URL. Any
+    answer from the login page means it is up: a production server may redirect plain HTTP."""
+    server_env = {**env, "DATABASE_URL": database_url_of_tests()}
+    with live_server.serving(
+        server_env, *uvicorn_options, ready_path="/accounts/login/", any_status=True
+    ) as server:
+        yield server.url

@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import pytest
 from django.contrib.auth.models import User
 
 from tests.base import PASSWORD
+from tests.browser import ARTIFACTS, BROWSER_TESTS
 from tests.factories import events, make_thread
 from tests.production.conftest import production_env, serving
-from tests.web.test_browser import ARTIFACTS, CHROMIUM, browser  # noqa: F401 (a fixture)
 from transcripts import ledger
 from transcripts.demo import load_demo
 from transcripts.models import Run, Thread
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(),
-        reason="Debian's Chromium is not installed (apt-get install chromium); CI installs it",
-    ),
-]
+pytestmark = BROWSER_TESTS
 
 # Runs in every document before its own scripts; Playwright's injection is not subject to CSP.
 WATCH_VIOLATIONS = """
@@ -56,7 +47,7 @@ def _shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"production-{name}.png"), full_page=True)
 
 
-def test_every_screen_works_under_the_content_security_policy(browser: Any) -> None:  # noqa: F811
+def test_every_screen_works_under_the_content_security_policy(browser: Any) -> None:
     load_demo()
     User.objects.create_superuser("root", "root@localhost", PASSWORD)
     haiku = Thread.objects.get(title__startswith="Haiku")

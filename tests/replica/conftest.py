@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.faults.stack import make_stack, start_server, stop_process
+from tests.faults.stack import make_stack, start_server
+from tests.live_server import stop_process
 from tests.replica.world import Replica, ReplicaWorld
 
 # Short, so the tests see the read-your-writes window end without waiting long.

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.browser import BROWSER_TESTS, open_page, screenshot
 from tests.factories import ask, last_message, make_run, make_thread, say, user_message
-from tests.web.test_browser import _page, _shot, browser, pytestmark  # noqa: F401
 from transcripts.models import Message, Run, RunStatus, Thread
+
+pytestmark = BROWSER_TESTS
 
 RESTORE = "Make this answer active"
 
@@ -31,13 +33,13 @@ def _regenerated_last_answer() -> tuple[Thread, Run, Message, Message]:
 
 
 def test_compare_offers_restore_on_every_alternative_and_it_works(
-    browser: Any,  # noqa: F811
+    browser: Any,
     live_server: Any,
     editor: Any,
 ) -> None:
     thread, reply, prompt, old = _regenerated_last_answer()
     assert reply.status == RunStatus.COMMITTED  # not superseded at the prompt: it forked above
-    page = _page(browser, live_server, editor)
+    page = open_page(browser, live_server, editor)
     page.goto(f"{live_server.url}/t/{thread.id}/fork/{prompt.id}/compare/")
     columns = page.locator(".compare-grid > .col")
     assert columns.count() == 3
@@ -48,7 +50,7 @@ def test_compare_offers_restore_on_every_alternative_and_it_works(
     assert [columns.nth(i).get_by_role("button", name=RESTORE).count() for i in (1, 2)] == [1, 1]
     # The diff reads the rendered table, not its pipes.
     assert "|" not in page.locator(".compare-grid .diff-text").first.inner_text()
-    _shot(page, "80-compare-alternatives")
+    screenshot(page, "80-compare-alternatives")
     column = page.locator(".col", has=page.locator(f"a[href='/runs/{reply.id}/']"))
     column.get_by_role("button", name=RESTORE).click()
     page.wait_for_selector("#compare .flash")
@@ -58,26 +60,26 @@ def test_compare_offers_restore_on_every_alternative_and_it_works(
     thread.refresh_from_db()
     assert thread.head_id == old.id
     assert Message.objects.get(pk=old.pk).active
-    _shot(page, "81-compare-restored")
+    screenshot(page, "81-compare-restored")
 
 
 def test_the_switcher_offers_one_restore_that_makes_the_branch_shown_active(
-    browser: Any,  # noqa: F811
+    browser: Any,
     live_server: Any,
     editor: Any,
 ) -> None:
     thread, _, _, old = _regenerated_last_answer()
-    page = _page(browser, live_server, editor)
+    page = open_page(browser, live_server, editor)
     page.goto(f"{live_server.url}/t/{thread.id}/?leaf={old.id}")
     card = page.locator(f"#m-{old.id}")
     assert card.locator(".switcher .branch-state").inner_text().lower() == "alternative"
     assert page.get_by_role("button", name=RESTORE).count() == 1
-    _shot(page, "82-switcher-alternative", full_page=False)
-    narrow = _page(browser, live_server, editor, viewport={"width": 390, "height": 844})
+    screenshot(page, "82-switcher-alternative", full_page=False)
+    narrow = open_page(browser, live_server, editor, viewport={"width": 390, "height": 844})
     narrow.goto(f"{live_server.url}/t/{thread.id}/?leaf={old.id}")
     assert narrow.get_by_role("button", name=RESTORE).is_visible()
     assert narrow.evaluate("document.documentElement.scrollWidth") <= 390
-    _shot(narrow, "87-switcher-alternative-narrow", full_page=False)
+    screenshot(narrow, "87-switcher-alternative-narrow", full_page=False)
     card.get_by_role("button", name=RESTORE).click()
     page.wait_for_selector("#conversation .flash")
     assert page.get_by_role("button", name=RESTORE).count() == 0
@@ -87,12 +89,12 @@ def test_the_switcher_offers_one_restore_that_makes_the_branch_shown_active(
 
 
 def test_opening_prefer_moves_no_column(
-    browser: Any,  # noqa: F811
+    browser: Any,
     live_server: Any,
     editor: Any,
 ) -> None:
     thread, _, prompt, _ = _regenerated_last_answer()
-    page = _page(browser, live_server, editor)
+    page = open_page(browser, live_server, editor)
     page.goto(f"{live_server.url}/t/{thread.id}/fork/{prompt.id}/compare/")
 
     def tops() -> list[float]:
@@ -105,14 +107,14 @@ def test_opening_prefer_moves_no_column(
     note = page.locator("#col-2 textarea[name=note]")
     note.wait_for(state="visible")
     assert tops() == before
-    _shot(page, "83-compare-prefer-open", full_page=False)
+    screenshot(page, "83-compare-prefer-open", full_page=False)
     note.fill("clearer")
     page.locator("#col-2").get_by_role("button", name="Mark as preferred").click()
     page.wait_for_selector("#col-2 >> text=★ Your preferred")
 
 
 def test_the_tree_map_reads_at_fifty_branches(
-    browser: Any,  # noqa: F811
+    browser: Any,
     live_server: Any,
     viewer: Any,
 ) -> None:
@@ -121,12 +123,12 @@ def test_the_tree_map_reads_at_fifty_branches(
     answers = [
         last_message(say(thread, f"Number {n} it is", fork_from=prompt.id)) for n in range(50)
     ]
-    page = _page(browser, live_server, viewer)
+    page = open_page(browser, live_server, viewer)
     page.goto(f"{live_server.url}/t/{thread.id}/tree/")
     assert page.locator(".tree-row.is-active").count() == 2  # the prompt and the last answer
     alternative = page.locator(f".tree-row a[href*='leaf={answers[0].id}']")
     assert not alternative.is_visible()  # folded below its fork point
-    _shot(page, "84-tree-map-50-folded")
+    screenshot(page, "84-tree-map-50-folded")
     # Keyboard only: the fork point's summary opens with Enter.
     summary = page.locator(".tree-branches > summary")
     assert summary.inner_text() == "49 other branches here"
@@ -134,12 +136,12 @@ def test_the_tree_map_reads_at_fifty_branches(
     page.keyboard.press("Enter")
     alternative.wait_for(state="visible")
     assert page.locator(".tree-row.is-alternative").count() == 49
-    _shot(page, "85-tree-map-50-open")
+    screenshot(page, "85-tree-map-50-open")
     alternative.focus()
     page.keyboard.press("Enter")
     page.wait_for_selector(f"#m-{answers[0].id}")
     assert page.locator(".branch-banner").is_visible()
-    narrow = _page(browser, live_server, viewer, viewport={"width": 390, "height": 844})
+    narrow = open_page(browser, live_server, viewer, viewport={"width": 390, "height": 844})
     narrow.goto(f"{live_server.url}/t/{thread.id}/tree/")
     assert narrow.evaluate("document.documentElement.scrollWidth") <= 390
-    _shot(narrow, "86-tree-map-50-narrow")
+    screenshot(narrow, "86-tree-map-50-narrow")

@@ -6,27 +6,16 @@ background (composited over its ancestors' backgrounds), measured on the real pa
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.web.test_browser import CHROMIUM, _page, _shot, browser
+from tests.browser import BROWSER_TESTS, open_page, screenshot
 from transcripts.demo import load_demo
 from transcripts.ledger.reports import report_message
 from transcripts.models import Message, Thread
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() or shutil.which("chromium") is None,
-        reason="Debian's Chromium is not installed (apt-get install chromium); CI installs it",
-    ),
-]
-
-__all__ = ["browser"]
+pytestmark = BROWSER_TESTS
 
 MINIMUM = 4.5
 
@@ -133,14 +122,14 @@ def test_hovered_primary_buttons_keep_their_text_readable(
     answer = Message.objects.filter(role="assistant", active=True).first()
     assert answer is not None
     report_message(user=admin, message=answer, reason="spam")
-    page = _page(browser, live_server, admin, color_scheme=scheme)
+    page = open_page(browser, live_server, admin, color_scheme=scheme)
     ratios: list[tuple[str, float]] = []
     for name, path in _pages(live_server.url, page):
         page.goto(live_server.url + path)
         ratios += _primary_contrasts(page, name)
         if name == "conversation":
             page.locator(".reply-box .btn-primary").hover()
-            _shot(page, f"66-send-hovered-{scheme}", full_page=False)
+            screenshot(page, f"66-send-hovered-{scheme}", full_page=False)
     labels = " | ".join(label for label, _ in ratios)
     for expected in ("New thread", "Start thread", "Import", "Send", "Resolve", "Add member"):
         assert expected in labels, f"no {expected!r} button was measured: {labels}"

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.web.test_browser import _page, _shot, browser, pytestmark  # noqa: F401
+from tests.browser import BROWSER_TESTS, open_page, screenshot
 from transcripts.demo import load_demo
 from transcripts.models import Run, RunRating, RunStatus, Thread
 
+pytestmark = BROWSER_TESTS
+
 
 def test_a_reader_compares_the_alternatives_and_restores_a_superseded_one(
-    browser: Any,  # noqa: F811
+    browser: Any,
     live_server: Any,
     editor: Any,
 ) -> None:
     load_demo()
     thread = Thread.objects.get(title__startswith="Haiku")
-    page = _page(browser, live_server, editor)
+    page = open_page(browser, live_server, editor)
     page.goto(f"{live_server.url}/t/{thread.id}/")
     # The original prompt, then the switcher of its three answers leads to the compare view.
     page.locator("article.msg.role-user a.sib-prev").click()
@@ -34,7 +36,7 @@ def test_a_reader_compares_the_alternatives_and_restores_a_superseded_one(
         "Too different to diff" in page.locator(".compare-grid .too-different").first.inner_text()
     )
     assert page.locator(".compare-grid del.diff-del").count() == 0
-    _shot(page, "20-compare")
+    screenshot(page, "20-compare")
     oldest = Run.objects.filter(thread=thread, fork_from__isnull=False, model="demo-1")
     target = oldest.order_by("id").first()
     assert target is not None and target.status == RunStatus.SUPERSEDED
@@ -53,13 +55,13 @@ def test_a_reader_compares_the_alternatives_and_restores_a_superseded_one(
     page.wait_for_selector(".compare-grid > .col >> text=★ Your preferred")
     assert "the most vivid one" in page.locator(".compare-grid > .col").nth(0).inner_text()
     assert RunRating.objects.get(run=target).note == "the most vivid one"
-    _shot(page, "21-compare-restored-preferred")
+    screenshot(page, "21-compare-restored-preferred")
     page.goto(live_server.url + "/")
     assert page.locator(".thread-row .tag-pref").inner_text() == "★ 1 preferred"
 
 
 def test_the_compare_view_becomes_tabs_on_a_narrow_screen(
-    browser: Any,  # noqa: F811
+    browser: Any,
     live_server: Any,
     editor: Any,
 ) -> None:
@@ -68,15 +70,15 @@ def test_the_compare_view_becomes_tabs_on_a_narrow_screen(
     prompt = Run.objects.filter(thread=thread).order_by("id").first()
     assert prompt is not None
     fork = prompt.messages.get()
-    page = _page(
+    page = open_page(
         browser, live_server, editor, viewport={"width": 360, "height": 780}, color_scheme="dark"
     )
     page.goto(f"{live_server.url}/t/{thread.id}/fork/{fork.id}/compare/")
     columns = page.locator(".compare-grid > .col")
     assert [columns.nth(i).is_visible() for i in range(3)] == [True, False, False]
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
-    _shot(page, "22-compare-narrow-tab-1")
+    screenshot(page, "22-compare-narrow-tab-1")
     page.locator(".tab-bar label[for=tab-3]").click()
     assert [columns.nth(i).is_visible() for i in range(3)] == [False, False, True]
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
-    _shot(page, "23-compare-narrow-tab-3")
+    screenshot(page, "23-compare-narrow-tab-3")

@@ -2,36 +2,17 @@
 
 from __future__ import annotations
 
-import shutil
 import time
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.api import conftest as api_fixtures
-from tests.generation import conftest as generation_fixtures
+from tests.browser import ARTIFACTS, BROWSER_TESTS, open_page, screenshot
 from tests.generation.support import run_status, wait_for
-from tests.web import test_browser
-from tests.web.test_browser import CHROMIUM, _page, _shot
 from transcripts import ledger
 from transcripts.demo import load_demo
 from transcripts.generation.generators.demo import demo_answer
 from transcripts.models import Message, Run, RunStatus, Thread
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() or shutil.which("chromium") is None,
-        reason="Debian's Chromium is not installed (apt-get install chromium); CI installs it",
-    ),
-]
-
-# The fixtures these tests share with the browser, API and generation tests.
-browser = test_browser.browser
-live_server_asgi = api_fixtures.live_server_asgi
-start_worker = generation_fixtures.start_worker
+pytestmark = BROWSER_TESTS
 
 # How much of the new branch's content the page shows.
 LIVE_TEXT = (
@@ -64,8 +45,8 @@ def _watch_stream(page: Any, timeout: float = 30.0) -> list[int]:
         if length and (not seen or length != seen[-1]):
             seen.append(length)
         time.sleep(0.05)
-    _shot(page, "debug-stream")
-    (test_browser.ARTIFACTS / "debug.html").write_text(page.content())
+    screenshot(page, "debug-stream")
+    (ARTIFACTS / "debug.html").write_text(page.content())
     raise AssertionError(f"the run did not commit in {timeout}s (saw {seen})")
 
 
@@ -75,18 +56,18 @@ def test_a_reader_regenerates_an_answer_watches_it_stream_and_restores_the_first
     thread, first_answer = _weather()
     original = first_answer.run
     start_worker()
-    page = _page(browser, live_server_asgi, editor)
+    page = open_page(browser, live_server_asgi, editor)
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     card = page.locator(f"#m-{first_answer.id}")
     card.locator("details.gen-more > summary").click()
     form = card.locator("form.gen-form")
     _open_options(form, 40)
-    _shot(page, "20-regenerate-form", full_page=False)
+    screenshot(page, "20-regenerate-form", full_page=False)
     form.locator("button[type=submit]").click()
 
     page.wait_for_selector(".run-live.is-open")
     page.wait_for_function(f"({LIVE_TEXT}) > 0", timeout=20_000)
-    _shot(page, "21-regenerate-streaming", full_page=False)
+    screenshot(page, "21-regenerate-streaming", full_page=False)
     # The old answer is out of view while the new one streams in its place.
     assert not card.is_visible()
     lengths = _watch_stream(page)
@@ -103,7 +84,7 @@ def test_a_reader_regenerates_an_answer_watches_it_stream_and_restores_the_first
     assert fresh.locator(".tag-active").is_visible()
     assert page.locator(".branch-banner").count() == 0
     assert run_status(original.id) == RunStatus.SUPERSEDED
-    _shot(page, "22-regenerated-2-of-2", full_page=False)
+    screenshot(page, "22-regenerated-2-of-2", full_page=False)
 
     # Switch back to the first answer: a superseded branch, which can be restored.
     fresh.locator("a.sib-prev").click()
@@ -111,7 +92,7 @@ def test_a_reader_regenerates_an_answer_watches_it_stream_and_restores_the_first
     card = page.locator(f"#m-{first_answer.id}")
     assert card.locator(".sib-count").inner_text() == "1/2"
     assert "Let me check the forecast" in card.inner_text()
-    _shot(page, "23-switched-back", full_page=False)
+    screenshot(page, "23-switched-back", full_page=False)
     card.locator("button.btn-restore").click()
     page.wait_for_function("!document.querySelector('.branch-banner')")
     card = page.locator(f"#m-{first_answer.id}")
@@ -120,7 +101,7 @@ def test_a_reader_regenerates_an_answer_watches_it_stream_and_restores_the_first
     assert card.locator(".sib-count").inner_text() == "1/2"
     assert run_status(original.id) == RunStatus.COMMITTED
     assert run_status(new_run.id) == RunStatus.SUPERSEDED
-    _shot(page, "24-restored", full_page=False)
+    screenshot(page, "24-restored", full_page=False)
 
 
 def test_a_reader_stops_a_run_keeps_its_output_as_a_branch_and_continues_it(
@@ -128,7 +109,7 @@ def test_a_reader_stops_a_run_keeps_its_output_as_a_branch_and_continues_it(
 ) -> None:
     thread, first_answer = _weather()
     start_worker()
-    page = _page(browser, live_server_asgi, editor)
+    page = open_page(browser, live_server_asgi, editor)
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     card = page.locator(f"#m-{first_answer.id}")
     card.locator("details.gen-more > summary").click()
@@ -151,7 +132,7 @@ def test_a_reader_stops_a_run_keeps_its_output_as_a_branch_and_continues_it(
     focused = page.evaluate("document.activeElement.id")
     assert focused == f"m-{marked.id}"
     assert page.locator(f"#m-{marked.id} .tag-stopped").is_visible()
-    _shot(page, "25-stopped-kept-focused", full_page=False)
+    screenshot(page, "25-stopped-kept-focused", full_page=False)
 
     # After a reload it is still there, as the second of two alternatives.
     page.reload()
@@ -160,7 +141,7 @@ def test_a_reader_stops_a_run_keeps_its_output_as_a_branch_and_continues_it(
     assert page.locator(f"#m-{kept[0].id} .sib-count").inner_text() == "2/2"
     assert stopped_card.locator("button.btn-continue").is_visible()
     assert stopped_card.locator("button.btn-regenerate").is_visible()
-    _shot(page, "25b-stopped-after-reload", full_page=False)
+    screenshot(page, "25b-stopped-after-reload", full_page=False)
 
     # Continue: a new branch that carries the same answer on to its end.
     stopped_card.locator("button.btn-continue").click()
@@ -174,14 +155,14 @@ def test_a_reader_stops_a_run_keeps_its_output_as_a_branch_and_continues_it(
     assert "".join(p["text"] for p in answer.parts if p["type"] == "text").strip() == expected
     page.locator(f"#m-{answer.id}").wait_for()
     assert page.locator(f"#m-{answer.id} .sib-count").inner_text() == "3/3"
-    _shot(page, "25c-continued", full_page=False)
+    screenshot(page, "25c-continued", full_page=False)
 
 
 def test_a_stopped_reply_offers_generate_answer_and_regenerate_takes_one_click(
     browser: Any, live_server_asgi: Any, start_worker: Any, editor: Any
 ) -> None:
     thread, _ = _weather()
-    page = _page(browser, live_server_asgi, editor)
+    page = open_page(browser, live_server_asgi, editor)
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     # No worker yet: the reply's run waits, and Stop finds nothing to keep.
     reply = page.locator("form#reply")
@@ -197,7 +178,7 @@ def test_a_stopped_reply_offers_generate_answer_and_regenerate_takes_one_click(
     page.reload()
     question = page.locator(f"#m-{asked.id}")
     assert question.locator("button.btn-answer").is_visible()
-    _shot(page, "25d-generate-answer-offered", full_page=False)
+    screenshot(page, "25d-generate-answer-offered", full_page=False)
 
     start_worker()
     question.locator("button.btn-answer").click()
@@ -230,7 +211,7 @@ def test_a_stopped_reply_offers_generate_answer_and_regenerate_takes_one_click(
         answered.model,
         {"delayMs": 5.0},
     )
-    _shot(page, "25e-one-click-regenerate", full_page=False)
+    screenshot(page, "25e-one-click-regenerate", full_page=False)
     _watch_stream(page, timeout=60)
 
 
@@ -239,7 +220,7 @@ def test_a_reader_replies_and_sees_a_failure_with_its_partial_output(
 ) -> None:
     thread, _ = _weather()
     start_worker()
-    page = _page(browser, live_server_asgi, editor)
+    page = open_page(browser, live_server_asgi, editor)
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     reply = page.locator("form#reply")
     reply.locator("textarea[name=text]").fill("And on Friday?")
@@ -257,7 +238,7 @@ def test_a_reader_replies_and_sees_a_failure_with_its_partial_output(
     assert page.evaluate(LIVE_TEXT) > 0
     assert live.locator("button", has_text="Retry").is_visible()
     live.locator(".msg-error").last.scroll_into_view_if_needed()
-    _shot(page, "26-failed-with-partial-output", full_page=False)
+    screenshot(page, "26-failed-with-partial-output", full_page=False)
     wait_for(lambda: run_status(run.id) == RunStatus.FAILED)
 
 
@@ -266,7 +247,7 @@ def test_a_locked_thread_offers_no_generation(
 ) -> None:
     thread, _ = _weather()
     Thread.objects.filter(pk=thread.pk).update(locked=True)
-    page = _page(browser, live_server_asgi, editor, viewport={"width": 360, "height": 780})
+    page = open_page(browser, live_server_asgi, editor, viewport={"width": 360, "height": 780})
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     note = page.get_by_text("This thread is locked")
     assert note.is_visible()
@@ -274,14 +255,14 @@ def test_a_locked_thread_offers_no_generation(
     assert page.locator("form#reply").count() == 0
     assert page.locator("details.gen-more, button.btn-regenerate").count() == 0
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
-    _shot(page, "27-locked-mobile", full_page=False)
+    screenshot(page, "27-locked-mobile", full_page=False)
 
 
 def test_the_forms_fit_a_360_pixel_screen_in_dark_mode(
     browser: Any, live_server_asgi: Any, editor: Any
 ) -> None:
     thread, answer = _weather()
-    page = _page(
+    page = open_page(
         browser,
         live_server_asgi,
         editor,
@@ -297,11 +278,11 @@ def test_the_forms_fit_a_360_pixel_screen_in_dark_mode(
     box = form.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 360
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
-    _shot(page, "28-mobile-dark-regenerate", full_page=False)
+    screenshot(page, "28-mobile-dark-regenerate", full_page=False)
     # Escape closes it; the reply box at the bottom fits too.
     page.keyboard.press("Escape")
     assert not form.is_visible()
     page.locator("form#reply").scroll_into_view_if_needed()
     page.locator("form#reply details.gen-options summary").click()
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
-    _shot(page, "29-mobile-dark-reply", full_page=False)
+    screenshot(page, "29-mobile-dark-reply", full_page=False)

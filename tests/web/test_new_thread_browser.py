@@ -2,33 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 import time
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.api import conftest as api_fixtures
+from tests.browser import BROWSER_TESTS, open_page, screenshot
 from tests.factories import ask, make_thread
-from tests.generation import conftest as generation_fixtures
-from tests.web import test_browser
-from tests.web.test_browser import CHROMIUM, _page, _shot
 from transcripts.ledger.default_project import default_project
 from transcripts.models import Message, Run, RunStatus, Thread
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() or shutil.which("chromium") is None,
-        reason="Debian's Chromium is not installed (apt-get install chromium); CI installs it",
-    ),
-]
-
-browser = test_browser.browser
-live_server_asgi = api_fixtures.live_server_asgi
-start_worker = generation_fixtures.start_worker
+pytestmark = BROWSER_TESTS
 
 WIDE = {"width": 1360, "height": 900}
 LIVE_TEXT = (
@@ -49,7 +31,7 @@ def _watch_until_committed(page: Any, timeout: float = 60.0) -> list[int]:
         if length and (not seen or length != seen[-1]):
             seen.append(length)
         time.sleep(0.05)
-    _shot(page, "debug-new-thread")
+    screenshot(page, "debug-new-thread")
     raise AssertionError(f"the answer did not commit in {timeout}s (saw {seen})")
 
 
@@ -59,16 +41,16 @@ def test_a_new_thread_from_the_header_streams_its_answer(
     earlier = make_thread("An earlier thread", project=default_project())
     ask(earlier, "What was this about?")
     start_worker()
-    page = _page(browser, live_server_asgi, editor, viewport=WIDE)
+    page = open_page(browser, live_server_asgi, editor, viewport=WIDE)
     page.goto(live_server_asgi.url + "/")
-    _shot(page, "60-thread-list-previews", full_page=False)
+    screenshot(page, "60-thread-list-previews", full_page=False)
     page.locator(".topbar a.new-thread-link").click()
     page.wait_for_selector("form.new-thread-form")
     # Keyboard first: the message box has the focus.
     page.keyboard.type(QUESTION)
     page.locator("#id_title").fill("Bike in the drizzle")
     page.select_option("#id_choice", "demo:demo-1")
-    _shot(page, "61-new-thread-form", full_page=False)
+    screenshot(page, "61-new-thread-form", full_page=False)
     page.locator("form.new-thread-form button[type=submit]").click()
 
     page.wait_for_selector(".run-live.is-open")
@@ -76,7 +58,7 @@ def test_a_new_thread_from_the_header_streams_its_answer(
     assert page.url.startswith(f"{live_server_asgi.url}/t/{thread.id}/")
     assert QUESTION in page.locator(".msg.role-user .md").inner_text()
     page.wait_for_function(f"({LIVE_TEXT}) > 0", timeout=20_000)
-    _shot(page, "62-new-thread-streaming", full_page=False)
+    screenshot(page, "62-new-thread-streaming", full_page=False)
     lengths = _watch_until_committed(page)
     assert len(lengths) >= 2, f"the answer should arrive in several steps, saw {lengths}"
 
@@ -94,7 +76,7 @@ def test_a_new_thread_from_the_header_streams_its_answer(
     assert "Bike in the drizzle" in current.inner_text()
     assert "just now" in current.inner_text()
     assert page.locator(".recent-threads", has_text="An earlier thread").is_visible()
-    _shot(page, "63-new-thread-answered", full_page=False)
+    screenshot(page, "63-new-thread-answered", full_page=False)
 
     # The list now previews the new thread's question.
     page.goto(live_server_asgi.url + "/")
@@ -106,7 +88,7 @@ def test_a_new_thread_from_the_header_streams_its_answer(
 def test_the_new_thread_form_refuses_an_empty_message_and_keeps_the_rest(
     browser: Any, live_server: Any, editor: Any
 ) -> None:
-    page = _page(browser, live_server, editor)
+    page = open_page(browser, live_server, editor)
     page.goto(live_server.url + "/new/")
     page.locator("#id_title").fill("Kept title")
     # Spaces pass the browser's own check (the box is not empty); the server refuses them.
@@ -116,7 +98,7 @@ def test_the_new_thread_form_refuses_an_empty_message_and_keeps_the_rest(
     assert "The first message is empty" in page.locator("#text-errors").inner_text()
     assert page.locator("#id_title").input_value() == "Kept title"
     assert not Thread.objects.exists()
-    _shot(page, "64-new-thread-refused", full_page=False)
+    screenshot(page, "64-new-thread-refused", full_page=False)
 
 
 def test_narrow_screens_leave_the_recent_threads_out(
@@ -124,21 +106,21 @@ def test_narrow_screens_leave_the_recent_threads_out(
 ) -> None:
     thread = make_thread("Phone reading", project=default_project())
     ask(thread, "Short question")
-    page = _page(browser, live_server, editor, viewport={"width": 360, "height": 780})
+    page = open_page(browser, live_server, editor, viewport={"width": 360, "height": 780})
     page.goto(f"{live_server.url}/t/{thread.id}/")
     page.wait_for_selector("article.msg")
     assert not page.locator(".recent-threads").is_visible()
     assert page.locator(".topbar a.new-thread-link").is_visible()
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 360, f"the page scrolls sideways ({width}px)"
-    _shot(page, "65-conversation-narrow", full_page=False)
+    screenshot(page, "65-conversation-narrow", full_page=False)
 
 
 def test_pages_load_their_icon_without_a_console_error(
     browser: Any, live_server_asgi: Any, django_user_model: Any
 ) -> None:
     admin = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
-    page = _page(browser, live_server_asgi, admin)
+    page = open_page(browser, live_server_asgi, admin)
     problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     page.on(

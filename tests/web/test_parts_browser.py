@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.browser import BROWSER_TESTS, open_page, screenshot
 from tests.factories import make_run, make_thread
 from tests.production.conftest import effective_settings, production_env
-from tests.web.test_browser import _page, _shot, browser, pytestmark  # noqa: F401
 from tests.web.test_parts import CHATGPT, PNG
 from transcripts import interchange
 from transcripts.ledger.default_project import default_project
 from transcripts.models import Thread
+
+pytestmark = BROWSER_TESTS
 
 # Runs in every document before its own scripts: CSP violations become a list on the page.
 WATCH_VIOLATIONS = """
@@ -48,7 +50,7 @@ def _tool_thread() -> Any:
 
 
 def test_a_tool_using_conversation_reads_as_cards_with_results_and_an_inline_image(
-    browser: Any,  # noqa: F811
+    browser: Any,
     live_server: Any,
     viewer: Any,
     settings: Any,
@@ -58,7 +60,7 @@ def test_a_tool_using_conversation_reads_as_cards_with_results_and_an_inline_ima
         "TRANSCRIPTS_CSP"
     ]
     thread = _tool_thread()
-    page = _page(browser, live_server, viewer)
+    page = open_page(browser, live_server, viewer)
     page.add_init_script(WATCH_VIOLATIONS)
     page.goto(f"{live_server.url}/t/{thread.id}/")
     cards = page.locator("details.tool-card")
@@ -90,13 +92,13 @@ def test_a_tool_using_conversation_reads_as_cards_with_results_and_an_inline_ima
     group.locator("> summary").click()
     assert page.locator("text=Be brief.").is_visible()
     assert page.evaluate("window.violations") == []
-    _shot(page, "30-tools-and-data")
-    mobile = _page(
+    screenshot(page, "30-tools-and-data")
+    mobile = open_page(
         browser, live_server, viewer, viewport={"width": 390, "height": 844}, color_scheme="dark"
     )
     mobile.goto(f"{live_server.url}/t/{thread.id}/")
     assert mobile.evaluate("document.documentElement.scrollWidth") <= 390
-    _shot(mobile, "31-tools-and-data-mobile-dark")
+    screenshot(mobile, "31-tools-and-data-mobile-dark")
     # A real ChatGPT export: two "n hidden" lines, the python call with its output, no noise.
     interchange.import_data(json.loads(CHATGPT.read_text()), "chatgpt", project=default_project())
     imported = Thread.objects.get(title="Plotting a sine wave")
@@ -107,4 +109,4 @@ def test_a_tool_using_conversation_reads_as_cards_with_results_and_an_inline_ima
     page.locator("details.hidden-group").nth(1).locator("> summary").click()
     assert "Figure size 640x480" in page.locator("details.tool-card").inner_text()
     assert page.evaluate("window.violations") == []
-    _shot(page, "32-chatgpt-import")
+    screenshot(page, "32-chatgpt-import")

@@ -5,25 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 from tests.base import Team
+from tests.browser import BROWSER_TESTS, open_page, screenshot
 from tests.factories import make_thread
-from tests.web.test_browser import _page, _shot, browser, pytestmark  # noqa: F401
 from transcripts.ledger.projects import set_member
+
+pytestmark = BROWSER_TESTS
 
 
 def test_the_switcher_changes_the_list(
-    browser: Any,  # noqa: F811
+    browser: Any,
     live_server: Any,
     team: Team,
 ) -> None:
     make_thread("Pelican migration notes", project=team.alpha)
     make_thread("Walrus feeding schedule", project=team.beta)
     set_member(project=team.beta, user=team.editor, role="viewer")
-    page = _page(browser, live_server, team.editor)
+    page = open_page(browser, live_server, team.editor)
     page.goto(live_server.url + "/")
     titles = page.locator(".thread-title")
     assert titles.all_inner_texts() == ["Pelican migration notes"]
     page.locator(".project-menu summary").click()
-    _shot(page, "40-project-switcher", full_page=False)
+    screenshot(page, "40-project-switcher", full_page=False)
     page.get_by_role("button", name="Beta").click()
     page.wait_for_selector("text=Walrus feeding schedule")
     assert titles.all_inner_texts() == ["Walrus feeding schedule"]
@@ -38,12 +40,12 @@ def test_the_switcher_changes_the_list(
 
 
 def test_the_project_page_and_the_switcher_fit_a_360_pixel_screen(
-    browser: Any,  # noqa: F811
+    browser: Any,
     live_server: Any,
     team: Team,
 ) -> None:
     team.token(team.alpha, "ingest")
-    page = _page(
+    page = open_page(
         browser,
         live_server,
         team.owner,
@@ -52,7 +54,7 @@ def test_the_project_page_and_the_switcher_fit_a_360_pixel_screen(
     )
     page.goto(live_server.url + "/p/alpha/")
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
-    _shot(page, "41-project-page-narrow")
+    screenshot(page, "41-project-page-narrow")
     page.locator(".project-menu summary").click()
     assert page.get_by_role("button", name="Alpha").is_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
@@ -62,4 +64,4 @@ def test_the_project_page_and_the_switcher_fit_a_360_pixel_screen(
     page.wait_for_selector("#new-token-value")
     assert page.locator("#new-token-value").inner_text().startswith("tr_")
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
-    _shot(page, "42-new-token-narrow")
+    screenshot(page, "42-new-token-narrow")

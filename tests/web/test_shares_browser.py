@@ -3,28 +3,14 @@ link, and a browser without a session reads exactly that branch under the strict
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.browser import BROWSER_TESTS, open_page, screenshot
 from tests.factories import ask, last_message, make_thread, say
-from tests.web import test_browser
-from tests.web.test_browser import CHROMIUM, _page, _shot
 from transcripts.ledger.default_project import default_project
 from transcripts.models import ShareLink
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() or shutil.which("chromium") is None,
-        reason="Debian's Chromium is not installed (apt-get install chromium); CI installs it",
-    ),
-]
-
-browser = test_browser.browser
+pytestmark = BROWSER_TESTS
 FIRST = "Marseille, said the first answer"
 SECOND = "Paris, said the second answer"
 
@@ -36,7 +22,7 @@ def test_an_editor_shares_the_branch_being_read_and_a_stranger_reads_only_it(
     prompt = last_message(ask(thread, "Which city is the capital of France?"))
     first = last_message(say(thread, FIRST))
     say(thread, SECOND, fork_from=prompt.id)
-    page = _page(browser, live_server, editor)
+    page = open_page(browser, live_server, editor)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -51,7 +37,7 @@ def test_an_editor_shares_the_branch_being_read_and_a_stranger_reads_only_it(
     page.select_option("#share-slot select[name=expires]", "7")
     page.locator("#share-slot form.share-form button[type=submit]").click()
     page.wait_for_selector("#share-slot .new-share")
-    _shot(page, "80-share-link-created", full_page=False)
+    screenshot(page, "80-share-link-created", full_page=False)
     copy = page.locator("#share-slot .new-share button[data-copy]")
     url = copy.get_attribute("data-copy")
     assert url is not None and "/s/" in url
@@ -72,7 +58,7 @@ def test_an_editor_shares_the_branch_being_read_and_a_stranger_reads_only_it(
     stranger.goto(url)
     assert FIRST in stranger.locator("main").inner_text()
     assert SECOND not in stranger.content()
-    _shot(stranger, "81-shared-page")
+    screenshot(stranger, "81-shared-page")
 
     assert not errors, errors
     assert not stranger_errors, stranger_errors

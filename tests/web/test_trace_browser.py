@@ -6,17 +6,13 @@ from typing import Any
 
 from django.utils import timezone
 
+from tests.browser import BROWSER_TESTS, open_page, screenshot
 from tests.factories import ask, make_thread
-from tests.web.test_browser import (  # noqa: F401
-    _page,
-    _shot,
-    browser,
-    live_server_asgi,
-    pytestmark,
-)
 from tests.web.test_trace import timed
 from transcripts import ledger
 from transcripts.models import Run
+
+pytestmark = BROWSER_TESTS
 
 
 def _tool_run() -> Run:
@@ -71,12 +67,12 @@ def _tool_run() -> Run:
 
 
 def test_the_trace_of_a_tool_using_run_shows_the_tool_span_and_hides_the_raw_log(
-    browser: Any,  # noqa: F811
+    browser: Any,
     live_server: Any,
     viewer: Any,
 ) -> None:
     run = _tool_run()
-    page = _page(browser, live_server, viewer)
+    page = open_page(browser, live_server, viewer)
     page.goto(f"{live_server.url}/runs/{run.id}/")
     tool = page.locator(".waterfall tr.kind-tool")
     assert tool.count() == 1
@@ -95,32 +91,32 @@ def test_the_trace_of_a_tool_using_run_shows_the_tool_span_and_hides_the_raw_log
     assert page.locator(".tseg-of-text").count() == 1
     # The raw log is behind its toggle.
     assert not page.locator("details.event").first.is_visible()
-    _shot(page, "14-run-trace")
+    screenshot(page, "14-run-trace")
     page.locator(".raw-log > summary").click()
     assert page.locator("details.event").first.is_visible()
-    _shot(page, "15-run-trace-raw-log", full_page=False)
+    screenshot(page, "15-run-trace-raw-log", full_page=False)
     page.context.close()
 
 
 def test_the_trace_at_360_pixels_in_dark_mode_fits_the_screen(
-    browser: Any,  # noqa: F811
+    browser: Any,
     live_server: Any,
     viewer: Any,
 ) -> None:
     run = _tool_run()
-    page = _page(
+    page = open_page(
         browser, live_server, viewer, viewport={"width": 360, "height": 780}, color_scheme="dark"
     )
     page.goto(f"{live_server.url}/runs/{run.id}/")
     assert page.locator(".waterfall tr.kind-tool").is_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
-    _shot(page, "16-run-trace-mobile-dark")
+    screenshot(page, "16-run-trace-mobile-dark")
     page.context.close()
 
 
 def test_a_live_update_landing_after_the_final_status_cannot_keep_the_page_streaming(
-    browser: Any,  # noqa: F811
-    live_server_asgi: Any,  # noqa: F811
+    browser: Any,
+    live_server_asgi: Any,
     viewer: Any,
 ) -> None:
     """The issue's "STREAMING · updating live" 40 s after commit: a live update that was in
@@ -129,7 +125,7 @@ def test_a_live_update_landing_after_the_final_status_cannot_keep_the_page_strea
     thread = make_thread("Streaming now")
     run, _ = ledger.begin_run(thread=thread, model="gpt-4o-mini")
     ledger.append_events(run=run, events=timed((0.0, "step-started", {})))
-    page = _page(browser, live_server_asgi, viewer)
+    page = open_page(browser, live_server_asgi, viewer)
     page.add_init_script(
         "document.addEventListener('htmx:sseOpen', () => { window.sseOpen = true })"
     )
@@ -168,5 +164,5 @@ def test_a_live_update_landing_after_the_final_status_cannot_keep_the_page_strea
     )
     assert page.locator(".run-status .pulse").count() == 0
     assert page.locator("#run-trace [hx-trigger], [sse-connect]").count() == 0
-    _shot(page, "17-run-trace-committed", full_page=False)
+    screenshot(page, "17-run-trace-committed", full_page=False)
     page.context.close()

@@ -20,7 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
-from transcripts.admin.rows import url_for
+from transcripts.admin.changelist_rows import url_for
 from transcripts.admin.scope import ProjectScopedAdmin
 from transcripts.errors import DomainError
 from transcripts.ids import is_ulid

@@ -16,8 +16,8 @@ from transcripts.admin.actions import (
     changelist_url,
     conversation_url,
 )
+from transcripts.admin.changelist_rows import RowsChangeList
 from transcripts.admin.filters import recent_values
-from transcripts.admin.rows import RowsChangeList
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.models import AuditRecord
 from transcripts.selectors import ellipsize

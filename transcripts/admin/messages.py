@@ -23,8 +23,8 @@ from transcripts.admin.actions import (
     object_link,
     search_by_id,
 )
+from transcripts.admin.changelist_rows import RowsChangeList
 from transcripts.admin.filters import recent_values
-from transcripts.admin.rows import RowsChangeList
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.ids import is_ulid
 from transcripts.models import Message

@@ -15,8 +15,8 @@ from transcripts.admin.actions import (
     object_link,
     search_by_id,
 )
+from transcripts.admin.changelist_rows import url_for
 from transcripts.admin.filters import recent_values
-from transcripts.admin.rows import url_for
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
 from transcripts.models import Run
 

@@ -20,8 +20,8 @@ from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest
 from django.utils.safestring import SafeString
 
+from transcripts.admin.changelist_rows import RowsChangeList, action_checkbox
 from transcripts.admin.paging import BoundedCountPaginator
-from transcripts.admin.rows import RowsChangeList, action_checkbox
 from transcripts.permissions import Role, project_ids, projects_of
 
 M = TypeVar("M", bound=Model)

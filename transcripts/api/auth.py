@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from functools import cache
-from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -17,7 +16,7 @@ from ninja.security import HttpBearer
 
 from transcripts.ledger.tokens import record_token_use
 from transcripts.models import ApiToken
-from transcripts.permissions import READ, Principal
+from transcripts.permissions import READ, Principal, User
 
 # Recording every use would add a write to every append; a minute of precision is plenty.
 LAST_USED_PRECISION = timedelta(minutes=1)
@@ -61,7 +60,7 @@ def token_principal(raw_token: str) -> Principal | None:
     )
 
 
-def session_principal(user: Any) -> Principal | None:
+def session_principal(user: User | None) -> Principal | None:
     """A logged-in user may read the API from the browser (never write: no CSRF exposure)."""
     if user is None or not user.is_authenticated or not user.is_active:
         return None

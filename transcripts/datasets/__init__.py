@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from transcripts.datasets.pairs_and_paths import Skipped, chat_paths, preference_pairs
 from transcripts.datasets.query import (
     FORMATS,
     KINDS,
@@ -21,7 +22,6 @@ from transcripts.datasets.query import (
     parse_query,
 )
 from transcripts.datasets.reads import dataset_threads, thread_trees
-from transcripts.datasets.rows import Skipped, chat_paths, preference_pairs
 from transcripts.datasets.shapes import ShapeMismatch, chat_record, preference_record
 from transcripts.models import Project
 

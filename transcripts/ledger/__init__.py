@@ -11,7 +11,7 @@ this package is a facade over modules with one job each:
 - `notify.py`: LISTEN/NOTIFY channels of runs;
 - `moderation.py`, `reports.py`, `audit.py`, `ratings.py`: moderators' and readers' writes;
 - `import_plan.py`, `importing.py`: whole threads imported in one transaction;
-- `otel_tree.py`: LLM calls read from OpenTelemetry spans into the tree, exactly once;
+- `llm_calls.py`: LLM calls decoded from OpenTelemetry spans recorded in the tree, exactly once;
 - `shares.py`: share links to one branch (created, revoked, expiries audited).
 """
 
@@ -27,8 +27,8 @@ from transcripts.ledger.lifecycle import (
     restore_run,
     stop_run,
 )
+from transcripts.ledger.llm_calls import RecordedLlmCalls, record_llm_calls
 from transcripts.ledger.notify import run_channel
-from transcripts.ledger.otel_tree import StoreResult, store_calls
 from transcripts.ledger.runs import HEAD, begin_run
 from transcripts.ledger.shares import audit_expired_shares, create_share, revoke_share
 from transcripts.ledger.snapshots import store_due_snapshots, store_snapshot, store_snapshot_if_due
@@ -38,7 +38,7 @@ __all__ = [
     "HEAD",
     "AppendResult",
     "Reach",
-    "StoreResult",
+    "RecordedLlmCalls",
     "append_at_once",
     "append_events",
     "audit_expired_shares",
@@ -51,12 +51,12 @@ __all__ = [
     "create_thread",
     "expire_leases",
     "fail_run",
+    "record_llm_calls",
     "renew_lease",
     "restore_run",
     "revoke_share",
     "run_channel",
     "stop_run",
-    "store_calls",
     "store_due_snapshots",
     "store_snapshot",
     "store_snapshot_if_due",

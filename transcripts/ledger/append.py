@@ -24,8 +24,8 @@ from transcripts.events import CheckedEvent, check_events
 from transcripts.fields import to_uuid
 from transcripts.ids import is_ulid, require_ulid
 from transcripts.ledger.bulk_copy import EVENT_COLUMNS, copy_lines, event_lines
-from transcripts.ledger.checks import problem_dicts
 from transcripts.ledger.notify import change_payload, run_channel
+from transcripts.ledger.storable import problem_dicts
 from transcripts.models import Message, Run, RunStatus
 from transcripts.selectors.ulids import ulid_of
 

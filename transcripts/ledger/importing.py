@@ -33,7 +33,6 @@ from transcripts.ledger.bulk_copy import (
     copy_lines,
     event_lines,
 )
-from transcripts.ledger.checks import check_object, check_storable
 from transcripts.ledger.import_plan import (
     active_keys,
     chains,
@@ -48,6 +47,7 @@ from transcripts.ledger.import_plan import (
     projected_message,
     statuses,
 )
+from transcripts.ledger.storable import check_object, check_storable
 from transcripts.ledger.threads import MAX_TITLE
 from transcripts.models import Project, Run, RunOrigin, RunStatus, Thread
 from transcripts.selectors.ulids import ulid_of

@@ -14,8 +14,8 @@ from transcripts.fields import to_uuid
 from transcripts.ids import require_ulid
 from transcripts.ledger.active_path import activate_path
 from transcripts.ledger.append import append_events
-from transcripts.ledger.checks import check_storable
 from transcripts.ledger.notify import change_payload, notify, run_channel
+from transcripts.ledger.storable import check_storable
 from transcripts.models import OPEN_STATUSES, Event, Message, Run, RunOrigin, RunStatus, Thread
 from transcripts.selectors.paths import latest_leaf_below
 from transcripts.selectors.runs import get_run, projector_for

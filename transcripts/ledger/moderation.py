@@ -41,7 +41,6 @@ from transcripts.ledger.audit import (
     record_hidden_api_read,
     record_hidden_view,
 )
-from transcripts.ledger.checks import clean_reason, require
 from transcripts.ledger.deletion import delete_threads
 from transcripts.ledger.lifecycle import lock_run_and_thread
 from transcripts.ledger.moderation_actions import (
@@ -51,7 +50,9 @@ from transcripts.ledger.moderation_actions import (
     ModerationAction,
     redaction_preview,
 )
+from transcripts.ledger.reasons import clean_reason
 from transcripts.ledger.reports import close_report, report_message
+from transcripts.ledger.rights import require
 from transcripts.models import Event, Message, Report, ReportStatus, Run, RunStatus, Thread
 from transcripts.permissions import Role, User, member_access
 from transcripts.projector import REDACTION_TEXT

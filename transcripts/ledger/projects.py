@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User as AuthUser
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 
 from transcripts.errors import Conflict, InvalidInput, NotFound
 from transcripts.ledger.audit import record_audit
-from transcripts.ledger.checks import require
+from transcripts.ledger.rights import require
 from transcripts.models import Membership, Profile, Project, ProjectRole
 from transcripts.permissions import User, forget_roles, project_access
 
@@ -58,7 +59,7 @@ def get_project(slug: str) -> Project:
 
 
 def create_project(
-    *, slug: str, name: str = "", retention_days: int | None = None, actor: Any = None
+    *, slug: str, name: str = "", retention_days: int | None = None, actor: User | None = None
 ) -> Project:
     """A new project (Conflict when the slug is taken)."""
     slug = _check_slug(slug)
@@ -74,7 +75,9 @@ def create_project(
     return project
 
 
-def set_member(*, project: Project, user: Any, role: str, actor: User | None = None) -> Membership:
+def set_member(
+    *, project: Project, user: AuthUser, role: str, actor: User | None = None
+) -> Membership:
     """Make user a member of project with role (or change their role); actor must administer
     the project unless None (the command line, the demo)."""
     role = _check_role(role)
@@ -95,7 +98,7 @@ def set_member(*, project: Project, user: Any, role: str, actor: User | None = N
     return membership
 
 
-def remove_member(*, project: Project, user: Any, actor: User) -> None:
+def remove_member(*, project: Project, user: AuthUser, actor: User) -> None:
     """Take user out of project."""
     require(project_access(actor, project).can_administer, "manage members")
     with transaction.atomic():
@@ -110,7 +113,7 @@ def remove_member(*, project: Project, user: Any, actor: User) -> None:
     forget_roles(user)
 
 
-def keep_an_admin(*, project: Project, leaving: Any) -> None:
+def keep_an_admin(*, project: Project, leaving: AuthUser) -> None:
     """Conflict when leaving is the project's last admin: a project nobody administers could only
     be managed by a superuser. Locks the admins' rows (until the caller's transaction ends) so two
     admins demoting each other at once cannot both succeed."""

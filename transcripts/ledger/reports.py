@@ -7,7 +7,8 @@ from django.utils import timezone
 
 from transcripts.errors import Conflict, InvalidInput, PermissionDenied
 from transcripts.ledger.audit import record_audit
-from transcripts.ledger.checks import clean_reason, require
+from transcripts.ledger.reasons import clean_reason
+from transcripts.ledger.rights import require
 from transcripts.models import Message, Report, ReportStatus
 from transcripts.permissions import User, member_access
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from transcripts.errors import Conflict, InvalidInput, ThreadLocked
 from transcripts.ids import require_ulid
-from transcripts.ledger.checks import check_object
+from transcripts.ledger.storable import check_object
 from transcripts.models import Message, Run, RunOrigin, RunStatus, Thread
 
 HEAD: Any = object()  # begin_run's default fork point: the thread's head.

@@ -15,7 +15,7 @@ from django.utils import timezone
 from transcripts.errors import Conflict, InvalidInput
 from transcripts.ids import is_ulid
 from transcripts.ledger.audit import record_audit
-from transcripts.ledger.checks import require
+from transcripts.ledger.rights import require
 from transcripts.models import Message, ShareLink, Thread
 from transcripts.permissions import User, member_access
 from transcripts.selectors.shares import secret_hash, unaudited_expiries

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 
 from transcripts.errors import Conflict, InvalidInput
 from transcripts.ids import require_ulid
-from transcripts.ledger.checks import check_object, check_storable
+from transcripts.ledger.storable import check_object, check_storable
 from transcripts.models import Project, Thread
 
 MAX_TITLE = 500

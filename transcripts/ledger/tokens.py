@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from transcripts.errors import InvalidInput
 from transcripts.ledger.audit import record_audit
-from transcripts.ledger.checks import require
+from transcripts.ledger.rights import require
 from transcripts.models import ApiToken, Project
 from transcripts.permissions import User, project_access
 

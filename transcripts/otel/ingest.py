@@ -80,6 +80,6 @@ def read_calls(spans: Iterable[SpanData]) -> tuple[list[LlmCall], list[tuple[str
 def ingest_spans(*, project: Project, spans: Iterable[SpanData]) -> IngestResult:
     """Store the LLM calls of spans into project's threads; refused spans are listed."""
     calls, rejected, count = read_calls(spans)
-    stored = ledger.store_calls(project=project, calls=calls)
+    stored = ledger.record_llm_calls(project=project, calls=calls)
     rejected.extend((call.span.span_id, reason) for call, reason in stored.rejected)
     return IngestResult(spans=count, calls=len(calls), runs=stored.runs, rejected=rejected)

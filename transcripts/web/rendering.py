@@ -295,15 +295,3 @@ def _string_html(text: str, *, clip: bool) -> str:
         f"{len(text):,}",
         _truncate(text),
     )
-
-
-def highlight_css() -> str:
-    """The Pygments stylesheet for light and dark themes (used to build static/css)."""
-
-    def token_rules(style: str) -> str:
-        rules = HtmlFormatter(style=style).get_style_defs(".hl").splitlines()
-        # Only token colours: the page's own CSS styles the block and its background.
-        return "\n".join(r for r in rules if r.startswith(".hl .") and "background" not in r)
-
-    dark = token_rules("github-dark").replace("\n", "\n  ")
-    return f"{token_rules('default')}\n@media (prefers-color-scheme: dark) {{\n  {dark}\n}}\n"

@@ -1,14 +1,12 @@
-"""Input checks shared by the ledger's services: storable JSON, objects, reasons, rights."""
+"""Input checks of the ledger's services: JSON PostgreSQL can store, and JSON objects."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from transcripts.errors import InvalidEvents, InvalidInput, PermissionDenied, Problem
+from transcripts.errors import InvalidEvents, InvalidInput, Problem
 from transcripts.events import to_storable_json
-
-MAX_REASON = 2000
 
 
 def problem_dicts(problems: Sequence[Problem]) -> list[dict[str, str]]:
@@ -32,19 +30,3 @@ def check_object(value: Any, field: str) -> dict[str, Any]:
         raise InvalidInput(f"{field} must be a JSON object", field=field)
     check_storable(dict(value), field)
     return dict(value)
-
-
-def clean_reason(reason: str, *, required: bool) -> str:
-    """A moderator's reason or a note, stripped; InvalidInput when missing or too long."""
-    reason = (reason or "").strip()
-    if required and not reason:
-        raise InvalidInput("a reason is required", field="reason")
-    if len(reason) > MAX_REASON:
-        raise InvalidInput(f"the reason is longer than {MAX_REASON} characters", field="reason")
-    return reason
-
-
-def require(allowed: bool, action: str) -> None:
-    """Refuse an action the caller's access does not allow."""
-    if not allowed:
-        raise PermissionDenied(f"you may not {action}", action=action)

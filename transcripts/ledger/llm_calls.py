@@ -27,9 +27,9 @@ from pydantic import ValidationError
 from transcripts.errors import DomainError, InvalidInput
 from transcripts.formats.otlp.model import LlmCall
 from transcripts.ledger.append import append_events
-from transcripts.ledger.checks import check_storable
 from transcripts.ledger.lifecycle import commit_run, restore_run
 from transcripts.ledger.runs import begin_run
+from transcripts.ledger.storable import check_storable
 from transcripts.ledger.threads import MAX_EXTERNAL_ID, find_or_create_external
 from transcripts.message_schema import Message as CanonicalMessage
 from transcripts.message_schema import error_path, full_parts
@@ -72,8 +72,8 @@ class _Unit:
 
 
 @dataclass
-class StoreResult:
-    """What storing calls did: runs written, and the calls refused with why."""
+class RecordedLlmCalls:
+    """What recording LLM calls did: runs written, and the calls refused with why."""
 
     runs: list[str] = field(default_factory=list)
     rejected: list[tuple[LlmCall, str]] = field(default_factory=list)
@@ -301,7 +301,7 @@ def _newer_head_run(thread: Thread, start_ns: int) -> str | None:
     return str(run_id)
 
 
-def _store_conversation(project: Project, external_id: str, calls: list[LlmCall]) -> list[str]:
+def _record_conversation(project: Project, external_id: str, calls: list[LlmCall]) -> list[str]:
     units = _units(calls)
     thread = _thread_for(project, external_id, _first_user_text(units))
     tree = _Tree.load(thread)
@@ -342,7 +342,7 @@ def _store_conversation(project: Project, external_id: str, calls: list[LlmCall]
     return written
 
 
-def store_calls(*, project: Project, calls: Iterable[LlmCall]) -> StoreResult:
+def record_llm_calls(*, project: Project, calls: Iterable[LlmCall]) -> RecordedLlmCalls:
     """Store LLM calls into their conversations' threads in project.
 
     Each conversation is written in one transaction: a conversation that cannot be stored (a
@@ -350,7 +350,7 @@ def store_calls(*, project: Project, calls: Iterable[LlmCall]) -> StoreResult:
     returned as rejected, while the other conversations are stored.
     """
     by_conversation: dict[str, list[LlmCall]] = defaultdict(list)
-    result = StoreResult()
+    result = RecordedLlmCalls()
     for call in calls:
         key = call.conversation_id or call.span.trace_id
         if key:
@@ -360,7 +360,7 @@ def store_calls(*, project: Project, calls: Iterable[LlmCall]) -> StoreResult:
     for external_id, group in by_conversation.items():
         try:
             with transaction.atomic():
-                result.runs.extend(_store_conversation(project, external_id, group))
+                result.runs.extend(_record_conversation(project, external_id, group))
         except DomainError as exc:
             result.rejected.extend((call, str(exc)) for call in group)
     return result

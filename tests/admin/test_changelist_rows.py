@@ -13,7 +13,7 @@ from django.urls import NoReverseMatch, reverse
 from tests.admin.conftest import conversation_in
 from tests.base import Team
 from transcripts import ledger
-from transcripts.admin.rows import action_checkbox, change_url, url_for
+from transcripts.admin.changelist_rows import action_checkbox, change_url, url_for
 from transcripts.models import AuditRecord, Message, Project, Report, Thread
 
 pytestmark = pytest.mark.django_db
