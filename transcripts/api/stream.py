@@ -33,7 +33,7 @@ from transcripts.api.auth import authenticate
 from transcripts.api.errors import error_body, error_response
 from transcripts.api.schemas import MAX_INT
 from transcripts.errors import DomainError, InvalidInput
-from transcripts.fields import to_uuid
+from transcripts.ids import to_uuid
 from transcripts.ledger import run_channel
 from transcripts.models import OPEN_STATUSES
 from transcripts.outage import (

@@ -14,9 +14,9 @@ from typing import Any
 from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 
 from transcripts.datasets.query import PREFERENCES, DatasetQuery
+from transcripts.ids import ulid_of
 from transcripts.models import Message, Project, Run, RunRating, RunStatus, Thread
 from transcripts.selectors.threads import filter_threads, search_threads
-from transcripts.selectors.ulids import ulid_of
 
 THREAD_BATCH = 50
 # Runs whose answers a dataset may hold: what was committed, kept or replaced.

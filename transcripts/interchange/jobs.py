@@ -11,8 +11,8 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from transcripts.errors import DomainError
-from transcripts.fields import to_uuid
 from transcripts.formats.zips import is_zip
+from transcripts.ids import to_uuid
 from transcripts.interchange.imports import import_stream, resolve_format
 from transcripts.models import ImportJob, ImportStatus, Project
 

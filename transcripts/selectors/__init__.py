@@ -4,8 +4,8 @@ A facade over modules with one subject each: `threads.py` (visibility, search, f
 pages, list stats), `paths.py` (the tree and paths through it), `runs.py` (a run, its events
 and projection), `trace.py` (a run's events as spans and readable segments), `compare.py`
 (the branches at a fork point), `messages.py` (one-line previews), `moderation.py` (the
-reports queue), `shares.py` (share links, the branch each shows) and `ulids.py` (ids read from
-uuid columns).
+reports queue) and `shares.py` (share links, the branch each shows). ULID conversions live
+in `transcripts.ids`.
 """
 
 from __future__ import annotations
@@ -62,7 +62,6 @@ from transcripts.selectors.threads import (
     thread_stats,
     visible_threads,
 )
-from transcripts.selectors.ulids import ulid_from_hex, ulid_of
 
 __all__ = [
     "HIT_START",
@@ -111,7 +110,5 @@ __all__ = [
     "thread_shares",
     "thread_stats",
     "tree_rows",
-    "ulid_from_hex",
-    "ulid_of",
     "visible_threads",
 ]

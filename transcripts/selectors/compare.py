@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from transcripts.errors import InvalidInput
+from transcripts.ids import ulid_of
 from transcripts.models import OPEN_STATUSES, Event, Message, Run, RunRating, RunStatus, Thread
 from transcripts.projector import Projection, Projector
 from transcripts.selectors.paths import latest_leaf_below, path_ids_to
-from transcripts.selectors.ulids import ulid_of
 
 # Runs whose messages exist only as events: their branch is a projection, not rows.
 UNMATERIALIZED = (RunStatus.FAILED, RunStatus.CANCELLED, *OPEN_STATUSES)

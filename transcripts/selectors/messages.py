@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from django.db.models import OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 
+from transcripts.ids import ulid_of
 from transcripts.models import Message, Thread
-from transcripts.selectors.ulids import ulid_of
 
 # A message in one line: its text (every text part), else what it calls or holds (tool names,
 # part types).

@@ -10,9 +10,8 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
-from transcripts.fields import to_uuid
+from transcripts.ids import to_uuid, ulid_of
 from transcripts.models import OPEN_STATUSES, Message, Run, RunStatus, Thread
-from transcripts.selectors.ulids import ulid_of
 
 # The child a branch continues through below message `d`: children of committed runs first,
 # then the newest. Shared by latest_leaf_below and the views' branch windows.

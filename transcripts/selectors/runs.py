@@ -10,9 +10,8 @@ from typing import Any
 from django.db import connection
 
 from transcripts.errors import InvalidInput, NotFound
-from transcripts.fields import to_uuid
 from transcripts.generation.generators import EXTERNAL, GENERATORS
-from transcripts.ids import require_ulid
+from transcripts.ids import require_ulid, to_uuid
 from transcripts.models import Event, Message, Run, Thread
 from transcripts.projector import Projection, Projector
 from transcripts.selectors.paths import path_to

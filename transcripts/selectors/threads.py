@@ -11,8 +11,8 @@ from django.contrib.postgres.search import SearchHeadline, SearchQuery
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
+from transcripts.ids import ulid_of
 from transcripts.models import OPEN_STATUSES, Message, Run, RunRating, RunStatus, Thread
-from transcripts.selectors.ulids import ulid_of
 
 
 def visible_threads(*, include_hidden: bool = False) -> QuerySet[Thread]:

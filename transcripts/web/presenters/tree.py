@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.urls import reverse
 
 from transcripts import selectors
+from transcripts.ids import ulid_from_hex
 from transcripts.models import Thread
 from transcripts.web.presenters.tree_layout import (
     OutlineItem,
@@ -68,7 +69,7 @@ def tree_map(thread: Thread) -> tuple[TreeMap, list[TreeLine]]:
         if item.segment is not None and not item.segment.is_stub
     }
     forks = {item.fork.last.id for item in items if item.fork is not None}
-    ulids = {hex_id: selectors.ulid_from_hex(hex_id) for hex_id in shown | forks}
+    ulids = {hex_id: ulid_from_hex(hex_id) for hex_id in shown | forks}
     snippets = selectors.message_previews([ulids[i] for i in shown])
     url = reverse("conversation", args=[thread.id])
     return laid_out, [_line(item, thread, url, ulids, snippets) for item in items]
