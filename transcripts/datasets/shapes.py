@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from transcripts.datasets.reads import Node, ThreadTree
 from transcripts.datasets.rows import ChatPath, PreferencePair
 from transcripts.formats.document import dump_json_text, output_text
 from transcripts.formats.openai import export_message as openai_message
+from transcripts.selectors.datasets import Node, ThreadTree
 
 
 class ShapeMismatch(Exception):

@@ -8,11 +8,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import connection
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from transcripts.errors import InvalidInput, NotFound
 from transcripts.generation.generators import EXTERNAL, GENERATORS
 from transcripts.ids import require_ulid, to_uuid
-from transcripts.models import Event, Message, Run, Thread
+from transcripts.models import OPEN_STATUSES, Event, Message, Run, Thread
 from transcripts.projector import Projection, Projector
 from transcripts.selectors.paths import path_to
 
@@ -100,3 +101,34 @@ def last_choice(thread: Thread) -> dict[str, Any]:
     if run is None:
         return {"generator": "demo", "model": "", "parameters": {}}
     return {"generator": run.generator, "model": run.model, "parameters": dict(run.parameters)}
+
+
+def trace_page_runs() -> QuerySet[Run]:
+    """Runs as the trace page loads them: with their thread (without its metadata), without
+    the snapshot, with the id of their first message (`first_message_id`)."""
+    first_message = Message.objects.filter(run_id=OuterRef("pk")).order_by("position")
+    return (
+        Run.objects.select_related("thread")
+        .defer("snapshot", "thread__metadata")
+        .annotate(first_message_id=Subquery(first_message.values("id")[:1]))
+    )
+
+
+def event_page(run: Run, *, after: int, limit: int) -> list[Event]:
+    """Up to limit of the run's stored events after seq after, in order."""
+    return list(Event.objects.filter(run_id=run.id, seq__gt=after).order_by("seq")[:limit])
+
+
+def retry_of(thread: Thread, run_id: str) -> Run | None:
+    """The run of thread queued again as a retry of run_id, if any."""
+    return Run.objects.filter(thread=thread, metadata__retryOf=run_id).first()
+
+
+def open_run(run_id: str) -> Run | None:
+    """The run if it is still open (without its snapshot), else None."""
+    return Run.objects.filter(pk=run_id, status__in=OPEN_STATUSES).defer("snapshot").first()
+
+
+def last_message_id(run: Run) -> str | None:
+    """The id of the run's last message, if it has one."""
+    return run.messages.order_by("-position").values_list("pk", flat=True).first()

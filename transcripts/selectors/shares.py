@@ -98,3 +98,8 @@ def shared_path(share: ShareLink, *, start: int = 0, limit: int | None = None) -
         return list(messages.filter(in_branch))
     ids = path_ids_to(leaf.id)[start : end + 1]
     return list(messages.filter(thread_id=share.thread_id, pk__in=ids))
+
+
+def latest_shares(thread: Thread, limit: int) -> list[ShareLink]:
+    """The limit newest links of thread (thread_shares, cut)."""
+    return list(thread_shares(thread)[:limit])

@@ -16,7 +16,7 @@ from django.utils.timesince import timesince
 
 from transcripts import selectors
 from transcripts.generation.generators import CHOICES, EXTERNAL, GENERATORS
-from transcripts.models import OPEN_STATUSES, Event, Run, RunStatus, Thread
+from transcripts.models import Event, Run, RunStatus, Thread
 from transcripts.permissions import Access, may_stop
 from transcripts.selectors.workers import since_a_worker_was_seen
 from transcripts.web import rendering
@@ -271,7 +271,7 @@ def live_run(run: Run, thread: Thread, *, access: Access) -> LiveRun:
     label = dict(generator_choices()).get(run.generator, run.generator or "external")
     requeued_as = None
     if run.status == RunStatus.FAILED:
-        requeued_as = Run.objects.filter(thread=thread, metadata__retryOf=run.id).first()
+        requeued_as = selectors.retry_of(thread, run.id)
     return LiveRun(
         run=run,
         items=message_items(thread, messages),
@@ -292,7 +292,7 @@ def open_live_run(thread: Thread, items: list[MessageItem], *, access: Access) -
     run_id = getattr(thread, "open_run_id", None)
     if not run_id:
         return None
-    run = Run.objects.filter(pk=run_id, status__in=OPEN_STATUSES).defer("snapshot").first()
+    run = selectors.open_run(run_id)
     if run is None:  # closed since the thread was read
         return None
     live = live_run(run, thread, access=access)

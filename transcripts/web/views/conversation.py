@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.http import HttpResponse
@@ -93,6 +94,7 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     else:
         messages = []
     items = _items(thread, messages)
+    readable, _ = threads_for_user(request, thread.project)
     context = {
         "thread": thread,
         "url": reverse("conversation", args=[thread.id]),
@@ -106,7 +108,7 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "generation_options": options_for(thread, access),
         "open_run": open_live_run(thread, items, access=access),
         "export_formats": export_formats(),
-        "recent_threads": RecentThreads(threads_for_user(request, thread.project)[0], thread.id),
+        "recent_threads": RecentThreads(partial(selectors.recent_threads, readable), thread.id),
         # Share links: editors open the panel of the branch being read (views/shares.py).
         "shares_url": reverse("thread_shares", args=[thread.id]) if access.can_edit else "",
     }
