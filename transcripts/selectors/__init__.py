@@ -4,8 +4,10 @@ A facade over modules with one subject each: `threads.py` (visibility, search, f
 pages, list stats), `paths.py` (the tree and paths through it), `runs.py` (a run, its events
 and projection), `trace.py` (a run's events as spans and readable segments), `compare.py`
 (the branches at a fork point), `messages.py` (one-line previews), `moderation.py` (the
-reports queue) and `shares.py` (share links, the branch each shows). ULID conversions live
-in `transcripts.ids`.
+reports queue), `shares.py` (share links, the branch each shows), `projects.py` (a project's
+members, tokens and audit log), `imports.py` (import jobs), `datasets.py` (the threads and
+trees a dataset reads) and `pages.py` (keyset pages and batch walks; cursors are
+`transcripts.pagination`). ULID conversions live in `transcripts.ids`.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from transcripts.selectors.runs import (
     get_run,
     last_choice,
     last_message_id,
-    open_run,
+    open_run_of,
     project_run,
     projector_for,
     replay,
@@ -130,7 +132,7 @@ __all__ = [
     "message_preview",
     "message_previews",
     "moderation_counts",
-    "open_run",
+    "open_run_of",
     "path_ids_to",
     "path_page",
     "path_to",

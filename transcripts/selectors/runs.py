@@ -75,8 +75,7 @@ def replay(*, run: Run | str, after_seq: int = 0, limit: int = 1000) -> list[Eve
         )
     # Seqs are 32-bit: a larger cursor or limit means "everything after", and must not
     # overflow PostgreSQL's bigint LIMIT.
-    after_seq, limit = min(after_seq, _MAX_SEQ), min(limit, _MAX_SEQ)
-    return list(Event.objects.filter(run_id=run.id, seq__gt=after_seq).order_by("seq")[:limit])
+    return event_page(run, after=min(after_seq, _MAX_SEQ), limit=min(limit, _MAX_SEQ))
 
 
 def conversation_for(run: Run) -> list[dict[str, Any]]:
@@ -124,8 +123,12 @@ def retry_of(thread: Thread, run_id: str) -> Run | None:
     return Run.objects.filter(thread=thread, metadata__retryOf=run_id).first()
 
 
-def open_run(run_id: str) -> Run | None:
-    """The run if it is still open (without its snapshot), else None."""
+def open_run_of(thread: Thread) -> Run | None:
+    """The thread's open run (its `open_run_id`, as the access adapters load threads) if it
+    is still open, without its snapshot; else None."""
+    run_id = getattr(thread, "open_run_id", None)
+    if not run_id:
+        return None
     return Run.objects.filter(pk=run_id, status__in=OPEN_STATUSES).defer("snapshot").first()
 
 

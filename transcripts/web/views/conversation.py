@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from django.http import HttpResponse
@@ -62,7 +61,7 @@ def _more(
         context["has_later"] = len(messages) > WINDOW
         messages = messages[:WINDOW]
     context["items"] = _items(thread, messages)
-    context["generation_options"] = options_for(thread, access)
+    context["generation_options"] = options_for(thread, access, selectors.last_choice)
     partial = "earlier" if direction == "before" else "later"
     return render(request, f"{TEMPLATE}#{partial}", context)
 
@@ -105,10 +104,10 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "anchor": anchor,
         "off_active": anchor is not None and not anchor.active,
         "tree_url": reverse("tree", args=[thread.id]),
-        "generation_options": options_for(thread, access),
-        "open_run": open_live_run(thread, items, access=access),
+        "generation_options": options_for(thread, access, selectors.last_choice),
+        "open_run": open_live_run(selectors.open_run_of(thread), thread, items, access=access),
         "export_formats": export_formats(),
-        "recent_threads": RecentThreads(partial(selectors.recent_threads, readable), thread.id),
+        "recent_threads": RecentThreads(lambda n: selectors.recent_threads(readable, n), thread.id),
         # Share links: editors open the panel of the branch being read (views/shares.py).
         "shares_url": reverse("thread_shares", args=[thread.id]) if access.can_edit else "",
     }
