@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.test import Client
+from django.utils import timezone
 
 import transcripts
 from tests.base import make_user
@@ -131,7 +132,8 @@ def _seed_ids(admin: Any, project: Project) -> dict[str, str]:
     fork = a.thread
     thread = Thread.objects.filter(project=project).order_by("-updated_at").first()
     message = Message.objects.filter(thread=fork).order_by("-depth").first()
-    assert thread is not None and message is not None
+    root = Message.objects.filter(thread=fork, depth=0).first()
+    assert thread is not None and message is not None and root is not None
     _, secret = ledger.create_share(thread=fork, user=admin)
     report_message(user=admin, message=message, reason="other", note="check")
     # An open run: the conversation shows it live.
@@ -141,6 +143,8 @@ def _seed_ids(admin: Any, project: Project) -> dict[str, str]:
         "slug": project.slug,
         "thread": fork.id,
         "leaf": message.id,
+        "root": root.id,
+        "fork": a.fork_from_id,
         "run": a.id,
         "a": a.id,
         "b": b.id,
@@ -149,6 +153,7 @@ def _seed_ids(admin: Any, project: Project) -> dict[str, str]:
         "open_run": live.id,
         "thread_cursor": encode_cursor(thread.updated_at, thread.id),
         "path_cursor": encode_cursor(0),
+        "audit_cursor": encode_cursor(timezone.now(), 2**40),
     }
 
 
@@ -173,10 +178,14 @@ PAGES = [
     "/?cursor={thread_cursor}",
     "/t/{thread}/",
     "/t/{thread}/?leaf={leaf}",
+    "/t/{thread}/?dir=before&from={leaf}",
+    "/t/{thread}/?dir=after&from={root}",
+    "/t/{thread}/fork/{fork}/compare/",
     "/t/{thread}/tree/",
     "/t/{thread}/shares/",
     "/s/{secret}/",
     "/runs/{run}/",
+    "/runs/{run}/?after=1",
     "/runs/{open_run}/live/",
     "/compare/?a={a}&b={b}",
     pytest.param(
@@ -188,6 +197,7 @@ PAGES = [
     "/new/",
     "/p/{slug}/",
     "/p/{slug}/audit/",
+    "/p/{slug}/audit/?cursor={audit_cursor}",
     "/p/{slug}/datasets/",
     "/p/{slug}/datasets/?kind=sft&branches=all&dated=created&model=demo&agent=a",
     "/import/",
