@@ -12,7 +12,7 @@ from ulid import ULID
 from transcripts.ids import to_uuid, ulid_from_uuid
 
 
-def _uuid(value: Any) -> uuid.UUID:
+def _uuid(value: object) -> uuid.UUID:
     """to_uuid, failing as Django fields fail: with a ValidationError."""
     try:
         return to_uuid(value)
