@@ -212,7 +212,7 @@ def bench_copy(total: int) -> float:
 
     from tests.factories import make_thread
     from transcripts import ledger
-    from transcripts.fields import to_uuid
+    from transcripts.ids import to_uuid
 
     run, _ = ledger.begin_run(thread=make_thread("bench copy"))
     thread_uuid, run_uuid = to_uuid(run.thread_id), to_uuid(run.id)

@@ -92,7 +92,7 @@ def bench_copy(total: int, table: str = "bench_plain_event") -> float:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from transcripts.fields import to_uuid
+    from transcripts.ids import to_uuid
 
     run = _new_run()
     thread_uuid, run_uuid = to_uuid(run.thread_id), to_uuid(run.id)

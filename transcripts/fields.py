@@ -9,21 +9,15 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from ulid import ULID
 
-from transcripts.ids import ulid_from_uuid
+from transcripts.ids import to_uuid, ulid_from_uuid
 
 
-def to_uuid(value: Any) -> uuid.UUID:
-    """Parse a ULID string (or UUID) into the UUID stored by PostgreSQL."""
-    if isinstance(value, uuid.UUID):
-        return value
-    if isinstance(value, ULID):
-        return value.to_uuid()
-    if isinstance(value, str):
-        try:
-            return ULID.from_str(value).to_uuid() if len(value) == 26 else uuid.UUID(value)
-        except ValueError as exc:
-            raise ValidationError(f"{value!r} is not a valid ULID.", code="invalid") from exc
-    raise ValidationError(f"{value!r} is not a valid ULID.", code="invalid")
+def _uuid(value: object) -> uuid.UUID:
+    """to_uuid, failing as Django fields fail: with a ValidationError."""
+    try:
+        return to_uuid(value)
+    except ValueError as exc:
+        raise ValidationError(f"{value!r} is not a valid ULID.", code="invalid") from exc
 
 
 class ULIDField(models.Field[str | uuid.UUID, str]):
@@ -42,14 +36,14 @@ class ULIDField(models.Field[str | uuid.UUID, str]):
     def to_python(self, value: Any) -> Any:
         if value is None or value == "":
             return None
-        return str(ULID.from_uuid(to_uuid(value)))
+        return str(ULID.from_uuid(_uuid(value)))
 
     def get_prep_value(self, value: Any) -> Any:
         if value is None or value == "":
             return None
-        return to_uuid(value)
+        return _uuid(value)
 
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
         if value is None:
             return None
-        return value if prepared and isinstance(value, uuid.UUID) else to_uuid(value)
+        return value if prepared and isinstance(value, uuid.UUID) else _uuid(value)

@@ -1,4 +1,4 @@
-"""ULID identifiers: 26-character strings on the wire (pure helpers, no Django)."""
+"""ULID identifiers: 26-character strings on the wire, and their UUID forms (no Django)."""
 
 from __future__ import annotations
 
@@ -89,3 +89,30 @@ def uuid_to_ulid(value: object) -> str | None:
     except ValueError:
         return None
     return str(ULID.from_uuid(parsed)) if str(parsed) == value else None
+
+
+def to_uuid(value: object) -> uuid.UUID:
+    """A ULID string (or UUID, ULID, UUID string) as the UUID PostgreSQL stores.
+
+    Anything else raises ValueError (ULIDField turns it into Django's ValidationError).
+    """
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, ULID):
+        return value.to_uuid()
+    if isinstance(value, str):
+        try:
+            return ULID.from_str(value).to_uuid() if len(value) == 26 else uuid.UUID(value)
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a valid ULID.") from exc
+    raise ValueError(f"{value!r} is not a valid ULID.")
+
+
+def ulid_of(value: object) -> str:
+    """The ULID string of a uuid read from the database (a string stays as it is)."""
+    return ulid_from_uuid(value) if isinstance(value, uuid.UUID) else str(value)
+
+
+def ulid_from_hex(value: str) -> str:
+    """The ULID string of a 32-digit hex id (as tree_rows returns them)."""
+    return ulid_from_uuid(uuid.UUID(hex=value))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -369,14 +370,37 @@ class Message(models.Model):
 
     def as_canonical(self) -> dict[str, Any]:
         """The canonical message dict."""
-        return {
-            "id": self.id,
-            "parentMessageId": self.parent_id,
-            "role": self.role,
-            "parts": self.parts,
-            "createdAt": self.created_at.isoformat(),
-            "metadata": self.metadata,
+        return Message.canonical_dict(
+            id=self.id,
+            parent_id=self.parent_id,
+            role=self.role,
+            parts=self.parts,
+            metadata=self.metadata,
+            created_at=self.created_at,
+        )
+
+    @staticmethod
+    def canonical_dict(
+        *,
+        id: str,
+        parent_id: str | None,
+        role: str,
+        parts: list[dict[str, Any]],
+        metadata: dict[str, Any],
+        created_at: datetime | None,
+    ) -> dict[str, Any]:
+        """A canonical message dict from its fields (createdAt only when created_at is known:
+        dataset rows do not read it)."""
+        message: dict[str, Any] = {
+            "id": id,
+            "parentMessageId": parent_id,
+            "role": role,
+            "parts": parts,
         }
+        if created_at is not None:
+            message["createdAt"] = created_at.isoformat()
+        message["metadata"] = metadata
+        return message
 
 
 class ApiToken(models.Model):

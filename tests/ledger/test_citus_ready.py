@@ -15,7 +15,7 @@ import pytest
 from django.db import IntegrityError, connection, models, transaction
 
 from tests.factories import ask, conversation, last_message, make_run, make_thread, say
-from transcripts.fields import to_uuid
+from transcripts.ids import to_uuid
 from transcripts.ledger.deletion import delete_threads
 from transcripts.ledger.ratings import rate_run
 from transcripts.ledger.reports import report_message

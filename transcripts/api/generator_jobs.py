@@ -16,7 +16,7 @@ from transcripts.api.errors import ERRORS
 from transcripts.api.schemas import ClaimIn, ClaimOut, JsonObject, RunList, RunStatusName
 from transcripts.models import Run
 from transcripts.permissions import INGEST, READ
-from transcripts.selectors.generator_jobs import runs_by_status
+from transcripts.selectors.generator_jobs import first_runs, runs_by_status
 
 router = Router(auth=read_auth)  # mounted at /runs
 
@@ -52,7 +52,7 @@ def list_runs(
     """Runs of the token's project by status, oldest first: a stream layer polls this for
     queued external runs."""
     runs = readable_runs(request, runs_by_status(status, generator))
-    return {"runs": list(runs[:limit])}
+    return {"runs": first_runs(runs, limit)}
 
 
 @router.post(

@@ -33,7 +33,7 @@ from transcripts.api.errors import error_response
 from transcripts.api.schemas import MAX_INT
 from transcripts.db_availability import conninfo, describe, is_outage
 from transcripts.errors import DomainError, InvalidInput
-from transcripts.fields import to_uuid
+from transcripts.ids import to_uuid
 from transcripts.json_errors import error_body
 from transcripts.ledger import run_channel
 from transcripts.models import OPEN_STATUSES

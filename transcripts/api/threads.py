@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from django.http import HttpRequest, JsonResponse
@@ -33,16 +32,19 @@ from transcripts.api.schemas import (
 )
 from transcripts.errors import Conflict, InvalidInput, NotFound
 from transcripts.ids import is_ulid
-from transcripts.models import Message, Thread
-from transcripts.pagination import decode_cursor, encode_cursor
+from transcripts.models import Thread
+from transcripts.pagination import (
+    Parser,
+    Position,
+    decode_position,
+    encode_cursor,
+    integer,
+    moment,
+    ulid,
+)
 from transcripts.permissions import INGEST, READ
-from transcripts.times import parse_iso
 
 router = Router(tags=["threads"], auth=read_auth)
-
-
-def _foreign_cursor() -> InvalidInput:
-    return InvalidInput("cursor is not a cursor this API returned", field="cursor")
 
 
 @router.post(
@@ -67,16 +69,18 @@ def create_thread(request: HttpRequest, payload: ThreadIn) -> Status[Thread | di
     return Status(201 if created else 200, thread_out(thread, content=reads_content(request)))
 
 
-def _thread_list_position(cursor: str) -> tuple[datetime, str]:
-    """The (updatedAt, id) a thread list cursor holds, or InvalidInput."""
-    values = decode_cursor(cursor, 2)
-    if values is None:
-        raise _foreign_cursor()
-    updated_at, thread_id = values
-    moment = parse_iso(updated_at) if isinstance(updated_at, str) else None
-    if moment is None or not is_ulid(thread_id):
-        raise _foreign_cursor()
-    return moment, thread_id
+def _position(cursor: str, *parsers: Parser) -> Position:
+    """The position a cursor of this API holds, or InvalidInput."""
+    position = decode_position(cursor, *parsers)
+    if position is None:
+        raise InvalidInput("cursor is not a cursor this API returned", field="cursor")
+    return position
+
+
+def _depth(value: Any) -> int | None:
+    """A path cursor's depth, else None."""
+    depth = integer(value)
+    return depth if depth is not None and -1 <= depth <= MAX_INT else None
 
 
 @router.get("/threads", response={200: ThreadPage, **ERRORS})
@@ -95,12 +99,12 @@ def list_threads(
     readable = readable_threads(request)
     if externalId is not None:
         readable = readable.filter(external_id=externalId)
-    after = _thread_list_position(cursor) if cursor else None
+    after = _position(cursor, moment, ulid) if cursor else None
     threads = selectors.search_threads(readable, q)
     page = selectors.thread_page(threads, after=after, limit=limit + 1)
     more = len(page) > limit
     page = page[:limit]
-    next_cursor = encode_cursor(page[-1].updated_at, page[-1].id) if more and page else None
+    next_cursor = selectors.RECENT_FIRST.cursor(page[-1]) if more and page else None
     return {"threads": page, "nextCursor": next_cursor}
 
 
@@ -108,17 +112,6 @@ def list_threads(
 def get_thread(request: HttpRequest, threadId: str) -> Thread:
     """One thread."""
     return get_thread_for_caller(request, threadId, needs=[READ])
-
-
-def _path_position(cursor: str) -> int:
-    """The depth a path cursor holds, or InvalidInput."""
-    values = decode_cursor(cursor, 1)
-    if values is None:
-        raise _foreign_cursor()
-    (after_depth,) = values
-    if type(after_depth) is not int or not -1 <= after_depth <= MAX_INT:
-        raise _foreign_cursor()
-    return after_depth
 
 
 @router.get(
@@ -148,12 +141,12 @@ def thread_messages(
     leaf_message = None
     if leaf is not None:
         if is_ulid(leaf):
-            leaf_message = Message.objects.filter(pk=leaf, thread=thread).first()
+            leaf_message = selectors.message_in(thread, leaf)
         if leaf_message is None:
             raise NotFound(f"message {leaf} is not in this thread", leaf=leaf)
     if format == "ai-sdk":
         return JsonResponse(ui_messages(thread, leaf_message), safe=False)
-    after_depth = _path_position(cursor) if cursor else -1
+    after_depth = _position(cursor, _depth)[0] if cursor else -1
     page = selectors.path_page(thread, leaf=leaf_message, after_depth=after_depth, limit=limit + 1)
     more = len(page) > limit
     page = page[:limit]

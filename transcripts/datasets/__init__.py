@@ -21,9 +21,9 @@ from transcripts.datasets.query import (
     DatasetQuery,
     parse_query,
 )
-from transcripts.datasets.reads import dataset_threads, thread_trees
 from transcripts.datasets.shapes import ShapeMismatch, chat_record, preference_record
 from transcripts.models import Project
+from transcripts.selectors.datasets import dataset_threads, thread_trees
 
 __all__ = [
     "FORMATS",
@@ -51,7 +51,9 @@ class Row:
 def rows(project: Project, query: DatasetQuery) -> Iterator[Row | Skipped]:
     """Every row of the dataset, in thread order, and each row left out with its reason."""
     active_only = query.kind == SFT and query.branches == "active"
-    for tree in thread_trees(dataset_threads(project, query), active_only=active_only):
+    for tree in thread_trees(
+        dataset_threads(project, query.thread_filters), active_only=active_only
+    ):
         tree.thread.project = project
         if query.kind == PREFERENCES:
             for pair in preference_pairs(tree, query):

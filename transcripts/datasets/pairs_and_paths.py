@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from transcripts.datasets.query import DatasetQuery
-from transcripts.datasets.reads import Node, ThreadTree
 from transcripts.models import RunStatus
+from transcripts.selectors.datasets import Node, ThreadTree
 
 RATING, KEPT = "rating", "kept"
 ACTIVE, OTHER = "active", "other"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from transcripts.errors import InvalidInput
+from transcripts.selectors.datasets import ThreadFilters
 
 PREFERENCES, SFT = "preferences", "sft"
 # Each kind's formats, the first being the default.
@@ -36,6 +37,20 @@ class DatasetQuery:
     search: str = ""
     branches: str = "active"
     metadata: bool = True
+
+    @property
+    def thread_filters(self) -> ThreadFilters:
+        """Which threads this export reads."""
+        return ThreadFilters(
+            search=self.search,
+            by_update=self.dated == "updated",
+            since=self.since,
+            until=self.until,
+            model=self.model,
+            agent=self.agent,
+            branched=self.kind == PREFERENCES,
+            rated_only=self.rated_only,
+        )
 
     @property
     def filename(self) -> str:

@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from transcripts.datasets.pairs_and_paths import ChatPath, PreferencePair
-from transcripts.datasets.reads import Node, ThreadTree
 from transcripts.formats.document import dump_json_text, output_text
 from transcripts.formats.openai import export_message as openai_message
+from transcripts.selectors.datasets import Node, ThreadTree
 
 
 class ShapeMismatch(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from transcripts.fields import to_uuid
+from transcripts.ids import to_uuid
 from transcripts.models import Thread
 
 _PATH_TO = """

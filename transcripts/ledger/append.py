@@ -21,13 +21,11 @@ from transcripts.errors import (
     ThreadLocked,
 )
 from transcripts.events import CheckedEvent, check_events
-from transcripts.fields import to_uuid
-from transcripts.ids import is_ulid, require_ulid
+from transcripts.ids import is_ulid, require_ulid, to_uuid, ulid_of
 from transcripts.ledger.bulk_copy import EVENT_COLUMNS, copy_lines, event_lines
-from transcripts.ledger.notify import change_payload, run_channel
+from transcripts.ledger.notify import change_payload, change_payload_sql, run_channel
 from transcripts.ledger.storable import problem_dicts
 from transcripts.models import Message, Run, RunStatus
-from transcripts.selectors.ulids import ulid_of
 
 # Up to this many events ride along with the run update in one statement; more go by COPY,
 # which costs an extra round trip but less per row.
@@ -167,10 +165,8 @@ _FAST_APPEND = """
         FROM locked WHERE r.id = locked.id
         RETURNING r.status
     )
-    SELECT pg_notify(%(channel)s,
-        format('{"lastSeq": %%s, "status": "%%s"}', %(last_seq)s::integer, updated.status))
-    FROM updated
-"""
+    SELECT pg_notify(%(channel)s, {payload}) FROM updated
+""".format(payload=change_payload_sql("%(last_seq)s::integer", "updated.status"))
 
 
 def _append_in_one_statement(

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 from django.db import connection
 
-from transcripts.fields import to_uuid
+from transcripts.ids import to_uuid
 from transcripts.models import Message
 
 MESSAGE_COLUMNS = (

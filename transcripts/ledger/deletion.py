@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
-from transcripts.fields import to_uuid
+from transcripts.ids import to_uuid
 
 
 @dataclass(frozen=True)

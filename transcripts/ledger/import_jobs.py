@@ -9,7 +9,7 @@ from django.core.files import File
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
-from transcripts.fields import to_uuid
+from transcripts.ids import to_uuid
 from transcripts.models import ImportJob, ImportStatus, Project
 
 # What an outcome sets on the job, as finish_import_job saves it.

@@ -21,9 +21,8 @@ from django.db import connection
 from django.utils import timezone
 
 from transcripts.events import CheckedEvent
-from transcripts.fields import to_uuid
 from transcripts.formats.document import TreeThread
-from transcripts.ids import is_ulid, new_ulid
+from transcripts.ids import is_ulid, new_ulid, to_uuid, ulid_of
 from transcripts.ledger.bulk_copy import (
     EVENT_COLUMNS,
     MESSAGE_COLUMNS,
@@ -50,7 +49,6 @@ from transcripts.ledger.import_plan import (
 from transcripts.ledger.storable import check_object, check_storable
 from transcripts.ledger.threads import MAX_TITLE
 from transcripts.models import Project, Run, RunOrigin, RunStatus, Thread
-from transcripts.selectors.ulids import ulid_of
 from transcripts.times import parse_iso_utc
 
 # Rows buffered before they go to the database: big enough that a COPY and an INSERT carry

@@ -10,8 +10,7 @@ from django.db.models import Subquery
 from django.utils import timezone
 
 from transcripts.errors import Conflict, InvalidInput, NotFound, RunClosed, ThreadLocked
-from transcripts.fields import to_uuid
-from transcripts.ids import require_ulid
+from transcripts.ids import require_ulid, to_uuid
 from transcripts.ledger.active_path import activate_path
 from transcripts.ledger.append import append_events
 from transcripts.ledger.notify import change_payload, notify, run_channel

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from transcripts.errors import InvalidInput
+from transcripts.ids import ulid_of
 from transcripts.models import OPEN_STATUSES, Event, Message, Run, RunRating, RunStatus, Thread
 from transcripts.projector import Projection, Projector
 from transcripts.selectors.paths import latest_leaf_below, path_ids_to
-from transcripts.selectors.ulids import ulid_of
 
 # Runs whose messages exist only as events: their branch is a projection, not rows.
 UNMATERIALIZED = (RunStatus.FAILED, RunStatus.CANCELLED, *OPEN_STATUSES)
@@ -119,3 +120,34 @@ def branch_leaf_run(run: Run, anchor: Message) -> Run:
     if not Message.objects.filter(pk__in=path_ids_to(leaf_id), run_id=run.id).exists():
         raise InvalidInput("the branch shown does not go through this run", field="leaf")
     return Run.objects.defer("snapshot").get(messages__pk=leaf_id)
+
+
+def fork_depth(a: Run, b: Run) -> int:
+    """The depth of the message one run of a thread continues from in the other (the deeper
+    when both do), or -1."""
+    forks = Message.objects.filter(
+        pk__in=[f for f in (a.fork_from_id, b.fork_from_id) if f], run__in=[a, b]
+    ).values_list("depth", flat=True)
+    return max(forks, default=-1)
+
+
+@dataclass(frozen=True)
+class BranchContents:
+    """What columns of runs show, keyed by run id: the stored messages of committed and
+    superseded runs, what the others' events amount to, and every run's ratings."""
+
+    stored: dict[str, list[Message]]
+    projections: dict[str, Projection]
+    ratings: dict[str, list[RunRating]]
+
+
+def branch_contents(runs: Sequence[Run], *, below_depth: int) -> BranchContents:
+    """The contents of runs' columns: stored messages deeper than below_depth (three
+    queries)."""
+    stored = [r for r in runs if r.status in (RunStatus.COMMITTED, RunStatus.SUPERSEDED)]
+    rows = run_messages([r.id for r in stored], below_depth=below_depth)
+    return BranchContents(
+        stored=rows,
+        projections=run_projections([r for r in runs if r.id not in rows]),
+        ratings=run_ratings([r.id for r in runs]),
+    )

@@ -14,3 +14,8 @@ def runs_by_status(status: str, generator: str | None = None) -> QuerySet[Run]:
     if generator:
         runs = runs.filter(generator=generator)
     return runs.order_by("created_at")
+
+
+def first_runs(runs: QuerySet[Run], limit: int) -> list[Run]:
+    """The first limit runs of runs (a query runs_by_status began and the caller narrowed)."""
+    return list(runs[:limit])

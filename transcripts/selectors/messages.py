@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from django.db.models import OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 
+from transcripts.ids import ulid_of
 from transcripts.models import Message, Thread
-from transcripts.selectors.ulids import ulid_of
 
 # A message in one line: its text (every text part), else what it calls or holds (tool names,
 # part types).
@@ -63,3 +63,8 @@ def first_user_previews(thread_ids: Sequence[str], length: int = 90) -> dict[str
         .values_list("thread_id", "preview")
     )
     return {ulid_of(t): ellipsize(s or "", length) for t, s in rows}
+
+
+def message_in(thread: Thread, message_id: str) -> Message | None:
+    """The message of thread with this id, or None."""
+    return Message.objects.filter(pk=message_id, thread=thread).first()

@@ -25,6 +25,19 @@ def report_queue(
     return reports.order_by(is_open, "-created_at", "-id")
 
 
+def report_page(
+    status: str = "", *, project_ids: Collection[int] | None = None, offset: int, limit: int
+) -> list[Report]:
+    """One page of the moderation queue: limit reports from offset (ask one more than shown
+    to know whether another page follows)."""
+    return list(report_queue(status, project_ids=project_ids)[offset : offset + limit])
+
+
+def queued_report(report_id: int) -> Report:
+    """One report with what its queue row shows (Report.DoesNotExist when it is gone)."""
+    return report_queue().get(pk=report_id)
+
+
 def report_counts(*, project_ids: Collection[int] | None = None) -> dict[str, int]:
     """Number of reports per status in project_ids (None: all), in one grouped query."""
     reports = Report.objects.all()

@@ -10,9 +10,8 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
-from transcripts.fields import to_uuid
+from transcripts.ids import to_uuid, ulid_of
 from transcripts.models import OPEN_STATUSES, Message, Run, RunStatus, Thread
-from transcripts.selectors.ulids import ulid_of
 
 # The child a branch continues through below message `d`: children of committed runs first,
 # then the newest. Shared by latest_leaf_below and the views' branch windows.
@@ -182,7 +181,13 @@ def siblings_of(thread: Thread, messages: Sequence[Message]) -> dict[str, list[t
     return result
 
 
-def tree_rows(thread: Thread) -> list[tuple[str, str | None, str, int, bool, str]]:
+# A message of the tree map: (id as hex, parent id as hex, role, depth, active, run status).
+TreeRow = tuple[str, str | None, str, int, bool, str]
+# A run without messages: (run id, fork point as hex, status).
+BareRun = tuple[str, str | None, str]
+
+
+def tree_rows(thread: Thread) -> list[TreeRow]:
     """(id, parent id, role, depth, active, run status) of every message, in one query.
 
     The status of a run stopped in the browser (committed with what streamed) is "stopped".
@@ -203,7 +208,7 @@ def tree_rows(thread: Thread) -> list[tuple[str, str | None, str, int, bool, str
         return [(i, p, role, d, a, s) for i, p, role, d, a, s in cursor.fetchall()]
 
 
-def runs_without_messages(thread: Thread) -> list[tuple[str, str | None, str]]:
+def runs_without_messages(thread: Thread) -> list[BareRun]:
     """(run id, fork point as hex, status) of the runs that are open, failed or cancelled."""
     runs = (
         Run.objects.filter(

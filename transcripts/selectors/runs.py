@@ -8,11 +8,11 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from django.db import connection
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from transcripts.errors import InvalidInput, NotFound
-from transcripts.fields import to_uuid
-from transcripts.ids import require_ulid
-from transcripts.models import Event, Message, Run, Thread
+from transcripts.ids import require_ulid, to_uuid
+from transcripts.models import OPEN_STATUSES, Event, Message, Run, Thread
 from transcripts.projector import Projection, Projector
 from transcripts.selectors.paths import path_to
 
@@ -74,8 +74,7 @@ def replay(*, run: Run | str, after_seq: int = 0, limit: int = 1000) -> list[Eve
         )
     # Seqs are 32-bit: a larger cursor or limit means "everything after", and must not
     # overflow PostgreSQL's bigint LIMIT.
-    after_seq, limit = min(after_seq, _MAX_SEQ), min(limit, _MAX_SEQ)
-    return list(Event.objects.filter(run_id=run.id, seq__gt=after_seq).order_by("seq")[:limit])
+    return event_page(run, after=min(after_seq, _MAX_SEQ), limit=min(limit, _MAX_SEQ))
 
 
 def conversation_for(run: Run) -> list[dict[str, Any]]:
@@ -99,3 +98,38 @@ def last_choice(thread: Thread, *, among: Collection[str]) -> dict[str, Any]:
     if run is None:
         return {"generator": "demo", "model": "", "parameters": {}}
     return {"generator": run.generator, "model": run.model, "parameters": dict(run.parameters)}
+
+
+def trace_page_runs() -> QuerySet[Run]:
+    """Runs as the trace page loads them: with their thread (without its metadata), without
+    the snapshot, with the id of their first message (`first_message_id`)."""
+    first_message = Message.objects.filter(run_id=OuterRef("pk")).order_by("position")
+    return (
+        Run.objects.select_related("thread")
+        .defer("snapshot", "thread__metadata")
+        .annotate(first_message_id=Subquery(first_message.values("id")[:1]))
+    )
+
+
+def event_page(run: Run, *, after: int, limit: int) -> list[Event]:
+    """Up to limit of the run's stored events after seq after, in order."""
+    return list(Event.objects.filter(run_id=run.id, seq__gt=after).order_by("seq")[:limit])
+
+
+def retry_of(thread: Thread, run_id: str) -> Run | None:
+    """The run of thread queued again as a retry of run_id, if any."""
+    return Run.objects.filter(thread=thread, metadata__retryOf=run_id).first()
+
+
+def open_run_of(thread: Thread) -> Run | None:
+    """The thread's open run (its `open_run_id`, as the access adapters load threads) if it
+    is still open, without its snapshot; else None."""
+    run_id = getattr(thread, "open_run_id", None)
+    if not run_id:
+        return None
+    return Run.objects.filter(pk=run_id, status__in=OPEN_STATUSES).defer("snapshot").first()
+
+
+def last_message_id(run: Run) -> str | None:
+    """The id of the run's last message, if it has one."""
+    return run.messages.order_by("-position").values_list("pk", flat=True).first()

@@ -41,13 +41,18 @@ def live_shares(*, now: datetime | None = None) -> QuerySet[ShareLink]:
     )
 
 
-def thread_shares(thread: Thread) -> QuerySet[ShareLink]:
+def _thread_shares(thread: Thread) -> QuerySet[ShareLink]:
     """Every link of thread, newest first, with who created and revoked it."""
     return (
         ShareLink.objects.filter(thread=thread)
         .select_related("created_by", "revoked_by")
         .order_by("-created_at", "-id")
     )
+
+
+def thread_shares(thread: Thread) -> list[ShareLink]:
+    """Every link of thread, newest first, with who created and revoked it."""
+    return list(_thread_shares(thread))
 
 
 def share_by_id(share_id: str) -> ShareLink | None:
@@ -98,3 +103,8 @@ def shared_path(share: ShareLink, *, start: int = 0, limit: int | None = None) -
         return list(messages.filter(in_branch))
     ids = path_ids_to(leaf.id)[start : end + 1]
     return list(messages.filter(thread_id=share.thread_id, pk__in=ids))
+
+
+def latest_shares(thread: Thread, limit: int) -> list[ShareLink]:
+    """The limit newest links of thread (thread_shares, cut)."""
+    return list(_thread_shares(thread)[:limit])

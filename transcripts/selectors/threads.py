@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from typing import Any
 
 from django.contrib.postgres.search import SearchHeadline, SearchQuery
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
+from transcripts.ids import ulid_of
 from transcripts.models import OPEN_STATUSES, Message, Run, RunRating, RunStatus, Thread
-from transcripts.selectors.ulids import ulid_of
+from transcripts.pagination import Keyset, Position
+from transcripts.selectors.messages import first_user_previews
+from transcripts.selectors.pages import keyset_page
+
+# The API's thread list: most recently updated first.
+RECENT_FIRST = Keyset("updated_at", desc=True)
 
 
 def visible_threads(*, include_hidden: bool = False) -> QuerySet[Thread]:
@@ -41,17 +47,9 @@ def search_threads(threads: QuerySet[Thread], query: str) -> QuerySet[Thread]:
     return threads.filter(Exists(hits.filter(thread_id=OuterRef("pk"))) | Q(title__icontains=title))
 
 
-def thread_page(
-    threads: QuerySet[Thread], *, after: tuple[datetime, str] | None, limit: int
-) -> list[Thread]:
+def thread_page(threads: QuerySet[Thread], *, after: Position | None, limit: int) -> list[Thread]:
     """Up to limit threads, most recently updated first, after the (updatedAt, id) cursor."""
-    ordered = threads.order_by("-updated_at", "-id")
-    if after is not None:
-        updated_at, thread_id = after
-        ordered = ordered.filter(
-            Q(updated_at__lt=updated_at) | Q(updated_at=updated_at, id__lt=thread_id)
-        )
-    return list(ordered[:limit])
+    return keyset_page(threads, RECENT_FIRST, after=after, limit=limit)
 
 
 def filter_threads(
@@ -247,3 +245,30 @@ def search_hits(thread_ids: Sequence[str], query: str) -> dict[str, SearchHit]:
         .values_list("thread_id", "id", "snippet")
     )
     return {ulid_of(t): SearchHit(ulid_of(m), s or "") for t, m, s in rows}
+
+
+def recent_threads(readable: QuerySet[Thread], limit: int) -> list[Thread]:
+    """The limit most recently active of readable (id, title and updated_at only)."""
+    latest = readable.order_by("-updated_at", "-id").only("id", "title", "updated_at")
+    return list(latest[:limit])
+
+
+@dataclass(frozen=True)
+class ThreadListFacts:
+    """What the thread list shows of a page of threads besides the threads: each one's stats,
+    search hit, preferred marks and first user message (keyed by thread id)."""
+
+    stats: dict[str, ThreadStats]
+    hits: dict[str, SearchHit]
+    preferred: dict[str, int]
+    previews: dict[str, str]
+
+
+def thread_list_facts(ids: Sequence[str], query: str, preview_chars: int) -> ThreadListFacts:
+    """The thread list's facts of these threads (a constant number of queries)."""
+    return ThreadListFacts(
+        stats=thread_stats(ids),
+        hits=search_hits(ids, query),
+        preferred=preferred_counts(ids),
+        previews=first_user_previews(ids, preview_chars),
+    )

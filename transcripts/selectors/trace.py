@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import connection
 
-from transcripts.fields import to_uuid
+from transcripts.ids import to_uuid
 from transcripts.models import Run, RunStatus
 from transcripts.projector import REDACTION_TEXT
 

@@ -338,17 +338,14 @@ def _column(
 
 
 def columns(
-    thread: Thread, runs: Sequence[Run], *, below_depth: int, reader_id: Any
+    thread: Thread, runs: Sequence[Run], contents: selectors.BranchContents, *, reader_id: Any
 ) -> list[Column]:
     """Columns for runs (in order), with their ratings, each compared to the first.
 
-    Committed and superseded runs show their stored messages deeper than below_depth; the
-    others (failed, cancelled, open) what their events amount to.
+    Committed and superseded runs show their stored messages (from selectors.branch_contents);
+    the others (failed, cancelled, open) what their events amount to.
     """
-    stored = [r for r in runs if r.status in (RunStatus.COMMITTED, RunStatus.SUPERSEDED)]
-    rows = selectors.run_messages([r.id for r in stored], below_depth=below_depth)
-    projections = selectors.run_projections([r for r in runs if r.id not in rows])
-    scores = selectors.run_ratings([r.id for r in runs])
+    rows, projections, scores = contents.stored, contents.projections, contents.ratings
     result: list[Column] = []
     for number, run in enumerate(runs, start=1):
         kind = run.status

@@ -5,6 +5,7 @@ offers."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,7 +18,7 @@ from django.utils.timesince import timesince
 from transcripts import selectors
 from transcripts.generation.generators import CHOICES, EXTERNAL, GENERATORS
 from transcripts.generation.leases import lease_seconds
-from transcripts.models import OPEN_STATUSES, Event, Run, RunStatus, Thread
+from transcripts.models import Event, Run, RunStatus, Thread
 from transcripts.permissions import Access, may_stop
 from transcripts.selectors.worker_liveness import since_a_worker_was_seen
 from transcripts.web import rendering
@@ -148,11 +149,14 @@ def role_refusal(access: Access) -> str:
     )
 
 
-def options_for(thread: Thread, access: Access) -> Options:
-    """The thread's option defaults (its last choice, one query), or why the thread (or the
-    reader's role) refuses."""
+def options_for(
+    thread: Thread, access: Access, last_choice: Callable[[Thread], dict[str, Any]]
+) -> Options:
+    """The thread's option defaults (its last choice, read by last_choice only when options
+    are offered: selectors.last_choice, one query), or why the thread (or the reader's role)
+    refuses."""
     refusal = role_refusal(access) or generation_refusal(thread)
-    choice = selectors.last_choice(thread, among=CHOICES) if not refusal else {}
+    choice = last_choice(thread) if not refusal else {}
     parameters = choice.get("parameters") or {}
     generator = choice.get("generator") or "demo"
     model = choice.get("model") or ""
@@ -271,7 +275,7 @@ def live_run(run: Run, thread: Thread, *, access: Access) -> LiveRun:
     label = dict(generator_choices()).get(run.generator, run.generator or "external")
     requeued_as = None
     if run.status == RunStatus.FAILED:
-        requeued_as = Run.objects.filter(thread=thread, metadata__retryOf=run.id).first()
+        requeued_as = selectors.retry_of(thread, run.id)
     return LiveRun(
         run=run,
         items=message_items(thread, messages),
@@ -287,13 +291,12 @@ def live_run(run: Run, thread: Thread, *, access: Access) -> LiveRun:
     )
 
 
-def open_live_run(thread: Thread, items: list[MessageItem], *, access: Access) -> LiveRun | None:
-    """The thread's open run placed in the window: after its fork point, or at the top/bottom."""
-    run_id = getattr(thread, "open_run_id", None)
-    if not run_id:
-        return None
-    run = Run.objects.filter(pk=run_id, status__in=OPEN_STATUSES).defer("snapshot").first()
-    if run is None:  # closed since the thread was read
+def open_live_run(
+    run: Run | None, thread: Thread, items: list[MessageItem], *, access: Access
+) -> LiveRun | None:
+    """The thread's open run (selectors.open_run_of) placed in the window: after its fork
+    point, or at the top/bottom."""
+    if run is None:
         return None
     live = live_run(run, thread, access=access)
     if run.fork_from_id is None:

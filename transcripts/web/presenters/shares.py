@@ -9,8 +9,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from transcripts import selectors
-from transcripts.models import ShareLink
+from transcripts.models import Message, ShareLink
 from transcripts.selectors.shares import share_status
 from transcripts.web.presenters.messages import MessageItem, message_items
 
@@ -32,10 +31,12 @@ class ShareRow:
         return self.status == "active"
 
 
-def share_rows(shares: Sequence[ShareLink], *, now: datetime | None = None) -> list[ShareRow]:
-    """Rows for shares, the previews of their leaves read in one query."""
+def share_rows(
+    shares: Sequence[ShareLink], previews: dict[str, str], *, now: datetime | None = None
+) -> list[ShareRow]:
+    """Rows for shares, with the previews of their leaves (message id -> preview, of
+    LEAF_PREVIEW_CHARS)."""
     moment = now or timezone.now()
-    previews = selectors.message_previews([s.leaf_id for s in shares], LEAF_PREVIEW_CHARS)
     return [
         ShareRow(
             share=share,
@@ -59,11 +60,16 @@ class SharedPage:
     later_start: int | None
 
 
-def shared_page(share: ShareLink, *, start: int, size: int) -> SharedPage:
-    """The cards of the branch from position start (0-based, clamped), at most size of them."""
+def shared_start(share: ShareLink, *, start: int, size: int) -> int:
+    """Where a window of size cards asked to begin at start (0-based) begins: clamped."""
     total = share.leaf.depth + 1
-    start = min(max(start, 0), max(total - size, 0)) if total > size else 0
-    messages = selectors.shared_path(share, start=start, limit=size)
+    return min(max(start, 0), max(total - size, 0)) if total > size else 0
+
+
+def shared_page(share: ShareLink, messages: list[Message], *, start: int, size: int) -> SharedPage:
+    """The cards of the branch's messages from position start (from shared_start; messages
+    is selectors.shared_path of that window)."""
+    total = share.leaf.depth + 1
     end = start + len(messages)
     return SharedPage(
         items=message_items(share.thread, messages),

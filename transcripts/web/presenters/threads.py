@@ -3,12 +3,11 @@ of each thread) and the recent threads listed beside a conversation."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 
-from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -39,28 +38,23 @@ def mark_hits(snippet: str) -> SafeString:
     return mark_safe(marked)
 
 
-def thread_rows(threads: Sequence[Thread], query: str) -> list[ThreadRow]:
-    """Rows for a page of threads (a constant number of queries); a hit opens its branch."""
-    ids = [t.id for t in threads]
-    stats = selectors.thread_stats(ids)
-    hits = selectors.search_hits(ids, query)
-    preferred = selectors.preferred_counts(ids)
-    previews = selectors.first_user_previews(ids, PREVIEW_CHARS)
+def thread_rows(threads: Sequence[Thread], facts: selectors.ThreadListFacts) -> list[ThreadRow]:
+    """Rows for a page of threads and their facts; a hit opens its branch."""
     rows = []
     for thread in threads:
         url = reverse("conversation", args=[thread.id])
-        hit = hits.get(thread.id)
+        hit = facts.hits.get(thread.id)
         if hit is not None:
             url += f"?leaf={hit.message_id}#m-{hit.message_id}"
         snippet = mark_hits(hit.snippet) if hit is not None and hit.snippet else None
         rows.append(
             ThreadRow(
                 thread,
-                stats[thread.id],
+                facts.stats[thread.id],
                 url,
                 snippet,
-                preferred.get(thread.id, 0),
-                previews.get(thread.id, ""),
+                facts.preferred.get(thread.id, 0),
+                facts.previews.get(thread.id, ""),
             )
         )
     return rows
@@ -80,15 +74,14 @@ class RecentThread:
 @dataclass
 class RecentThreads:
     """The most recently active readable threads beside a conversation, the open one marked;
-    read (one query) only when a page shows them, never for the htmx fragments."""
+    read (by load, one query) only when a page shows them, never for the htmx fragments."""
 
-    readable: QuerySet[Thread]
+    load: Callable[[int], list[Thread]]  # the given number of latest threads
     open_id: str
 
     @cached_property
     def items(self) -> list[RecentThread]:
         """The RECENT_THREADS latest, newest activity first."""
-        latest = self.readable.order_by("-updated_at", "-id").only("id", "title", "updated_at")
         return [
             RecentThread(
                 id=t.id,
@@ -97,5 +90,5 @@ class RecentThreads:
                 url=reverse("conversation", args=[t.id]),
                 is_open=t.id == self.open_id,
             )
-            for t in latest[:RECENT_THREADS]
+            for t in self.load(RECENT_THREADS)
         ]

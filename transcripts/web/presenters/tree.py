@@ -3,12 +3,14 @@ branches with a label, a preview and a state on each line."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.urls import reverse
 
-from transcripts import selectors
+from transcripts.ids import ulid_from_hex
 from transcripts.models import Thread
+from transcripts.selectors.paths import BareRun, TreeRow
 from transcripts.web.presenters.tree_layout import (
     OutlineItem,
     Segment,
@@ -47,17 +49,24 @@ def _label(segment: Segment) -> str:
     return " → ".join(parts) if segment.count <= 2 else " · ".join(parts)
 
 
-def tree_map(thread: Thread) -> tuple[TreeMap, list[TreeLine]]:
-    """The laid-out tree and its outline (a constant number of queries; bounded output)."""
+def tree_map(
+    thread: Thread,
+    rows: Iterable[TreeRow],
+    bare_runs: Iterable[BareRun],
+    previews: Callable[[list[str]], dict[str, str]],
+) -> tuple[TreeMap, list[TreeLine]]:
+    """The laid-out tree and its outline from the thread's message rows (selectors.tree_rows)
+    and runs without messages (selectors.runs_without_messages); previews reads the snippets
+    of the messages shown (selectors.message_previews, one query). Bounded output."""
     nodes = [
         TreeNode(id=i, parent_id=p, role=r, depth=d, active=a, status=s)
-        for i, p, r, d, a, s in selectors.tree_rows(thread)
+        for i, p, r, d, a, s in rows
     ]
     # Runs without messages hang off their fork point; their ids are ULIDs, not hex.
     nodes += [
         TreeNode(id=f"run:{i}", parent_id=fork, role="run", depth=0, active=False, status=s,
                  run_id=i)
-        for i, fork, s in selectors.runs_without_messages(thread)
+        for i, fork, s in bare_runs
     ]  # fmt: skip
     laid_out = layout_tree(nodes)
     items = outline(laid_out)
@@ -68,8 +77,8 @@ def tree_map(thread: Thread) -> tuple[TreeMap, list[TreeLine]]:
         if item.segment is not None and not item.segment.is_stub
     }
     forks = {item.fork.last.id for item in items if item.fork is not None}
-    ulids = {hex_id: selectors.ulid_from_hex(hex_id) for hex_id in shown | forks}
-    snippets = selectors.message_previews([ulids[i] for i in shown])
+    ulids = {hex_id: ulid_from_hex(hex_id) for hex_id in shown | forks}
+    snippets = previews([ulids[i] for i in shown])
     url = reverse("conversation", args=[thread.id])
     return laid_out, [_line(item, thread, url, ulids, snippets) for item in items]
 

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from transcripts import selectors
 from transcripts.errors import DomainError
 from transcripts.ledger import moderation, ratings
-from transcripts.models import Message, Thread
+from transcripts.models import Thread
 from transcripts.permissions import Access, Role
 from transcripts.web.access import (
     get_run_for_user,
@@ -76,12 +76,11 @@ def compare_fork(request: HtmxHttpRequest, thread_id: str, message_id: str) -> H
     runs = ordered(selectors.branch_runs(thread, fork), fork.id if fork else None)
     shown, more = runs[:MAX_COLUMNS], runs[MAX_COLUMNS:]
     url = reverse("conversation", args=[thread.id])
+    contents = selectors.branch_contents(shown, below_depth=fork.depth if fork else -1)
     context = {
         "fork": fork,
         "fork_url": f"{url}?leaf={fork.id}#m-{fork.id}" if fork is not None else url,
-        "columns": columns(
-            thread, shown, below_depth=fork.depth if fork else -1, reader_id=request.user.pk
-        ),
+        "columns": columns(thread, shown, contents, reader_id=request.user.pk),
         # The first of the rest get a link each (to compare with column 1); the others a count.
         "more": [(run, pair_url(shown[0], run)) for run in more[:MAX_MORE_LINKS]],
         "more_count": len(more),
@@ -97,18 +96,14 @@ def compare_runs(request: HtmxHttpRequest) -> HttpResponse:
     a, access = get_run_for_user(request, request.GET.get("a", ""))
     b, _ = get_run_for_user(request, request.GET.get("b", ""))
     # Where one run continues from a message of the other, show only what follows it.
-    below_depth = -1
-    if a.thread_id == b.thread_id:
-        forks = Message.objects.filter(
-            pk__in=[f for f in (a.fork_from_id, b.fork_from_id) if f], run__in=[a, b]
-        ).values_list("depth", flat=True)
-        below_depth = max(forks, default=-1)
+    below_depth = selectors.fork_depth(a, b) if a.thread_id == b.thread_id else -1
+    contents = selectors.branch_contents([a, b], below_depth=below_depth)
     context = {
         "other_thread": b.thread if b.thread_id != a.thread_id else None,
         "fork": None,
         "pair": True,
         "fork_url": reverse("conversation", args=[a.thread_id]),
-        "columns": columns(a.thread, [a, b], below_depth=below_depth, reader_id=request.user.pk),
+        "columns": columns(a.thread, [a, b], contents, reader_id=request.user.pk),
         "more": [],
     }
     return _render(request, a.thread, access, context)

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 
 from transcripts import selectors
 from transcripts.formats import FORMATS
+from transcripts.generation.generators import CHOICES
 from transcripts.ledger import moderation
 from transcripts.models import Message, Thread
 from transcripts.permissions import Access
@@ -19,6 +20,12 @@ from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.messages import MessageItem, message_items
 from transcripts.web.presenters.runs import open_live_run, options_for
 from transcripts.web.presenters.threads import RecentThreads
+
+
+def last_choice(thread: Thread) -> dict[str, Any]:
+    """The generator, model and parameters the thread's last generated run used."""
+    return selectors.last_choice(thread, among=CHOICES)
+
 
 TEMPLATE = "transcripts/conversation.html"
 WINDOW = 50  # messages of the path sent at once
@@ -61,7 +68,7 @@ def _more(
         context["has_later"] = len(messages) > WINDOW
         messages = messages[:WINDOW]
     context["items"] = _items(thread, messages)
-    context["generation_options"] = options_for(thread, access)
+    context["generation_options"] = options_for(thread, access, last_choice)
     partial = "earlier" if direction == "before" else "later"
     return render(request, f"{TEMPLATE}#{partial}", context)
 
@@ -93,6 +100,7 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     else:
         messages = []
     items = _items(thread, messages)
+    readable, _ = threads_for_user(request, thread.project)
     context = {
         "thread": thread,
         "url": reverse("conversation", args=[thread.id]),
@@ -103,10 +111,10 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "anchor": anchor,
         "off_active": anchor is not None and not anchor.active,
         "tree_url": reverse("tree", args=[thread.id]),
-        "generation_options": options_for(thread, access),
-        "open_run": open_live_run(thread, items, access=access),
+        "generation_options": options_for(thread, access, last_choice),
+        "open_run": open_live_run(selectors.open_run_of(thread), thread, items, access=access),
         "export_formats": export_formats(),
-        "recent_threads": RecentThreads(threads_for_user(request, thread.project)[0], thread.id),
+        "recent_threads": RecentThreads(lambda n: selectors.recent_threads(readable, n), thread.id),
         # Share links: editors open the panel of the branch being read (views/shares.py).
         "shares_url": reverse("thread_shares", args=[thread.id]) if access.can_edit else "",
     }

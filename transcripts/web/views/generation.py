@@ -16,7 +16,7 @@ from django.contrib import messages
 from django.http import HttpResponse, HttpResponseRedirect
 from django.views.decorators.http import require_POST
 
-from transcripts import ledger
+from transcripts import ledger, selectors
 from transcripts.errors import Conflict, InvalidInput, ThreadLocked
 from transcripts.generation import start as generation
 from transcripts.models import Run, RunStatus, Thread
@@ -201,7 +201,7 @@ def cancel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
         if request.htmx:
             return render_live_block(request, run, thread, access)
         return to_conversation(request, thread.id)
-    last = run.messages.order_by("-position").values_list("pk", flat=True).first()
+    last = selectors.last_message_id(run)
     response = to_conversation(request, thread.id, last)
     if not request.htmx and last:
         response["Location"] += f"#m-{last}"

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from transcripts import interchange
+from transcripts import interchange, selectors
 from transcripts.errors import DomainError
 from transcripts.formats import FORMATS
 from transcripts.permissions import NO_ACCESS, Role, project_access, readable_threads
@@ -31,9 +31,7 @@ LISTED = 50
 
 def _listed(request: HttpRequest, thread_ids: list[str]) -> dict[str, Any]:
     """The first LISTED imported threads the user may still read, and how many more there are."""
-    threads = list(
-        readable_threads(request.user).filter(pk__in=thread_ids).order_by("created_at")[:LISTED]
-    )
+    threads = selectors.imported_threads(readable_threads(request.user), thread_ids, LISTED)
     return {"threads": threads, "more": len(thread_ids) - len(threads)}
 
 
@@ -54,7 +52,7 @@ def import_page(request: HtmxHttpRequest) -> HttpResponse:
     if project is None:
         return render(request, NO_PROJECT)
     if request.method == "GET":
-        jobs = import_jobs_for_user(request).order_by("-created_at")[:10]
+        jobs = selectors.latest_jobs(import_jobs_for_user(request), 10)
         return render(request, TEMPLATE, _context(request, jobs=jobs))
     require_role(project_access(request.user, project), Role.EDITOR, f"import into {project}")
     upload = request.FILES.get("file")

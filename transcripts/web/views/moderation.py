@@ -119,8 +119,12 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
         offset = max(int(request.GET.get("offset", "0")), 0)
     except ValueError:
         offset = 0
-    reports = selectors.report_queue("" if status == "all" else status, project_ids=moderated)
-    page = list(reports[offset : offset + REPORTS_PER_PAGE + 1])
+    page = selectors.report_page(
+        "" if status == "all" else status,
+        project_ids=moderated,
+        offset=offset,
+        limit=REPORTS_PER_PAGE + 1,
+    )
     more = len(page) > REPORTS_PER_PAGE
     context = {
         "rows": report_rows(page[:REPORTS_PER_PAGE], administered=_administered(request)),
@@ -264,9 +268,7 @@ def _row_context(request: HtmxHttpRequest, report: Report, *, error: str = "") -
     """What the row of report needs, read afresh, and the tabs to swap out of band."""
     tab = request.POST.get("tab") or request.GET.get("tab") or "open"
     moderated = moderated_project_ids(request)
-    row = report_rows(
-        [selectors.report_queue().get(pk=report.pk)], administered=_administered(request)
-    )[0]
+    row = report_rows([selectors.queued_report(report.pk)], administered=_administered(request))[0]
     return {
         "row": row,
         "error": error,

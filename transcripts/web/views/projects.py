@@ -7,18 +7,18 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from transcripts import selectors
 from transcripts.errors import DomainError
 from transcripts.ledger import projects as project_services
 from transcripts.ledger import tokens as token_services
 from transcripts.ledger.projects import MAX_RETENTION_DAYS
-from transcripts.models import ApiToken, AuditRecord, Membership, Project, ProjectRole
-from transcripts.pagination import decode_cursor, encode_cursor
+from transcripts.models import ApiToken, Project, ProjectRole
+from transcripts.pagination import decode_position
 from transcripts.permissions import Access, Role
 from transcripts.times import parse_iso_utc
 from transcripts.web.access import (
@@ -85,18 +85,14 @@ def _page(
     **extra: Any,
 ) -> HttpResponse:
     """The project page: its members for every member; tokens and the forms for its admins."""
-    members = Membership.objects.filter(project=project).select_related("user")
+    members = selectors.members_of(project)
     context: dict[str, Any] = {
         "project": project,
         "access": access,
         "members": sorted(members, key=lambda m: (-Role.named(m.role), m.user.get_username())),
         "roles": ProjectRole.choices,
         "scopes": ApiToken.SCOPES,
-        "tokens": (
-            ApiToken.objects.filter(project=project).order_by("revoked_at", "-created_at")
-            if access.can_administer
-            else []
-        ),
+        "tokens": selectors.tokens_of(project) if access.can_administer else [],
         **extra,
     }
     response = render(request, TEMPLATE, context, status=status)
@@ -150,7 +146,7 @@ def add_member(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if not form.is_valid():
         return _page(request, project, access, status=422, member_form=form, error=_errors(form))
     username = form.cleaned_data["username"].strip()
-    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    user = selectors.active_user(username)
     if user is None:
         error = f"There is no active account called “{username}”."
         return _page(request, project, access, status=422, member_form=form, error=error)
@@ -244,29 +240,28 @@ def set_retention(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 # --- the audit log -------------------------------------------------------------------------
 
 
+def _record_id(value: Any) -> int | None:
+    """An audit cursor's record id, else None."""
+    return value if isinstance(value, int) else None
+
+
 @login_required
 @require_GET
 def audit_log(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """What was done in the project, newest first (moderators and admins), a page at a time."""
     project, access = get_project_for_user(request, slug)
     require_role(access, Role.MODERATOR, "read the audit log")
-    records = AuditRecord.objects.filter(project=project).order_by("-created_at", "-id")
     cursor = request.GET.get("cursor", "")
-    if cursor:
-        values = decode_cursor(cursor, 2)
-        moment = parse_iso_utc(values[0]) if values and isinstance(values[0], str) else None
-        if values is None or moment is None or not isinstance(values[1], int):
-            raise DomainError("The “older entries” position is not valid: start from the newest.")
-        records = records.filter(created_at__lte=moment).exclude(
-            created_at=moment, id__gte=values[1]
-        )
-    page = list(records[: AUDIT_PER_PAGE + 1])
+    after = decode_position(cursor, parse_iso_utc, _record_id) if cursor else None
+    if cursor and after is None:
+        raise DomainError("The “older entries” position is not valid: start from the newest.")
+    page = selectors.audit_page(project, after=after, limit=AUDIT_PER_PAGE + 1)
     more = len(page) > AUDIT_PER_PAGE
     page = page[:AUDIT_PER_PAGE]
     context = {
         "project": project,
         "rows": audit_rows(page),
-        "next_cursor": encode_cursor(page[-1].created_at, page[-1].id) if more else "",
+        "next_cursor": selectors.NEWEST_FIRST.cursor(page[-1]) if more else "",
         "first_page": not cursor,
     }
     template = AUDIT_TEMPLATE

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import OuterRef, Subquery
 from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from transcripts.models import Event, Message, Run, RunStatus
+from transcripts import selectors
+from transcripts.models import Run, RunStatus
 from transcripts.selectors.trace import run_trace
 from transcripts.web.access import get_run_for_user, login_required
 from transcripts.web.http import HtmxHttpRequest, render_live_block, to_conversation
@@ -32,13 +32,7 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     open), "run-trace" (everything, once the run's final status arrives) or a page of the raw
     log (?after=).
     """
-    first_message = Message.objects.filter(run_id=OuterRef("pk")).order_by("position")
-    runs = (
-        Run.objects.select_related("thread")
-        .defer("snapshot", "thread__metadata")
-        .annotate(first_message_id=Subquery(first_message.values("id")[:1]))
-    )
-    run, _ = get_run_for_user(request, run_id, runs=runs)
+    run, _ = get_run_for_user(request, run_id, runs=selectors.trace_page_runs())
     try:
         after = int(request.GET.get("after") or "0")
     except ValueError:
@@ -68,9 +62,7 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
 
 def _log_page(run: Run, after: int) -> dict[str, Any]:
     """A page of the raw event log after seq `after`, and where the next one starts."""
-    events = list(
-        Event.objects.filter(run_id=run.id, seq__gt=after).order_by("seq")[: EVENTS_PER_PAGE + 1]
-    )
+    events = selectors.event_page(run, after=after, limit=EVENTS_PER_PAGE + 1)
     more = len(events) > EVENTS_PER_PAGE
     events = events[:EVENTS_PER_PAGE]
     return {

@@ -25,7 +25,12 @@ from transcripts.models import Message, Thread
 from transcripts.permissions import Access, Role
 from transcripts.web.access import get_thread_for_user, login_required, message_of, require_role
 from transcripts.web.http import HtmxHttpRequest
-from transcripts.web.presenters.shares import share_rows, shared_page
+from transcripts.web.presenters.shares import (
+    LEAF_PREVIEW_CHARS,
+    share_rows,
+    shared_page,
+    shared_start,
+)
 
 PANEL = "transcripts/shares.html"
 SHARED = "transcripts/shared.html"
@@ -66,7 +71,9 @@ def shared(request: HttpRequest, secret: str) -> HttpResponse:
         start = int(request.GET.get("start", "0"))
     except ValueError:
         start = 0  # a mangled pager link still opens the branch, from its start
-    page = shared_page(share, start=start, size=SHARED_WINDOW)
+    start = shared_start(share, start=start, size=SHARED_WINDOW)
+    messages = selectors.shared_path(share, start=start, limit=SHARED_WINDOW)
+    page = shared_page(share, messages, start=start, size=SHARED_WINDOW)
     return _private(render(request, SHARED, {"thread": share.thread, "page": page}))
 
 
@@ -100,13 +107,14 @@ def _editor_thread(request: HtmxHttpRequest, thread_id: str) -> tuple[Thread, Ac
 def _panel(
     request: HtmxHttpRequest, thread: Thread, leaf: Message | None, status: int = 200, **extra: Any
 ) -> HttpResponse:
-    shares = list(selectors.thread_shares(thread)[:SHOWN_LINKS])
+    shares = selectors.latest_shares(thread, SHOWN_LINKS)
+    previews = selectors.message_previews([s.leaf_id for s in shares], LEAF_PREVIEW_CHARS)
     conversation_url = reverse("conversation", args=[thread.id])
     context = {
         "thread": thread,
         "leaf": leaf,
         "leaf_preview": selectors.message_previews([leaf.id]).get(leaf.id, "") if leaf else "",
-        "rows": share_rows(shares),
+        "rows": share_rows(shares, previews),
         "expiry_choices": EXPIRY_CHOICES,
         "panel_url": reverse("thread_shares", args=[thread.id]),
         "back_url": conversation_url + (f"?leaf={leaf.id}" if leaf and not leaf.active else ""),

@@ -5,30 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.db.models import Q, QuerySet
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from transcripts import selectors
-from transcripts.ids import is_ulid
-from transcripts.models import Thread
-from transcripts.pagination import decode_cursor, encode_cursor
+from transcripts.pagination import Keyset, Position, decode_position, moment, text, ulid
 from transcripts.permissions import project_access
-from transcripts.times import parse_iso
 from transcripts.web.access import current_project, login_required, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
-from transcripts.web.presenters.threads import thread_rows
+from transcripts.web.presenters.threads import PREVIEW_CHARS, thread_rows
 
 TEMPLATE = "transcripts/threads.html"
 NO_PROJECT = "transcripts/no_project.html"
 THREADS_PER_PAGE = 25
 
-SORTS: dict[str, tuple[str, bool]] = {
-    "recent": ("updated_at", True),
-    "oldest": ("updated_at", False),
-    "newest": ("created_at", True),
-    "title": ("title", False),
+SORTS: dict[str, Keyset] = {
+    "recent": Keyset("updated_at", desc=True),
+    "oldest": Keyset("updated_at"),
+    "newest": Keyset("created_at", desc=True),
+    "title": Keyset("title"),
 }
 
 
@@ -67,26 +63,9 @@ class ThreadFilters(forms.Form):
     )
 
 
-def _position(cursor: str, key: str) -> tuple[Any, str] | None:
+def _position(cursor: str, key: str) -> Position | None:
     """The (sort value, thread id) a "load more" cursor continues after, or None if invalid."""
-    values = decode_cursor(cursor, 2)
-    if values is None:
-        return None
-    value, thread_id = values
-    if not isinstance(thread_id, str) or not is_ulid(thread_id):
-        return None
-    if key == "title":
-        return (value, thread_id) if isinstance(value, str) else None
-    moment = parse_iso(value) if isinstance(value, str) else None
-    return (moment, thread_id) if moment is not None else None
-
-
-def _after(
-    threads: QuerySet[Thread], key: str, desc: bool, position: tuple[Any, str]
-) -> QuerySet[Thread]:
-    value, thread_id = position
-    op = "lt" if desc else "gt"
-    return threads.filter(Q(**{f"{key}__{op}": value}) | Q(**{key: value, f"id__{op}": thread_id}))
+    return decode_position(cursor, text if key == "title" else moment, ulid)
 
 
 def _invalid_filters(
@@ -125,9 +104,9 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         return _invalid_filters(request, form, bad_cursor=False)
     filters: dict[str, Any] = form.cleaned_data
     query = filters.get("q") or ""
-    key, desc = SORTS.get(filters.get("sort") or "recent", SORTS["recent"])
+    keyset = SORTS.get(filters.get("sort") or "recent", SORTS["recent"])
     cursor = request.GET.get("cursor", "")
-    position = _position(cursor, key) if cursor else None
+    position = _position(cursor, keyset.key) if cursor else None
     if cursor and position is None:
         return _invalid_filters(request, form, bad_cursor=True)
     visible, access = threads_for_user(request, project)
@@ -142,24 +121,24 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         until=filters.get("until"),
         agent_or_model=filters.get("who") or "",
     )
-    if status == "hidden" and not access.sees_hidden:
-        threads = threads.none()
-    if position is not None:
-        threads = _after(threads, key, desc, position)
-    order = [f"-{key}", "-id"] if desc else [key, "id"]
-    page = list(threads.order_by(*order)[: THREADS_PER_PAGE + 1])
+    page = (
+        []
+        if status == "hidden" and not access.sees_hidden
+        else selectors.keyset_page(threads, keyset, after=position, limit=THREADS_PER_PAGE + 1)
+    )
     more = len(page) > THREADS_PER_PAGE
     page = page[:THREADS_PER_PAGE]
+    ids = [t.id for t in page]
     params = request.GET.copy()
     params.pop("cursor", None)
     next_query = ""
     if more:
-        params["cursor"] = encode_cursor(getattr(page[-1], key), page[-1].id)
+        params["cursor"] = keyset.cursor(page[-1])
         next_query = params.urlencode()
     context = {
         "form": form,
         "project": project,
-        "rows": thread_rows(page, query),
+        "rows": thread_rows(page, selectors.thread_list_facts(ids, query, PREVIEW_CHARS)),
         "next_query": next_query,
         "query": query,
         "filtered": any(v for k, v in filters.items() if k != "sort"),

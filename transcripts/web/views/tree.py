@@ -7,6 +7,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from transcripts import selectors
 from transcripts.web.access import get_thread_for_user, login_required
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.tree import tree_map
@@ -18,7 +19,12 @@ from transcripts.web.presenters.tree_html import outline_html
 def tree(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     """The whole conversation tree as an outline: the active path, the branches nested below."""
     thread, _ = get_thread_for_user(request, thread_id)
-    laid_out, lines = tree_map(thread)
+    laid_out, lines = tree_map(
+        thread,
+        selectors.tree_rows(thread),
+        selectors.runs_without_messages(thread),
+        selectors.message_previews,
+    )
     context = {
         "thread": thread,
         "tree": laid_out,

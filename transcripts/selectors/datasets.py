@@ -8,44 +8,61 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 
-from transcripts.datasets.query import PREFERENCES, DatasetQuery
+from transcripts.ids import ulid_of
 from transcripts.models import Message, Project, Run, RunRating, RunStatus, Thread
+from transcripts.pagination import Keyset
+from transcripts.selectors.pages import keyset_batches
 from transcripts.selectors.threads import filter_threads, search_threads
-from transcripts.selectors.ulids import ulid_of
 
 THREAD_BATCH = 50
+BY_ID = Keyset("id")
 # Runs whose answers a dataset may hold: what was committed, kept or replaced.
 MATERIALIZED = (RunStatus.COMMITTED, RunStatus.SUPERSEDED)
 
 
-def dataset_threads(project: Project, query: DatasetQuery) -> QuerySet[Thread]:
-    """The project's visible threads that the query's thread filters keep."""
+@dataclass(frozen=True)
+class ThreadFilters:
+    """Which threads a dataset keeps: search words, a date range (on the last update, or on
+    creation), a model and an agent named, only branched or only rated threads."""
+
+    search: str = ""
+    by_update: bool = True
+    since: date | None = None
+    until: date | None = None
+    model: str = ""
+    agent: str = ""
+    branched: bool = False
+    rated_only: bool = False
+
+
+def dataset_threads(project: Project, filters: ThreadFilters) -> QuerySet[Thread]:
+    """The project's visible threads that the filters keep."""
     threads = Thread.objects.filter(project=project, hidden=False)
-    threads = search_threads(threads, query.search)
-    if query.dated == "updated":
-        threads = filter_threads(threads, since=query.since, until=query.until)
+    threads = search_threads(threads, filters.search)
+    if filters.by_update:
+        threads = filter_threads(threads, since=filters.since, until=filters.until)
     else:
-        if query.since is not None:
-            threads = threads.filter(created_at__date__gte=query.since)
-        if query.until is not None:
-            threads = threads.filter(created_at__date__lte=query.until)
-    if query.model:
-        runs = Run.objects.filter(thread_id=OuterRef("pk"), model__icontains=query.model)
+        if filters.since is not None:
+            threads = threads.filter(created_at__date__gte=filters.since)
+        if filters.until is not None:
+            threads = threads.filter(created_at__date__lte=filters.until)
+    if filters.model:
+        runs = Run.objects.filter(thread_id=OuterRef("pk"), model__icontains=filters.model)
         threads = threads.filter(Exists(runs))
-    if query.agent:
+    if filters.agent:
         agents = Message.objects.filter(
-            thread_id=OuterRef("pk"), metadata__agentId__icontains=query.agent
+            thread_id=OuterRef("pk"), metadata__agentId__icontains=filters.agent
         )
-        threads = threads.filter(Exists(agents) | Q(agents__icontains=query.agent))
-    if query.kind == PREFERENCES:
+        threads = threads.filter(Exists(agents) | Q(agents__icontains=filters.agent))
+    if filters.branched:
         # A fork point leaves a message off the active path.
         threads = filter_threads(threads, has_branches=True)
-    if query.rated_only:
+    if filters.rated_only:
         threads = threads.filter(
             Exists(RunRating.objects.filter(thread_id=OuterRef("pk"), preferred=True))
         )
@@ -67,14 +84,15 @@ class Node:
     redacted: bool
 
     def as_canonical(self) -> dict[str, Any]:
-        """The canonical message the format shapes read."""
-        return {
-            "id": self.id,
-            "parentMessageId": self.parent_id,
-            "role": self.role,
-            "parts": self.parts,
-            "metadata": self.metadata,
-        }
+        """The canonical message the format shapes read (without createdAt)."""
+        return Message.canonical_dict(
+            id=self.id,
+            parent_id=self.parent_id,
+            role=self.role,
+            parts=self.parts,
+            metadata=self.metadata,
+            created_at=None,
+        )
 
 
 @dataclass(frozen=True)
@@ -122,20 +140,6 @@ class ThreadTree:
         )
 
 
-def _thread_batches(threads: QuerySet[Thread]) -> Iterator[list[Thread]]:
-    """threads in batches, by id."""
-    after: str | None = None
-    while True:
-        page = threads.order_by("id")
-        if after is not None:
-            page = page.filter(id__gt=after)
-        batch = list(page[:THREAD_BATCH])
-        if not batch:
-            return
-        yield batch
-        after = batch[-1].id
-
-
 def _runs_of(thread_ids: list[str]) -> dict[str, dict[str, RunFacts]]:
     """thread id -> run id -> facts, for the materialized runs of the threads (two queries)."""
     marks = {
@@ -158,7 +162,7 @@ def _runs_of(thread_ids: list[str]) -> dict[str, dict[str, RunFacts]]:
 def thread_trees(threads: QuerySet[Thread], *, active_only: bool = False) -> Iterator[ThreadTree]:
     """Each thread's tree (only its active path with active_only), one batch of threads in
     memory at a time."""
-    for batch in _thread_batches(threads):
+    for batch in keyset_batches(threads, BY_ID, THREAD_BATCH):
         ids = [t.id for t in batch]
         trees = {t.id: ThreadTree(thread=t) for t in batch}
         for thread_id, runs in _runs_of(ids).items():
