@@ -33,8 +33,7 @@ api = NinjaAPI(
     docs=LocalSwagger(),
 )
 install_handlers(api)
-# threads.py still spells out its /threads paths: it is mounted at the root.
-api.add_router("", threads.router, tags=["threads"])
+api.add_router("/threads", threads.router, tags=["threads"])
 api.add_router("/threads", runs.thread_router, tags=["runs"])
 api.add_router("/runs", runs.router, tags=["runs"])
 api.add_router("/runs", events.router, tags=["events"])

@@ -48,7 +48,7 @@ router = Router(tags=["threads"], auth=read_auth)
 
 
 @router.post(
-    "/threads",
+    "",
     response={200: ThreadOut | ThreadStatusOut, 201: ThreadOut | ThreadStatusOut, **ERRORS},
     auth=ingest_auth,
 )
@@ -83,7 +83,7 @@ def _depth(value: Any) -> int | None:
     return depth if depth is not None and -1 <= depth <= MAX_INT else None
 
 
-@router.get("/threads", response={200: ThreadPage, **ERRORS})
+@router.get("", response={200: ThreadPage, **ERRORS})
 def list_threads(
     request: HttpRequest,
     q: str = Query("", max_length=500, description="Full-text search over titles and messages"),
@@ -108,14 +108,14 @@ def list_threads(
     return {"threads": page, "nextCursor": next_cursor}
 
 
-@router.get("/threads/{threadId}", response={200: ThreadOut, **ERRORS})
+@router.get("/{threadId}", response={200: ThreadOut, **ERRORS})
 def get_thread(request: HttpRequest, threadId: str) -> Thread:
     """One thread."""
     return get_thread_for_caller(request, threadId, needs=[READ])
 
 
 @router.get(
-    "/threads/{threadId}/messages",
+    "/{threadId}/messages",
     response={200: MessagePage, **ERRORS},
     openapi_extra={
         "responses": {

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
@@ -12,9 +14,10 @@ from django.db.models import OuterRef, QuerySet, Subquery
 
 from transcripts.errors import InvalidInput, NotFound
 from transcripts.ids import require_ulid, to_uuid
-from transcripts.models import OPEN_STATUSES, Event, Message, Run, Thread
+from transcripts.models import OPEN_STATUSES, Event, Message, Run, RunStatus, Thread
 from transcripts.projector import Projection, Projector
 from transcripts.selectors.paths import path_to
+from transcripts.selectors.worker_liveness import since_a_worker_was_seen
 
 _MAX_SEQ = 2**31 - 1
 
@@ -133,3 +136,24 @@ def open_run_of(thread: Thread) -> Run | None:
 def last_message_id(run: Run) -> str | None:
     """The id of the run's last message, if it has one."""
     return run.messages.order_by("-position").values_list("pk", flat=True).first()
+
+
+@dataclass(frozen=True)
+class LiveRunFacts:
+    """What the live block of a run shows, read in one place: its projection so far, the run
+    that retried it (a failed run), and for a queued run the seconds since any worker was
+    seen (math.inf: never; None when the run is not queued)."""
+
+    projection: Projection
+    requeued_as: Run | None
+    worker_silence: float | None
+
+
+def live_run_facts(run: Run, thread: Thread) -> LiveRunFacts:
+    """The reads behind a run's live block (see LiveRunFacts)."""
+    requeued_as = retry_of(thread, run.id) if run.status == RunStatus.FAILED else None
+    silence = None
+    if run.status == RunStatus.QUEUED:
+        since = since_a_worker_was_seen()
+        silence = math.inf if since is None else since.total_seconds()
+    return LiveRunFacts(project_run(run), requeued_as, silence)

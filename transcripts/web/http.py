@@ -9,6 +9,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseLocation, push_url
 from django_htmx.middleware import HtmxDetails
 
+from transcripts import selectors
 from transcripts.models import Run, Thread
 from transcripts.permissions import Access
 from transcripts.web.presenters.runs import live_run
@@ -62,6 +63,6 @@ def render_live_block(
 ) -> HttpResponse:
     """The live block's body of a run (its projection so far, its status and the actions the
     user's access allows)."""
-    live = live_run(run, thread, access=access)
+    live = live_run(run, thread, selectors.live_run_facts(run, thread), access=access)
     context = {"live": live, "thread": thread, "url": live.conversation_url}
     return render(request, "transcripts/generation.html#live-body", context)

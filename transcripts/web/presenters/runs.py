@@ -15,12 +15,11 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
-from transcripts import selectors
 from transcripts.generation.generators import CHOICES, EXTERNAL, GENERATORS
 from transcripts.generation.leases import lease_seconds
 from transcripts.models import Event, Run, RunStatus, Thread
 from transcripts.permissions import Access, may_stop
-from transcripts.selectors.worker_liveness import since_a_worker_was_seen
+from transcripts.selectors.runs import LiveRunFacts
 from transcripts.web import rendering
 from transcripts.web.presenters.messages import MessageItem, message_items, projected_messages
 
@@ -254,28 +253,21 @@ def _no_worker(silence: float) -> str:
     return f"No worker has been seen for {ago}: {start}"
 
 
-def worker_silence(run: Run) -> float | None:
-    """For a run waiting for one of the built-in generators: seconds since any worker was seen
-    when that is longer than a lease (math.inf: never), else None. Read-only."""
-    if run.status != RunStatus.QUEUED or run.generator == EXTERNAL:
+def worker_silence(run: Run, silence: float | None) -> float | None:
+    """For a run waiting for one of the built-in generators: the seconds since any worker was
+    seen (silence, math.inf: never) when that is longer than a lease, else None."""
+    if run.status != RunStatus.QUEUED or run.generator == EXTERNAL or silence is None:
         return None
-    since = since_a_worker_was_seen()
-    if since is None:
-        return math.inf
-    seconds = since.total_seconds()
-    return seconds if seconds > lease_seconds() else None
+    return silence if silence > lease_seconds() else None
 
 
-def live_run(run: Run, thread: Thread, *, access: Access) -> LiveRun:
-    """The run's projection so far, rendered like committed messages, with the actions the
-    reader's access allows."""
-    projection = selectors.project_run(run)
+def live_run(run: Run, thread: Thread, facts: LiveRunFacts, *, access: Access) -> LiveRun:
+    """The run's projection so far (facts: selectors.live_run_facts), rendered like committed
+    messages, with the actions the reader's access allows."""
+    projection = facts.projection
     messages = projected_messages(thread, run, projection.messages)
     errors = [str(e.get("message") or e) for e in projection.errors if isinstance(e, dict)]
     label = dict(generator_choices()).get(run.generator, run.generator or "external")
-    requeued_as = None
-    if run.status == RunStatus.FAILED:
-        requeued_as = selectors.retry_of(thread, run.id)
     return LiveRun(
         run=run,
         items=message_items(thread, messages),
@@ -284,21 +276,26 @@ def live_run(run: Run, thread: Thread, *, access: Access) -> LiveRun:
         stream_url=f"/api/v1/runs/{run.id}/stream",
         live_url=reverse("run_live", args=[run.id]),
         generator_label=label,
-        requeued_as=requeued_as,
-        worker_silence=worker_silence(run),
+        requeued_as=facts.requeued_as,
+        worker_silence=worker_silence(run, facts.worker_silence),
         may_stop=may_stop(run, user_access=access),
         may_retry=access.can_edit,
     )
 
 
 def open_live_run(
-    run: Run | None, thread: Thread, items: list[MessageItem], *, access: Access
+    run: Run | None,
+    facts: LiveRunFacts | None,
+    thread: Thread,
+    items: list[MessageItem],
+    *,
+    access: Access,
 ) -> LiveRun | None:
-    """The thread's open run (selectors.open_run_of) placed in the window: after its fork
-    point, or at the top/bottom."""
-    if run is None:
+    """The thread's open run (selectors.open_run_of, with selectors.live_run_facts) placed in
+    the window: after its fork point, or at the top/bottom."""
+    if run is None or facts is None:
         return None
-    live = live_run(run, thread, access=access)
+    live = live_run(run, thread, facts, access=access)
     if run.fork_from_id is None:
         live.placement = "top"
     elif any(item.message.id == run.fork_from_id for item in items):

@@ -18,8 +18,15 @@ from transcripts.permissions import Access
 from transcripts.web.access import get_thread_for_user, login_required, message_of, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.messages import MessageItem, message_items
-from transcripts.web.presenters.runs import open_live_run, options_for
+from transcripts.web.presenters.runs import LiveRun, open_live_run, options_for
 from transcripts.web.presenters.threads import RecentThreads
+
+
+def _open_run(thread: Thread, items: list[MessageItem], access: Access) -> LiveRun | None:
+    """The thread's open run, if any, as its live block placed in the window."""
+    run = selectors.open_run_of(thread)
+    facts = selectors.live_run_facts(run, thread) if run is not None else None
+    return open_live_run(run, facts, thread, items, access=access)
 
 
 def last_choice(thread: Thread) -> dict[str, Any]:
@@ -112,7 +119,7 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "off_active": anchor is not None and not anchor.active,
         "tree_url": reverse("tree", args=[thread.id]),
         "generation_options": options_for(thread, access, last_choice),
-        "open_run": open_live_run(selectors.open_run_of(thread), thread, items, access=access),
+        "open_run": _open_run(thread, items, access),
         "export_formats": export_formats(),
         "recent_threads": RecentThreads(lambda n: selectors.recent_threads(readable, n), thread.id),
         # Share links: editors open the panel of the branch being read (views/shares.py).
