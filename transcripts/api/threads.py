@@ -96,9 +96,7 @@ def list_threads(
     ),
 ) -> dict[str, Any]:
     """Threads of the token's project, most recently updated first; q searches every branch."""
-    readable = readable_threads(request)
-    if externalId is not None:
-        readable = readable.filter(external_id=externalId)
+    readable = selectors.with_external_id(readable_threads(request), externalId)
     after = _position(cursor, moment, ulid) if cursor else None
     threads = selectors.search_threads(readable, q)
     page = selectors.thread_page(threads, after=after, limit=limit + 1)

@@ -98,6 +98,7 @@ from transcripts.selectors.threads import (
     thread_page,
     thread_stats,
     visible_threads,
+    with_external_id,
 )
 
 __all__ = [
@@ -174,4 +175,5 @@ __all__ = [
     "trace_page_runs",
     "tree_rows",
     "visible_threads",
+    "with_external_id",
 ]

@@ -27,6 +27,12 @@ def visible_threads(*, include_hidden: bool = False) -> QuerySet[Thread]:
     return threads if include_hidden else threads.filter(hidden=False)
 
 
+def with_external_id(threads: QuerySet[Thread], external_id: str | None) -> QuerySet[Thread]:
+    """threads narrowed to the one with external_id (an OTel conversation or trace id, a
+    chat id); all of them when external_id is None."""
+    return threads if external_id is None else threads.filter(external_id=external_id)
+
+
 def search_threads(threads: QuerySet[Thread], query: str) -> QuerySet[Thread]:
     """Threads whose title or any message on any branch matches query (full-text)."""
     query = query.strip()
