@@ -259,16 +259,16 @@ _NULL_MEANS_NONE = {"reasoning": "signature", "file": "name"}
 
 
 def full_parts(
-    parts: Iterable[Mapping[str, object]], tool_names: dict[str, str]
-) -> list[dict[str, object]]:
+    parts: Iterable[Mapping[str, JsonValue]], tool_names: dict[str, str]
+) -> list[JsonObject]:
     """Copies of valid parts with every optional field as the projector writes it.
 
     tool_names maps the tool call ids met so far to their tool names; each call among parts
     is added to it, so a result later in the same list finds its call's name.
     """
-    out: list[dict[str, object]] = []
+    out: list[JsonObject] = []
     for given in parts:
-        part = copy.deepcopy(dict(given))
+        part: JsonObject = copy.deepcopy(dict(given))
         part_type = str(part["type"])
         if part_type == "tool-call":
             part.setdefault("input", None)
@@ -284,7 +284,9 @@ def full_parts(
     return out
 
 
-def stored_parts(parts: Iterable[Mapping[str, object]], tool_names: dict[str, str]) -> list[Part]:
+def stored_parts(
+    parts: Iterable[Mapping[str, JsonValue]], tool_names: dict[str, str]
+) -> list[Part]:
     """full_parts typed as the parts they are: parts must have passed the part models."""
     return cast(list[Part], full_parts(parts, tool_names))
 
