@@ -17,7 +17,7 @@ from transcripts.jsonvalue import (
     objects_in,
     text_of,
 )
-from transcripts.message_schema import SCHEMA_VERSION
+from transcripts.message_schema import SCHEMA_VERSION, message_object
 
 
 @dataclass
@@ -44,18 +44,11 @@ def make_message(
     created_at: str | None = None,
     metadata: JsonObject | None = None,
 ) -> JsonObject:
-    """A canonical message dict with schemaVersion set."""
+    """A canonical message dict with schemaVersion set (metadata may override it)."""
     meta: JsonObject = {"schemaVersion": SCHEMA_VERSION}
     if metadata:
         meta.update(metadata)
-    return {
-        "id": key,
-        "parentMessageId": parent,
-        "role": role,
-        "parts": parts,
-        "createdAt": created_at,
-        "metadata": meta,
-    }
+    return message_object(key, parent, role, parts, created_at, meta)
 
 
 def tool_call_part(call_id: str, name: str, tool_input: JsonValue) -> JsonObject:
