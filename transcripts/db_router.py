@@ -17,10 +17,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, Error, connections
@@ -109,7 +109,14 @@ class _ReplicaHealth:
 _replica = _ReplicaHealth()
 
 
-def _watch_replica(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+# Django's execute wrapper protocol: the next wrapper (or the cursor's execution), the SQL, its
+# parameters, whether it is an executemany, and the wrapper context (connection and cursor).
+Execute = Callable[[str, object, bool, dict[str, object]], object]
+
+
+def _watch_replica(
+    execute: Execute, sql: str, params: object, many: bool, context: dict[str, object]
+) -> object:
     """Execute wrapper of replica connections: a query the replica fails for its own reasons
     (down, cut off, in conflict with recovery) marks the request for a retry on the primary.
     Other errors (a bad query) would fail on the primary too and are left as they are."""
@@ -129,7 +136,9 @@ def _watch_replica(execute: Any, sql: str, params: Any, many: bool, context: Any
         raise
 
 
-def _watch_replica_connections(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+def _watch_replica_connections(
+    sender: object, connection: BaseDatabaseWrapper, **kwargs: object
+) -> None:
     if connection.alias == REPLICA_DB_ALIAS and _watch_replica not in connection.execute_wrappers:
         connection.execute_wrappers.append(_watch_replica)
 
@@ -141,7 +150,7 @@ class ReplicaRouter:
     """Django's database router: reads of plain read requests to the replica, the rest to the
     primary; migrations only on the primary."""
 
-    def db_for_read(self, model: type[Model], **hints: Any) -> str:
+    def db_for_read(self, model: type[Model], **hints: object) -> str:
         routing = current_routing.get()
         if (
             routing is None
@@ -151,7 +160,7 @@ class ReplicaRouter:
             return DEFAULT_DB_ALIAS
         return REPLICA_DB_ALIAS if routing.reads_replica else DEFAULT_DB_ALIAS
 
-    def db_for_write(self, model: type[Model], **hints: Any) -> str:
+    def db_for_write(self, model: type[Model], **hints: object) -> str:
         routing = current_routing.get()
         if routing is not None and model._meta.label_lower not in BOOKKEEPING_MODELS:
             # Read your own writes: the rest of this request, and this client's requests for a
@@ -159,9 +168,9 @@ class ReplicaRouter:
             routing.wrote = True
         return DEFAULT_DB_ALIAS
 
-    def allow_relation(self, obj1: Model, obj2: Model, **hints: Any) -> bool:
+    def allow_relation(self, obj1: Model, obj2: Model, **hints: object) -> bool:
         # Both aliases hold the same data.
         return True
 
-    def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool:
+    def allow_migrate(self, db: str, app_label: str, **hints: object) -> bool:
         return db == DEFAULT_DB_ALIAS

@@ -35,7 +35,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Annotated, Any, Literal, NotRequired, TypedDict, cast, get_args
+from typing import Annotated, Literal, NotRequired, TypedDict, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import ErrorDetails
@@ -241,15 +241,57 @@ class CanonicalMessage(TypedDict):
     metadata: JsonObject
 
 
-def as_canonical(messages: list[dict[str, Any]]) -> list[CanonicalMessage]:
+def canonical_message(
+    key: str,
+    parent: str | None,
+    role: str,
+    parts: list[Part],
+    created_at: str | None,
+    metadata: JsonObject,
+) -> CanonicalMessage:
+    """A stored canonical message (the projector's), its fields in their order."""
+    return {
+        "id": key,
+        "parentMessageId": parent,
+        "role": role,
+        "parts": parts,
+        "createdAt": created_at,
+        "metadata": metadata,
+    }
+
+
+def message_object(
+    key: str,
+    parent: str | None,
+    role: str,
+    parts: JsonValue,
+    created_at: str | None,
+    metadata: JsonValue,
+) -> JsonObject:
+    """A canonical message as a plain JSON object, the fields of `canonical_message` in the
+    same order, for messages not checked yet (the formats' readers, see
+    `formats.document.make_message`) or read back as JSON (exports). A TypedDict is no JSON
+    object to the type checker, hence the two forms."""
+    return {
+        "id": key,
+        "parentMessageId": parent,
+        "role": role,
+        "parts": parts,
+        "createdAt": created_at,
+        "metadata": metadata,
+    }
+
+
+def as_canonical(messages: list[JsonObject]) -> list[CanonicalMessage]:
     """Stored canonical messages (checked on the way in) typed as such, for code that reads
     them from plain-dict holders (a `TreeThread`)."""
     return cast(list[CanonicalMessage], messages)
 
 
-def plain_messages(messages: list[CanonicalMessage]) -> list[dict[str, Any]]:
-    """messages (the same list) for readers that still take canonical messages as plain dicts."""
-    return cast(list[dict[str, Any]], messages)
+def plain_messages(messages: list[CanonicalMessage]) -> list[JsonObject]:
+    """messages (the same list) as JSON objects, for readers of plain JSON (a TypedDict is no
+    `dict[str, JsonValue]` to the type checker, though every value of one is JSON)."""
+    return cast(list[JsonObject], messages)
 
 
 # --- writing parts in full ---------------------------------------------------------------
@@ -259,16 +301,16 @@ _NULL_MEANS_NONE = {"reasoning": "signature", "file": "name"}
 
 
 def full_parts(
-    parts: Iterable[Mapping[str, object]], tool_names: dict[str, str]
-) -> list[dict[str, object]]:
+    parts: Iterable[Mapping[str, JsonValue]], tool_names: dict[str, str]
+) -> list[JsonObject]:
     """Copies of valid parts with every optional field as the projector writes it.
 
     tool_names maps the tool call ids met so far to their tool names; each call among parts
     is added to it, so a result later in the same list finds its call's name.
     """
-    out: list[dict[str, object]] = []
+    out: list[JsonObject] = []
     for given in parts:
-        part = copy.deepcopy(dict(given))
+        part: JsonObject = copy.deepcopy(dict(given))
         part_type = str(part["type"])
         if part_type == "tool-call":
             part.setdefault("input", None)
@@ -284,7 +326,9 @@ def full_parts(
     return out
 
 
-def stored_parts(parts: Iterable[Mapping[str, object]], tool_names: dict[str, str]) -> list[Part]:
+def stored_parts(
+    parts: Iterable[Mapping[str, JsonValue]], tool_names: dict[str, str]
+) -> list[Part]:
     """full_parts typed as the parts they are: parts must have passed the part models."""
     return cast(list[Part], full_parts(parts, tool_names))
 

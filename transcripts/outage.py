@@ -15,7 +15,6 @@ import sys
 import threading
 import time
 from contextlib import suppress
-from typing import Any
 
 from django.core.signals import got_request_exception, request_started
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
@@ -115,7 +114,7 @@ class OutageMiddleware(SyncAsyncMiddleware):
         return response
 
 
-def _mark_outage(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+def _mark_outage(sender: object, request: HttpRequest | None = None, **kwargs: object) -> None:
     exc = sys.exc_info()[1]
     if request is not None and exc is not None and is_outage(exc) and not _replica_failed():
         request.database_outage = True  # type: ignore[attr-defined]
@@ -133,7 +132,7 @@ class _IdleCheck:
         self.after_seconds = after_seconds
         self._last = time.monotonic()
 
-    def on_request_started(self, sender: Any, **kwargs: Any) -> None:
+    def on_request_started(self, sender: object, **kwargs: object) -> None:
         now = time.monotonic()
         paused = now - self._last >= self.after_seconds
         self._last = now

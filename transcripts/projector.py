@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from transcripts.ids import derived_ulid, is_ulid, ulid_timestamp_ms
 from transcripts.jsonvalue import (
@@ -33,6 +33,7 @@ from transcripts.message_schema import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    canonical_message,
     plain_messages,
     stored_parts,
 )
@@ -77,11 +78,11 @@ class Snapshot(TypedDict):
 class Projection:
     """What a run's events amount to."""
 
-    messages: list[dict[str, Any]]
+    messages: list[JsonObject]
     seq_ranges: list[tuple[int, int]]
     errors: list[JsonObject]
     annotations: list[JsonObject]
-    metadata: dict[str, Any]  # JsonObject; readers index nested usage without narrowing
+    metadata: JsonObject
     last_seq: int
     open: bool
 
@@ -125,7 +126,7 @@ class Projector:
     steps_started: int = 0
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[JsonObject]:
         """The messages so far, for readers that take plain dicts (the open one may lack text
         still buffered)."""
         return plain_messages(self.canonical)
@@ -256,14 +257,9 @@ class Projector:
         if requested_id is not None and message_id != wanted:
             meta["sourceMessageId"] = requested_id
         parent = self.canonical[-1]["id"] if self.canonical else self.parent_id
-        message: CanonicalMessage = {
-            "id": message_id,
-            "parentMessageId": parent,
-            "role": role,
-            "parts": [],
-            "createdAt": created_at or epoch_ms_to_iso(self.last_ms),
-            "metadata": meta,
-        }
+        message = canonical_message(
+            message_id, parent, role, [], created_at or epoch_ms_to_iso(self.last_ms), meta
+        )
         self.canonical.append(message)
         self.seq_ranges.append([seq, seq])
         self.is_open = True

@@ -7,7 +7,7 @@ from typing import Any
 from tests.formats.helpers import through_json
 from transcripts.formats.ai_sdk.messages import export_ai_sdk, import_ai_sdk
 from transcripts.formats.anthropic import export_anthropic, import_anthropic
-from transcripts.formats.document import linear_thread, make_message, part_fingerprint
+from transcripts.formats.document import linear_thread, make_message, part_fingerprint, parts_of
 from transcripts.formats.gemini import export_gemini, import_gemini
 from transcripts.formats.openai import export_openai, import_openai
 from transcripts.formats.pydantic_ai import export_pydantic_ai, import_pydantic_ai
@@ -61,7 +61,7 @@ def test_ai_sdk_keeps_v6_approval_states_through_a_round_trip() -> None:
     (thread,) = import_ai_sdk(ui_messages)
     assert [m["role"] for m in thread.messages] == ["user", "assistant", "tool"]
     assert [p["toolCallId"] for p in thread.messages[1]["parts"]] == ["c1", "c2", "c3", "c4"]
-    denied, found = thread.messages[2]["parts"]
+    denied, found = parts_of(thread.messages[2])
     assert denied["isError"] is True and denied["output"] == "too risky"
     assert found["output"] == [1, 2]
     assert through_json(export_ai_sdk(thread)) == ui_messages
@@ -73,8 +73,13 @@ def test_ai_sdk_accepts_a_messages_wrapper() -> None:
 
 
 def test_anthropic_merges_consecutive_same_role_messages_and_puts_results_first() -> None:
-    call = {"type": "tool-call", "toolCallId": "t1", "toolName": "f", "input": {}}
-    result = {"type": "tool-result", "toolCallId": "t1", "toolName": "f", "output": 1}
+    call: dict[str, Any] = {"type": "tool-call", "toolCallId": "t1", "toolName": "f", "input": {}}
+    result: dict[str, Any] = {
+        "type": "tool-result",
+        "toolCallId": "t1",
+        "toolName": "f",
+        "output": 1,
+    }
     thread = linear_thread(
         [
             make_message("s", None, "system", [text("one")]),
@@ -232,7 +237,7 @@ def test_gemini_reads_code_it_ran_as_a_code_execution_call_and_its_result() -> N
         ]
     }
     (thread,) = import_gemini(body)
-    call, result, answer = thread.messages[1]["parts"]
+    call, result, answer = parts_of(thread.messages[1])
     assert (call["type"], call["toolName"], call["input"]["code"]) == (
         "tool-call",
         "code_execution",

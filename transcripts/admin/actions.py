@@ -10,7 +10,7 @@ and actions: `scope.py`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from django import forms
 from django.contrib import admin, messages
@@ -36,6 +36,8 @@ from transcripts.permissions import Role
 
 CONFIRM_TEMPLATE = "admin/transcripts/confirm_action.html"
 
+M = TypeVar("M", bound=Model)
+
 
 class ReasonActionForm(ActionForm):
     """The action bar with a reason field, recorded in the audit log."""
@@ -60,10 +62,10 @@ def confirmed_reason(request: HttpRequest) -> str:
 class ViewOnlyMixin:
     """No add or change form, for anyone: records change only through the audited actions."""
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         # A form save writes the whole row outside the ledger (it could put back a `head` a
         # concurrent commit just moved) and leaves no audit record.
         return False
@@ -72,15 +74,15 @@ class ViewOnlyMixin:
 class NoDeleteMixin:
     """Nobody deletes these records by hand (they go with their thread, or stay for good)."""
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
 def run_each(
-    admin_obj: admin.ModelAdmin[Any],
+    admin_obj: admin.ModelAdmin[M],
     request: HttpRequest,
-    queryset: QuerySet[Any],
-    act: Callable[[Any], bool],
+    queryset: QuerySet[M],
+    act: Callable[[M], bool],
     wording: str,
 ) -> None:
     """Apply act (whether it changed the object) to each object; say in the words of wording
@@ -107,16 +109,16 @@ def run_each(
 
 
 def confirm_then_run(
-    admin_obj: admin.ModelAdmin[Any],
+    admin_obj: admin.ModelAdmin[M],
     request: HttpRequest,
-    queryset: QuerySet[Any],
+    queryset: QuerySet[M],
     *,
     title: str,
     warning: str,
     action: str,
-    act: Callable[[Any, str], bool],
+    act: Callable[[M, str], bool],
     wording: str,
-    shows: Callable[[Any], RedactionPreview] | None = None,
+    shows: Callable[[M], RedactionPreview] | None = None,
 ) -> HttpResponse | None:
     """An irreversible action: a confirmation page that asks for a reason first, and with
     shows, the content each object loses."""
@@ -142,6 +144,7 @@ def confirm_then_run(
 
 # An admin action: the model admin, the request, the selected objects; a page, or None to go
 # back to the list.
+# Any: the admins of every model share these actions (ModelAdmin is invariant in its model).
 AdminAction = Callable[[ProjectScopedAdmin[Any], HttpRequest, QuerySet[Any]], HttpResponse | None]
 
 
@@ -241,7 +244,7 @@ def links(*pairs: tuple[str, str]) -> str:
     return format_html(html, *(format_html('<a href="{}">{}</a>', u, label) for u, label in pairs))
 
 
-def search_by_id(queryset: QuerySet[Any], term: str, *fields: str) -> QuerySet[Any]:
+def search_by_id(queryset: QuerySet[M], term: str, *fields: str) -> QuerySet[M]:
     """The rows whose given id fields equal term; none when term is not an id."""
     term = term.strip()
     if not is_ulid(term):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
 from django.http import HttpRequest
@@ -88,7 +86,7 @@ class AuditRecordAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[AuditRec
     fields = readonly_fields
     list_per_page = 100
 
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+    def get_changelist(self, request: HttpRequest, **kwargs: object) -> type[ChangeList]:
         return AuditChangeList
 
     def get_list_display(self, request: HttpRequest) -> tuple[str, ...]:

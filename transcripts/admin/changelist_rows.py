@@ -96,13 +96,14 @@ class RowsChangeList(ChangeList):
     def get_queryset(
         self, request: HttpRequest, exclude_parameters: list[str | None] | None = None
     ) -> QuerySet[Any]:
+        # Any: one change list for the admins of every model (ChangeList is not generic).
         queryset: QuerySet[Any] = super().get_queryset(request, exclude_parameters)
         deferred = getattr(self.model_admin, "list_defer", ())
         # JSON documents (metadata, usage, settings) are decoded for every row read, shown in
         # none of the list's columns: read on the record's page only.
         return queryset.defer(*deferred) if deferred else queryset
 
-    def url_for_result(self, result: Any) -> str:
+    def url_for_result(self, result: Model) -> str:
         return change_url(
             self.opts.model,
             getattr(result, self.pk_attname),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import Model, QuerySet
@@ -28,10 +26,12 @@ class EventKindFilter(admin.SimpleListFilter):
     title = "kind"
     parameter_name = "kind"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Model]
+    ) -> list[tuple[str, str]]:
         return [(kind, kind) for kind in KINDS] + [("data-*", "data-*"), ("system.*", "system.*")]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Event]) -> QuerySet[Event]:
         value = self.value()
         if not value:
             return queryset
@@ -79,7 +79,7 @@ class EventAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Event]):
         # A thread's events are found through its runs: the log has no thread_id index.
         return lookup == "run__thread__id__exact" or super().lookup_allowed(lookup, value, request)
 
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+    def get_changelist(self, request: HttpRequest, **kwargs: object) -> type[ChangeList]:
         return EventChangeList
 
     def find_object(

@@ -8,17 +8,15 @@ primary key, which is time-ordered here), read through the primary key index.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
 RECENT_ROWS = 10_000
 
 
-def distinct_values(values: QuerySet[Any]) -> list[Any]:
+def distinct_values(values: QuerySet[Model, object]) -> list[object]:
     """The distinct values of a one-column (sliced) queryset, deduplicated by the database."""
     # Only the tens of distinct values leave the database, not RECENT_ROWS rows to Python;
     # DISTINCT over the sliced rows (a derived table) keeps the pk index scan of the slice.
@@ -33,7 +31,9 @@ class RecentValuesFilter(admin.SimpleListFilter):
 
     field = ""
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Model]
+    ) -> list[tuple[str, str]]:
         recent = (
             model_admin.get_queryset(request)
             .order_by("-pk")
@@ -44,7 +44,7 @@ class RecentValuesFilter(admin.SimpleListFilter):
         )
         return [(value, value) for value in choices]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Model]) -> QuerySet[Model]:
         value = self.value()
         return queryset.filter(**{self.field: value}) if value else queryset
 

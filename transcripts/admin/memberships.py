@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.models import User
-from django.db.models import ForeignKey, QuerySet
+from django.db.models import ForeignKey, Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from transcripts.admin.scope import ProjectFilter, ProjectScopedAdmin
@@ -29,7 +27,7 @@ class MembershipAddForm(forms.ModelForm[Membership]):
         model = Membership
         fields = ADD_FIELDS
 
-    def clean(self) -> dict[str, Any]:
+    def clean(self) -> dict[str, object]:
         cleaned = super().clean() or {}
         username, project = cleaned.get("username", ""), cleaned.get("project")
         member = User.objects.filter(username=username.strip(), is_active=True).first()
@@ -53,7 +51,7 @@ class MembershipChangeForm(forms.ModelForm[Membership]):
         model = Membership
         fields = ("role",)
 
-    def clean(self) -> dict[str, Any]:
+    def clean(self) -> dict[str, object]:
         cleaned = super().clean() or {}
         if cleaned.get("role") not in (None, ProjectRole.ADMIN):
             try:
@@ -76,10 +74,10 @@ class MembershipAdmin(ProjectScopedAdmin[Membership]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return self.holds(request, Role.ADMIN)
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Membership | None = None) -> bool:
         return self.holds(request, Role.ADMIN, obj)
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Membership | None = None) -> bool:
         return self.holds(request, Role.ADMIN, obj)
 
     def get_form(
@@ -87,7 +85,7 @@ class MembershipAdmin(ProjectScopedAdmin[Membership]):
         request: HttpRequest,
         obj: Membership | None = None,
         change: bool = False,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> type[forms.ModelForm[Membership]]:
         kwargs["form"] = MembershipAddForm if obj is None else MembershipChangeForm
         return super().get_form(request, obj, change=change, **kwargs)
@@ -102,13 +100,15 @@ class MembershipAdmin(ProjectScopedAdmin[Membership]):
         return () if obj is None else ("project", "user", "created_at")
 
     def formfield_for_foreignkey(
-        self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
-    ) -> forms.ModelChoiceField[Any] | None:
+        self, db_field: ForeignKey[Model, Model], request: HttpRequest, **kwargs: object
+    ) -> forms.ModelChoiceField[Model] | None:
         if db_field.name == "project":
             kwargs["queryset"] = projects_of(request.user, at_least=Role.ADMIN)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    def save_model(self, request: HttpRequest, obj: Membership, form: Any, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: Membership, form: forms.ModelForm[Membership], change: bool
+    ) -> None:
         """Add the member or change their role through set_member (audited)."""
         membership = set_member(
             project=obj.project,
@@ -119,7 +119,7 @@ class MembershipAdmin(ProjectScopedAdmin[Membership]):
         obj.pk = membership.pk
 
     def delete_view(
-        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, object] | None = None
     ) -> HttpResponse:
         """Django's confirmation; a refusal (the project's last admin) back on the member's page."""
         try:

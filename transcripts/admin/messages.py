@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
 from transcripts import selectors
@@ -38,10 +36,12 @@ class StampedFilter(admin.SimpleListFilter):
     field = ""
     labels = ("", "")
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Model]
+    ) -> list[tuple[str, str]]:
         return [("yes", self.labels[0]), ("no", self.labels[1])]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Message]) -> QuerySet[Message]:
         if self.value() in ("yes", "no"):
             return queryset.filter(**{f"{self.field}__isnull": self.value() == "no"})
         return queryset
@@ -125,7 +125,7 @@ class MessageAdmin(ViewOnlyMixin, NoDeleteMixin, ProjectScopedAdmin[Message]):
     actions = TableActions("message")
     list_per_page = 50
 
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+    def get_changelist(self, request: HttpRequest, **kwargs: object) -> type[ChangeList]:
         return MessageChangeList
 
     def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:

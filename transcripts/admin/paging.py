@@ -10,27 +10,29 @@ at any size.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from django.core.paginator import Paginator
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.utils.functional import cached_property
+
+from transcripts.jsonvalue import list_of, object_of
 
 COUNT_LIMIT = 10_000
 
 
-def estimated_count(queryset: QuerySet[Any]) -> int:
+def estimated_count(queryset: QuerySet[Model]) -> int:
     """The planner's estimate of how many rows queryset holds (no row is read)."""
     compiler = queryset.query.get_compiler(using=queryset.db)
     sql, params = compiler.as_sql()
     with connections[queryset.db].cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
         row = cursor.fetchone()
-    plan: Any = row[0] if row else [{"Plan": {"Plan Rows": 0}}]
+    plan: object = row[0] if row else [{"Plan": {"Plan Rows": 0}}]
     if isinstance(plan, str):
         plan = json.loads(plan)
-    return int(plan[0]["Plan"]["Plan Rows"])
+    rows = object_of(object_of(list_of(plan)[0]).get("Plan")).get("Plan Rows")
+    return int(rows) if isinstance(rows, int | float) else 0
 
 
 class BoundedCountPaginator(Paginator):  # type: ignore[type-arg]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import forms
 from django.contrib import admin
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
@@ -92,7 +90,7 @@ class ProjectAdmin(NoDeleteMixin, ProjectScopedAdmin[Project]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return is_superuser(request.user)
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Project | None = None) -> bool:
         return self.holds(request, Role.ADMIN, obj)
 
     def get_fields(self, request: HttpRequest, obj: Project | None = None) -> tuple[str, ...]:
@@ -112,7 +110,9 @@ class ProjectAdmin(NoDeleteMixin, ProjectScopedAdmin[Project]):
             return FIXED_FIELDS
         return (*FIXED_FIELDS, "name")
 
-    def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: Project, form: forms.ModelForm[Project], change: bool
+    ) -> None:
         """Create, rename or set retention through the project services (each audited)."""
         data = form.cleaned_data
         if not change:

@@ -11,7 +11,7 @@ other project is not there: it is missing from lists, searches and actions, and 
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
@@ -71,7 +71,7 @@ class ProjectScopedAdmin(admin.ModelAdmin[M]):
     def get_queryset(self, request: HttpRequest) -> QuerySet[M]:
         return self.in_scope(request, super().get_queryset(request))
 
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+    def get_changelist(self, request: HttpRequest, **kwargs: object) -> type[ChangeList]:
         return RowsChangeList
 
     def action_checkbox(self, obj: M) -> SafeString:
@@ -104,7 +104,7 @@ class ProjectScopedAdmin(admin.ModelAdmin[M]):
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.holds(request, self.view_role)
 
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_view_permission(self, request: HttpRequest, obj: M | None = None) -> bool:
         return self.holds(request, self.view_role, obj)
 
     def has_moderate_permission(self, request: HttpRequest) -> bool:
@@ -140,22 +140,22 @@ class ProjectFilter(admin.SimpleListFilter):
     def __init__(
         self,
         request: HttpRequest,
-        params: dict[str, Any],
+        params: dict[str, list[str]],
         model: type[Model],
-        model_admin: ProjectScopedAdmin[Any],
+        model_admin: ProjectScopedAdmin[Model],
     ) -> None:
         self.project_field = model_admin.project_field
         self.view_role = model_admin.view_role
         super().__init__(request, params, model, model_admin)
 
     def lookups(
-        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Model]
     ) -> list[tuple[str, str]]:
         projects = projects_of(request.user, at_least=self.view_role)
         choices = [(str(project.pk), str(project)) for project in projects]
         return choices if len(choices) > 1 else []
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Model]) -> QuerySet[Model]:
         value = self.value()
         if value and value.isdigit():
             return queryset.filter(**{self.project_field: int(value)})

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
@@ -24,11 +22,11 @@ class TranscriptsAdminSite(admin.AdminSite):
     index_template = "admin/transcripts_index.html"
 
     def index(
-        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+        self, request: HttpRequest, extra_context: dict[str, object] | None = None
     ) -> TemplateResponse:
         """The index, with what waits in the projects the user moderates on top."""
         moderated = project_ids(request.user, at_least=Role.MODERATOR)
-        context: dict[str, Any] = {"moderates": moderated is None or bool(moderated)}
+        context: dict[str, object] = {"moderates": moderated is None or bool(moderated)}
         if context["moderates"]:
             context.update(selectors.moderation_counts(project_ids=moderated))
         return super().index(request, extra_context={**context, **(extra_context or {})})

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, IntegerField, Model, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -45,10 +45,12 @@ class HasFlaggedFilter(admin.SimpleListFilter):
     title = "flagged messages"
     parameter_name = "has_flagged"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Model]
+    ) -> list[tuple[str, str]]:
         return [("yes", "With flagged messages"), ("reports", "With open reports")]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Thread]) -> QuerySet[Thread]:
         if self.value() == "yes":
             flagged = Message.objects.filter(thread_id=OuterRef("pk"), flagged_at__isnull=False)
             return queryset.filter(Exists(flagged))
@@ -118,17 +120,19 @@ class ThreadAdmin(ViewOnlyMixin, ProjectScopedAdmin[Thread]):
         # Titles, and the text of every message on every branch (full-text).
         return selectors.search_threads(queryset, term), False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Thread | None = None) -> bool:
         """Deleting needs the admin role in the thread's project."""
         return self.holds(request, Role.ADMIN, obj)
 
-    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+    def get_actions(
+        self, request: HttpRequest
+    ) -> dict[str, tuple[Callable[..., str], str, str] | None]:
         actions = super().get_actions(request)
         actions.pop("delete_selected", None)
         return actions
 
     def delete_view(
-        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, object] | None = None
     ) -> HttpResponse:
         """Our own confirmation, with a reason, instead of a page listing every event."""
         thread = self.get_object(request, object_id)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.models import User
-from django.db.models import ForeignKey, QuerySet
+from django.db.models import ForeignKey, Model, QuerySet
 from django.http import HttpRequest
 
 from transcripts.admin.actions import NoDeleteMixin, run_each
@@ -46,7 +44,7 @@ class ApiTokenForm(forms.ModelForm[ApiToken]):
         model = ApiToken
         fields = ADD_FIELDS
 
-    def clean(self) -> dict[str, Any]:
+    def clean(self) -> dict[str, object]:
         cleaned = super().clean() or {}
         project, owner = cleaned.get("project"), cleaned.get("user")
         if project is None or owner is None or is_superuser(owner):
@@ -72,7 +70,7 @@ class ApiTokenAdmin(NoDeleteMixin, ProjectScopedAdmin[ApiToken]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return self.holds(request, Role.ADMIN)
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
         # A stored token never changes: revoke it and create another.
         return False
 
@@ -86,8 +84,8 @@ class ApiTokenAdmin(NoDeleteMixin, ProjectScopedAdmin[ApiToken]):
         return () if obj is None else STORED_FIELDS
 
     def formfield_for_foreignkey(
-        self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
-    ) -> forms.ModelChoiceField[Any] | None:
+        self, db_field: ForeignKey[Model, Model], request: HttpRequest, **kwargs: object
+    ) -> forms.ModelChoiceField[Model] | None:
         """Projects the user administers; owners among their members (superusers: anyone)."""
         if db_field.name == "project":
             kwargs["queryset"] = projects_of(request.user, at_least=Role.ADMIN)
@@ -99,7 +97,9 @@ class ApiTokenAdmin(NoDeleteMixin, ProjectScopedAdmin[ApiToken]):
             kwargs["queryset"] = people
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: ApiToken, form: forms.ModelForm[ApiToken], change: bool
+    ) -> None:
         """Create the token through issue_token (audited) and show it once."""
         token, raw = issue_token(
             project=form.cleaned_data["project"],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -47,14 +48,16 @@ HTTP_CODES = {
     429: "throttled",
 }
 # The error responses every endpoint declares (for the OpenAPI schema).
-ERRORS: dict[int, Any] = {status: ErrorOut for status in (400, 401, 403, 404, 409, 413, 415, 422)}
+ERRORS: dict[int, type[ErrorOut]] = {
+    status: ErrorOut for status in (400, 401, 403, 404, 409, 413, 415, 422)
+}
 # JSON escapes of what PostgreSQL cannot store: NUL, and UTF-16 surrogates (paired ones are
 # fine, and rare enough that finding one only costs a closer look).
 _UNSTORABLE_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 
 
 def error_response(
-    status: int, code: str, message: str, details: dict[str, Any] | None = None
+    status: int, code: str, message: str, details: dict[str, object] | None = None
 ) -> JsonResponse:
     """A JSON error response outside ninja (SSE view, unknown paths)."""
     return JsonResponse(error_body(code, message, details), status=status)
@@ -90,14 +93,14 @@ def too_deep() -> InvalidInput:
     )
 
 
-def check_depth(value: Any, body: bytes) -> None:
+def check_depth(value: object, body: bytes) -> None:
     """Refuse (422) JSON nested deeper than the limit; bodies too small to be that deep pass."""
     limit = max_json_depth()
     if body.count(b"{") + body.count(b"[") > limit and nests_deeper_than(value, limit):
         raise too_deep()
 
 
-def check_storable(value: Any, path: str) -> None:
+def check_storable(value: object, path: str) -> None:
     """Refuse (422) a value PostgreSQL cannot store (NUL characters, lone surrogates, NaN),
     naming where it is (path, then the keys and indexes below it)."""
     try:
@@ -108,7 +111,7 @@ def check_storable(value: Any, path: str) -> None:
         raise InvalidInput(f"{first['path']}: {first['message']}", problems=problems) from None
 
 
-def check_body_storable(value: Any, body: bytes) -> None:
+def check_body_storable(value: object, body: bytes) -> None:
     """check_storable for a parsed JSON body, looked at closely only when its text holds an
     escape of something unstorable (NUL and surrogates can only arrive escaped)."""
     if not _UNSTORABLE_ESCAPE.search(body):
@@ -151,6 +154,7 @@ class JsonBodyParser(Parser):
     """Ninja's JSON parser with the content type, size and depth limits, text PostgreSQL can
     store, and a precise refusal of bad JSON; query parameters get the same text check."""
 
+    # Any: ninja's parser type says a dict; a JSON body may be any JSON value.
     def parse_body(self, request: HttpRequest) -> Any:
         check_content_type(request)
         body = read_body(request)
@@ -165,8 +169,8 @@ class JsonBodyParser(Parser):
         return value
 
     def parse_querydict(
-        self, data: MultiValueDict[str, Any], list_fields: list[str], request: HttpRequest
-    ) -> dict[str, Any]:
+        self, data: MultiValueDict[str, str], list_fields: list[str], request: HttpRequest
+    ) -> dict[str, object]:
         for key, values in data.lists():
             check_storable(key, "query")
             for value in values:
@@ -174,7 +178,7 @@ class JsonBodyParser(Parser):
         return super().parse_querydict(data, list_fields, request)
 
 
-def _location(loc: Any) -> str:
+def _location(loc: Iterable[object]) -> str:
     """A pydantic location as a path: ("body", "payload", "events", 0, "seq") → events[0].seq."""
     parts = list(loc)
     if parts and parts[0] == "body":
@@ -192,7 +196,7 @@ def _location(loc: Any) -> str:
 def install_handlers(api: NinjaAPI) -> None:
     """Map every exception the API can meet to the error shape."""
 
-    def respond(request: HttpRequest, status: int, body: dict[str, Any]) -> HttpResponse:
+    def respond(request: HttpRequest, status: int, body: dict[str, object]) -> HttpResponse:
         return api.create_response(request, body, status=status)
 
     def on_ledger_error(request: HttpRequest, exc: DomainError) -> HttpResponse:

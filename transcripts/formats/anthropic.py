@@ -39,6 +39,7 @@ from .document import (
     keep_source_fields,
     linear_thread,
     make_message,
+    metadata_extra,
     output_text,
     parse_data_url,
     parts_of,
@@ -56,7 +57,7 @@ _DOCUMENT_TYPES = ("application/pdf", "text/plain")
 def export_anthropic(thread: TreeThread) -> dict[str, Any]:
     """The active path as a Messages API request body."""
     # Any: callers (generators, tests) index the written document freely.
-    body: JsonObject = dict(thread.metadata.get("extra", {}).get("anthropic", {}))
+    body: JsonObject = dict(metadata_extra(thread.metadata, "anthropic"))
     system: list[JsonObject] = []
     system_blocks = False
     # (role, blocks, the messages the turn was made of: a turn of one message may go back

@@ -6,8 +6,8 @@ import copy
 import hashlib
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from transcripts.jsonvalue import (
     JsonObject,
@@ -17,7 +17,7 @@ from transcripts.jsonvalue import (
     objects_in,
     text_of,
 )
-from transcripts.message_schema import SCHEMA_VERSION
+from transcripts.message_schema import SCHEMA_VERSION, message_object
 
 
 @dataclass
@@ -25,39 +25,30 @@ class TreeThread:
     """A thread as a list of canonical messages (parents before children) plus thread fields."""
 
     title: str
-    # Any: readers outside formats index these documents directly (typed at their boundary).
-    messages: list[dict[str, Any]]
+    messages: list[JsonObject]
     active_leaf: str | None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    agents: dict[str, Any] = field(default_factory=dict)
+    metadata: JsonObject = field(default_factory=dict)
+    agents: JsonObject = field(default_factory=dict)
     id: str | None = None
     parent_thread_id: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
-    runs: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[JsonObject] = field(default_factory=list)
 
 
 def make_message(
     key: str,
     parent: str | None,
     role: str,
-    # Any: callers outside the readers (tests, fixtures) pass parts typed loosely.
-    parts: list[dict[str, Any]],
+    parts: Sequence[Mapping[str, JsonValue]],
     created_at: str | None = None,
     metadata: JsonObject | None = None,
 ) -> JsonObject:
-    """A canonical message dict with schemaVersion set."""
+    """A canonical message dict with schemaVersion set (metadata may override it)."""
     meta: JsonObject = {"schemaVersion": SCHEMA_VERSION}
     if metadata:
         meta.update(metadata)
-    return {
-        "id": key,
-        "parentMessageId": parent,
-        "role": role,
-        "parts": parts,
-        "createdAt": created_at,
-        "metadata": meta,
-    }
+    return message_object(key, parent, role, parts, created_at, meta)
 
 
 def tool_call_part(call_id: str, name: str, tool_input: JsonValue) -> JsonObject:
@@ -131,14 +122,14 @@ def derive_title(messages: list[JsonObject]) -> str:
     return ""
 
 
-def active_path(thread: TreeThread) -> list[dict[str, Any]]:
+def active_path(thread: TreeThread) -> list[JsonObject]:
     """Messages from the root down to the active leaf (the last message when none is set);
     the thread's own message dicts, typed as TreeThread types them."""
     if not thread.messages:
         return []
     by_id = {as_str(message["id"]): message for message in thread.messages}
     leaf = thread.active_leaf if thread.active_leaf in by_id else as_str(thread.messages[-1]["id"])
-    path: list[dict[str, Any]] = []
+    path: list[JsonObject] = []
     seen: set[str] = set()
     current: str | None = leaf
     # The seen set guards against a cycle in hand-made input.
@@ -169,8 +160,12 @@ def path_to(thread: TreeThread, leaf: str) -> list[JsonObject]:
 
 def extra_of(message: JsonObject, provider: str) -> JsonObject:
     """The message's metadata.extra.<provider> dict, or an empty dict."""
-    extra = object_of(object_of(message.get("metadata")).get("extra"))
-    return object_of(extra.get(provider))
+    return metadata_extra(object_of(message.get("metadata")), provider)
+
+
+def metadata_extra(metadata: JsonObject, provider: str) -> JsonObject:
+    """metadata.extra.<provider> (a message's or a thread's) dict, or an empty dict."""
+    return object_of(object_of(metadata.get("extra")).get(provider))
 
 
 def set_extra(metadata: JsonObject, provider: str, values: JsonObject) -> None:

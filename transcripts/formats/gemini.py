@@ -37,6 +37,7 @@ from .document import (
     keep_source_fields,
     linear_thread,
     make_message,
+    metadata_extra,
     parse_data_url,
     parts_of,
     restore_source_fields,
@@ -67,7 +68,7 @@ _SNAKE = {
 def export_gemini(thread: TreeThread) -> dict[str, Any]:
     """The active path as a generateContent request body."""
     # Any: callers (generators, tests) index the written document freely.
-    body: JsonObject = dict(thread.metadata.get("extra", {}).get("gemini", {}))
+    body: JsonObject = dict(metadata_extra(thread.metadata, "gemini"))
     system: list[JsonObject] = []
     contents: list[JsonObject] = []
     for message in active_path(thread):

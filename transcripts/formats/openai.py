@@ -39,6 +39,7 @@ from .document import (
     keep_source_fields,
     linear_thread,
     make_message,
+    metadata_extra,
     output_text,
     parse_data_url,
     parse_json_text,
@@ -64,7 +65,7 @@ _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3",
 def export_openai(thread: TreeThread) -> dict[str, Any]:
     """The active path as a Chat Completions request body."""
     # Any: callers (generators, tests) index the written document freely.
-    body: JsonObject = dict(thread.metadata.get("extra", {}).get("openai", {}))
+    body: JsonObject = dict(metadata_extra(thread.metadata, "openai"))
     out: list[JsonObject] = []
     for message in active_path(thread):
         out.extend(export_message(message))

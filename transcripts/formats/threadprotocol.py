@@ -114,7 +114,7 @@ def _join(parent: TreeThread, child: TreeThread, document: JsonObject) -> bool:
             return False
         else:
             added.append({**message, "parentMessageId": previous})
-        previous = message["id"]
+        previous = as_str(message["id"])
     if not added:
         return False
     joined = dataclasses.replace(parent, messages=parent.messages + added)
@@ -181,7 +181,7 @@ class _Export:
         )
         # One time and one registry for every document of the thread, so its branches agree.
         latest = max(
-            (m["createdAt"] for m in thread.messages if parse_iso_utc(m["createdAt"])),
+            (t for m in thread.messages if (t := as_str(m["createdAt"])) and parse_iso_utc(t)),
             key=lambda stamp: parse_iso_utc(stamp) or 0,
             default=None,
         )

@@ -8,7 +8,6 @@ import contextlib
 import logging
 import threading
 import time
-from typing import Any
 
 from django.db import Error as DatabaseLayerError
 from django.db import connection
@@ -18,6 +17,7 @@ from transcripts.db_availability import describe, forget_connection, is_outage, 
 from transcripts.errors import Conflict, DomainError, GeneratorError, RunClosed
 from transcripts.generation.generators import GenerationRequest, get_generator
 from transcripts.generation.leases import lease_seconds, worker_name
+from transcripts.jsonvalue import JsonObject
 from transcripts.models import OPEN_STATUSES, Run, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -72,11 +72,11 @@ class _Batcher:
         self.run = run
         self.heartbeat = heartbeat
         self.next_seq = run.last_seq + 1
-        self.pending: list[dict[str, Any]] = []
+        self.pending: list[JsonObject] = []
         self.flushed_any = False
         self.last_flush = time.monotonic()
 
-    def add(self, kind: str, data: dict[str, Any]) -> None:
+    def add(self, kind: str, data: JsonObject) -> None:
         if self.heartbeat.lost is not None:
             raise self.heartbeat.lost
         self.pending.append({"seq": self.next_seq, "kind": kind, "data": data})

@@ -4,14 +4,19 @@ task."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Unpack
 
 from django.db import transaction
 
 from transcripts import ledger
 from transcripts.errors import InvalidInput
-from transcripts.generation.tasks import queue_again, start_generation
+from transcripts.generation.tasks import (
+    GenerationOptions,
+    RunChoice,
+    queue_again,
+    start_generation,
+)
+from transcripts.jsonvalue import JsonObject
 from transcripts.ledger.lifecycle import STOPPED
 from transcripts.models import Message, Project, Run, RunOrigin, RunStatus, Thread
 
@@ -29,24 +34,25 @@ __all__ = [
 ]
 
 
-def _user_message_event(text: str, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def _user_message_event(text: str, metadata: JsonObject | None = None) -> JsonObject:
+    """The `message` event (seq 1) of a user's message of text, or InvalidInput when empty."""
     text = text.strip()
     if not text:
         raise InvalidInput("the message is empty", field="text")
-    data: dict[str, Any] = {"role": "user", "parts": [{"type": "text", "text": text}]}
+    data: JsonObject = {"role": "user", "parts": [{"type": "text", "text": text}]}
     if metadata:
         data["metadata"] = dict(metadata)
     return {"seq": 1, "kind": "message", "data": data}
 
 
-def start_regenerate(*, message: Message, **options: Any) -> Run:
+def start_regenerate(*, message: Message, **options: Unpack[GenerationOptions]) -> Run:
     """Regenerate an assistant message: a new run forked from its parent."""
     if message.role != "assistant":
         raise InvalidInput("only an assistant message can be regenerated", role=message.role)
     return start_generation(thread=message.thread, fork_from=message.parent_id, **options)
 
 
-def start_edit(*, message: Message, text: str, **options: Any) -> Run:
+def start_edit(*, message: Message, text: str, **options: Unpack[GenerationOptions]) -> Run:
     """Edit a user message: a run forked from its parent, the edited message first."""
     if message.role != "user":
         raise InvalidInput("only a user message can be edited", role=message.role)
@@ -60,9 +66,9 @@ def start_reply(
     *,
     thread: Thread,
     text: str,
-    fork_from: Any = ledger.HEAD,
-    message_metadata: Mapping[str, Any] | None = None,
-    **options: Any,
+    fork_from: object = ledger.HEAD,
+    message_metadata: JsonObject | None = None,
+    **options: Unpack[GenerationOptions],
 ) -> Run:
     """Reply at the head (or below fork_from): the user's message (with message_metadata) is
     committed, then answered."""
@@ -77,14 +83,14 @@ def start_reply(
         return start_generation(thread=thread, fork_from=question.id, **options)
 
 
-def start_answer(*, message: Message, **options: Any) -> Run:
+def start_answer(*, message: Message, **options: Unpack[GenerationOptions]) -> Run:
     """Answer a user message that has none (a stopped or failed reply): a run forked from it."""
     if message.role != "user":
         raise InvalidInput("only a user message can be answered", role=message.role)
     return start_generation(thread=message.thread, fork_from=message.id, **options)
 
 
-def start_continue(*, message: Message, **options: Any) -> Run:
+def start_continue(*, message: Message, **options: Unpack[RunChoice]) -> Run:
     """Carry on a stopped answer: a new branch beside it that starts with its text.
 
     The run forks where the stopped message did and begins with that text, so the new branch
@@ -95,19 +101,23 @@ def start_continue(*, message: Message, **options: Any) -> Run:
         raise InvalidInput("only a stopped answer can be continued", role=message.role)
     text = "".join(str(p.get("text", "")) for p in message.parts if p.get("type") == "text")
     stopped = message.run
-    parameters = {
-        **dict(options.pop("parameters", None) or {}),
-        "continues": message.id,
-        "seed": str(stopped.parameters.get("seed") or stopped.id),
+    choice: RunChoice = {
+        **options,
+        "parameters": {
+            **dict(options.get("parameters") or {}),
+            "continues": message.id,
+            "seed": str(stopped.parameters.get("seed") or stopped.id),
+        },
     }
-    prefix = [{"seq": 1, "kind": "text-delta", "data": {"delta": text}}] if text else []
+    prefix: list[JsonObject] = (
+        [{"seq": 1, "kind": "text-delta", "data": {"delta": text}}] if text else []
+    )
     return start_generation(
         thread=message.thread,
         fork_from=message.parent_id,
-        parameters=parameters,
         prefix=prefix,
         metadata={"continues": message.id},
-        **options,
+        **choice,
     )
 
 
@@ -122,13 +132,15 @@ def retry(*, run: Run) -> Run:
 TITLE_FROM_TEXT = 80
 
 
-def start_thread(*, project: Project, title: str = "", text: str, **options: Any) -> Run:
+def start_thread(
+    *, project: Project, title: str = "", text: str, **options: Unpack[GenerationOptions]
+) -> Run:
     """A new thread in project: its first user message committed and the answer queued (all or
     nothing); without a title it is named after the start of the message."""
-    event = _user_message_event(text)
+    _user_message_event(text)  # an empty message is refused before the thread is created
     title = " ".join(title.split())
     if not title:
-        words = " ".join(event["data"]["parts"][0]["text"].split())
+        words = " ".join(text.split())
         title = words
         if len(words) > TITLE_FROM_TEXT:
             title = words[:TITLE_FROM_TEXT].rsplit(" ", 1)[0] + "\N{HORIZONTAL ELLIPSIS}"

@@ -13,7 +13,7 @@ import json
 import logging
 import urllib.request
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 from django.conf import settings
 from django.db import transaction
@@ -24,27 +24,49 @@ from transcripts.db_availability import patiently
 from transcripts.errors import DomainError, InvalidInput
 from transcripts.generation.generators import EXTERNAL, GENERATORS, get_generator
 from transcripts.generation.runner import generate
+from transcripts.jsonvalue import JsonObject
 from transcripts.models import Run, RunOrigin, RunStatus, Thread
 
 logger = logging.getLogger(__name__)
 
 
-def _clean_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
+class RunChoice(TypedDict, total=False):
+    """The generator, model and parameters a run is started with (start_generation's)."""
+
+    generator: str
+    model: str
+    parameters: Mapping[str, object] | None
+
+
+class GenerationOptions(RunChoice, total=False):
+    """start_generation's options the ways to start pass on, with the run's metadata."""
+
+    metadata: Mapping[str, object] | None
+
+
+def _number(value: object) -> str | int | float:
+    """value when float() and int() may read it; else TypeError, as they would raise."""
+    if isinstance(value, str | int | float):
+        return value
+    raise TypeError(f"{type(value).__name__} is not a number")
+
+
+def _clean_parameters(parameters: Mapping[str, object] | None) -> dict[str, object]:
     params = dict(parameters or {})
     for key in ("temperature", "maxTokens", "delayMs"):
         if params.get(key) in ("", None):
             params.pop(key, None)
     try:
         if "temperature" in params:
-            params["temperature"] = float(params["temperature"])
-            if not 0 <= params["temperature"] <= 2:
+            params["temperature"] = temperature = float(_number(params["temperature"]))
+            if not 0 <= temperature <= 2:
                 raise ValueError
         if "maxTokens" in params:
-            params["maxTokens"] = int(params["maxTokens"])
-            if not 1 <= params["maxTokens"] <= 100_000:
+            params["maxTokens"] = max_tokens = int(_number(params["maxTokens"]))
+            if not 1 <= max_tokens <= 100_000:
                 raise ValueError
         if "delayMs" in params:
-            params["delayMs"] = max(0.0, float(params["delayMs"]))
+            params["delayMs"] = max(0.0, float(_number(params["delayMs"])))
     except (TypeError, ValueError):
         raise InvalidInput(
             "temperature must be between 0 and 2 and maxTokens between 1 and 100000",
@@ -58,12 +80,12 @@ def _clean_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
 def start_generation(
     *,
     thread: Thread,
-    fork_from: Any = ledger.HEAD,
+    fork_from: object = ledger.HEAD,
     generator: str = "demo",
     model: str = "",
-    parameters: Mapping[str, Any] | None = None,
-    prefix: list[dict[str, Any]] | None = None,
-    metadata: Mapping[str, Any] | None = None,
+    parameters: Mapping[str, object] | None = None,
+    prefix: list[JsonObject] | None = None,
+    metadata: Mapping[str, object] | None = None,
 ) -> Run:
     """Queue a run for generator, forked from fork_from; prefix events (an edit) come first."""
     if generator != EXTERNAL and generator not in GENERATORS:

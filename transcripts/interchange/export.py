@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from django.db.models import TextField
 from django.db.models.functions import Cast
@@ -16,6 +15,8 @@ from django.db.models.functions import Cast
 from transcripts.errors import FormatError, InvalidInput, NotFound
 from transcripts.formats import FORMATS, TreeThread
 from transcripts.formats.threadprotocol import export_threadprotocol_branches
+from transcripts.jsonvalue import JsonObject
+from transcripts.message_schema import message_object
 from transcripts.models import Event, Message, Run, Thread
 from transcripts.times import to_iso
 
@@ -57,19 +58,14 @@ def _read_tree(thread: Thread, *, leaf: str | None, with_events: bool) -> TreeTh
         .values_list("id", "parent_id", "role", "parts", "created_text", "metadata", "run_id",
                      "position")
     )  # fmt: skip
-    canonical = []
+    canonical: list[JsonObject] = []
     in_runs: list[tuple[str, int, str]] = []
     for row in rows.iterator(chunk_size=2000):
         message_id, parent_id, role, parts, created_text, metadata, run_id, position = row
         canonical.append(
-            {
-                "id": message_id,
-                "parentMessageId": parent_id,
-                "role": role,
-                "parts": parts,
-                "createdAt": _moment(created_text).isoformat(),
-                "metadata": metadata,
-            }
+            message_object(
+                message_id, parent_id, role, parts, _moment(created_text).isoformat(), metadata
+            )
         )
         in_runs.append((run_id, position, message_id))
     if leaf is not None and not any(m["id"] == leaf for m in canonical):
@@ -90,7 +86,7 @@ def _read_tree(thread: Thread, *, leaf: str | None, with_events: bool) -> TreeTh
     runs = []
     for run in rows_of_runs:
         finished = run["finished_text"]
-        item: dict[str, Any] = {
+        item: JsonObject = {
             "id": run["id"],
             "status": run["status"],
             "forkFromMessageId": run["fork_from_id"],
@@ -123,9 +119,9 @@ def _read_tree(thread: Thread, *, leaf: str | None, with_events: bool) -> TreeTh
     )
 
 
-def _events_by_run(thread: Thread, run_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+def _events_by_run(thread: Thread, run_ids: list[str]) -> dict[str, list[JsonObject]]:
     """Every run's events in wire form, in order: a query per EVENT_BATCH runs, not per run."""
-    found: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, list[JsonObject]] = {}
     for start in range(0, len(run_ids), EVENT_BATCH):
         batch = run_ids[start : start + EVENT_BATCH]
         events = Event.objects.filter(thread=thread, run_id__in=batch).order_by("run_id", "seq")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -26,18 +26,31 @@ REPORTED_SKIPS = 500
 TreeSource = Callable[[Skips], Iterable[TreeThread]]
 
 
+class ImportReport(TypedDict):
+    """What an import created and what it did not keep as it was (the skipped items)."""
+
+    source: str
+    threads: int
+    messages: int
+    branches: int
+    filesInlined: int
+    labelled: int
+    skipped: list[dict[str, str]]
+    skippedTotal: int
+
+
 @dataclass
 class ImportResult:
     """What an import created, and its report (see `import_report`)."""
 
     format: str
+    report: ImportReport
     thread_ids: list[str] = field(default_factory=list)
-    report: dict[str, Any] = field(default_factory=dict)
 
 
-def import_report(source: str, trees: list[TreeThread] | None = None) -> dict[str, Any]:
+def import_report(source: str, trees: list[TreeThread] | None = None) -> ImportReport:
     """An empty report for source, with the counts of trees when given."""
-    report: dict[str, Any] = {
+    report: ImportReport = {
         "source": source,
         "threads": 0,
         "messages": 0,
@@ -52,14 +65,14 @@ def import_report(source: str, trees: list[TreeThread] | None = None) -> dict[st
     return report
 
 
-def count_tree(report: dict[str, Any], tree: TreeThread) -> None:
+def count_tree(report: ImportReport, tree: TreeThread) -> None:
     """Add one imported thread to the report: its messages, and its branches (its leaves)."""
     report["threads"] += 1
     report["messages"] += len(tree.messages)
     report["branches"] += len(leaves(tree)) if tree.messages else 0
 
 
-def add_skips(report: dict[str, Any], skips: Skips) -> None:
+def add_skips(report: ImportReport, skips: Skips) -> None:
     """Add what the readers logged: skipped items with why, files inlined, labelled parts."""
     room = max(0, REPORTED_SKIPS - len(report["skipped"]))
     report["skipped"].extend(item.as_dict() for item in skips.items[:room])
@@ -88,10 +101,11 @@ def _in_conversation(exc: InvalidInput, index: int) -> InvalidInput:
     return InvalidInput(f"conversation {index}: {exc.message}", problems=problems)
 
 
-def parse_document(raw: bytes | str) -> Any:
+def parse_document(raw: bytes | str) -> object:
     """Parse an uploaded JSON document, or raise InvalidInput saying where it breaks."""
     try:
-        return json.loads(raw)
+        value: object = json.loads(raw)
+        return value
     except UnicodeDecodeError:
         raise InvalidInput("the file is not UTF-8 JSON") from None
     except RecursionError:
@@ -108,7 +122,7 @@ def parse_document(raw: bytes | str) -> Any:
         raise InvalidInput(f"the JSON holds a value that cannot be read: {exc}") from None
 
 
-def resolve_format(data: Any, fmt: str | None) -> str:
+def resolve_format(data: object, fmt: str | None) -> str:
     """The import format: as asked, or detected from the document."""
     if fmt:
         spec = FORMATS.get(fmt)
@@ -127,7 +141,7 @@ def resolve_format(data: Any, fmt: str | None) -> str:
     return detected
 
 
-def convert(data: Any, key: str, skips: Skips) -> list[TreeThread]:
+def convert(data: object, key: str, skips: Skips) -> list[TreeThread]:
     """The threads of a parsed document in format key, or InvalidInput saying what is wrong."""
     spec = FORMATS[key]
     assert spec.importer is not None
@@ -137,7 +151,7 @@ def convert(data: Any, key: str, skips: Skips) -> list[TreeThread]:
         raise format_error(exc) from None
 
 
-def import_data(data: Any, fmt: str | None = None, *, project: Project) -> ImportResult:
+def import_data(data: object, fmt: str | None = None, *, project: Project) -> ImportResult:
     """Import a parsed document into project: every thread in it, in one transaction, so
     invalid input changes nothing."""
     key = resolve_format(data, fmt)

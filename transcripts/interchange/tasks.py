@@ -3,7 +3,7 @@ for them (Django Tasks API; see `transcripts.worker`)."""
 
 from __future__ import annotations
 
-from typing import IO, Any
+from typing import IO
 
 from django.db import transaction
 from django_tasks import task
@@ -13,6 +13,7 @@ from transcripts.interchange.imports import resolve_format
 from transcripts.interchange.jobs import run_import_job
 from transcripts.ledger.import_jobs import create_import_job
 from transcripts.models import ImportJob, Project
+from transcripts.permissions import User
 
 
 def queue_import(
@@ -22,7 +23,7 @@ def queue_import(
     size: int,
     fmt: str | None,
     project: Project,
-    user: Any = None,
+    user: User | None = None,
 ) -> ImportJob:
     """Store an upload for project and queue it for a worker; the job reports its progress."""
     if fmt:

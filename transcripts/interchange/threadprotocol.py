@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from django.db.models import Q
 
@@ -14,10 +13,10 @@ from transcripts.ids import uuid_to_ulid
 from transcripts.models import Project, Thread
 
 
-def parse_json_lines(text: str) -> list[Any]:
+def parse_json_lines(text: str) -> list[object]:
     """The values of a JSON Lines text, one per non-blank line, or InvalidInput naming the
     line that is not JSON."""
-    values: list[Any] = []
+    values: list[object] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

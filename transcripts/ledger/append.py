@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -41,7 +40,7 @@ class AppendResult:
     duplicates: int
 
 
-def append_events(*, run: Run | str, events: Any, start: bool = True) -> AppendResult:
+def append_events(*, run: Run | str, events: object, start: bool = True) -> AppendResult:
     """Append a batch of events after the run's last seq, all or nothing.
 
     The first events start a queued run (it becomes streaming) unless start is False: an
@@ -119,7 +118,7 @@ class Reach:
     hidden: bool
 
 
-def append_at_once(*, run: str, events: Any, within: Reach) -> AppendResult | None:
+def append_at_once(*, run: str, events: object, within: Reach) -> AppendResult | None:
     """The common append (events right after the run's last seq, to an open run of a thread
     within reach) in one statement that also checks the reach; None for anything else, which
     the caller takes through its access check and append_events (they say what is wrong)."""
@@ -249,7 +248,9 @@ def _lock_for_append(run: Run | str) -> tuple[Run, bool]:
     return run, bool(row[-1])
 
 
-def _stored_likeness(run_id: str, events: Sequence[CheckedEvent]) -> dict[int, tuple[bool, Any]]:
+def _stored_likeness(
+    run_id: str, events: Sequence[CheckedEvent]
+) -> dict[int, tuple[bool, datetime | None]]:
     """For each of events already stored: whether kind and data are the same, and its at.
 
     The data are compared as jsonb, as stored: a number jsonb spells differently on the way
@@ -271,7 +272,7 @@ def _stored_likeness(run_id: str, events: Sequence[CheckedEvent]) -> dict[int, t
         return {seq: (same, at) for seq, same, at in cursor.fetchall()}
 
 
-def _same_event(stored: tuple[bool, Any], new: CheckedEvent) -> bool:
+def _same_event(stored: tuple[bool, datetime | None], new: CheckedEvent) -> bool:
     same, at = stored
     return bool(same) and (new.at is None or new.at == at)
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from django.contrib.auth.models import User as AuthUser
 from django.utils import timezone
 
+from transcripts.jsonvalue import JsonValue
 from transcripts.models import (
     ApiToken,
     AuditRecord,
@@ -39,7 +39,7 @@ def record_audit(
     thread_id: str = "",
     project: Project | None = None,
     reason: str = "",
-    **details: Any,
+    **details: JsonValue,
 ) -> AuditRecord:
     """Record that user did action to target (call it inside the action's transaction).
 
@@ -61,7 +61,7 @@ def record_audit(
 
 
 def record_system_audit(
-    action: str, project: Project, *, reason: str = "", **details: Any
+    action: str, project: Project, *, reason: str = "", **details: JsonValue
 ) -> AuditRecord:
     """Record what the system itself did to a project (retention purges)."""
     return AuditRecord.objects.create(

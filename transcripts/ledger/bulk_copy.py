@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable
-from typing import Any
 
 import psycopg
 from django.db import connection
 
+from transcripts.events import CheckedEvent
 from transcripts.ids import to_uuid
 from transcripts.models import Message
 
@@ -33,7 +33,7 @@ class UuidCache:
         return parsed
 
 
-def copy_message_rows(rows: Iterable[tuple[Any, ...]]) -> None:
+def copy_message_rows(rows: Iterable[tuple[object, ...]]) -> None:
     """COPY message rows, each a tuple in the order of message_row, into the table."""
     with (
         connection.cursor() as cursor,
@@ -65,7 +65,9 @@ EVENT_COLUMNS = "thread_id, run_id, seq, kind, data, at"
 NULL = "\\N"  # COPY's text format for a null field
 
 
-def copy_lines(pg: psycopg.Connection[Any], table: str, columns: str, lines: list[str]) -> None:
+def copy_lines(
+    pg: psycopg.Connection[tuple[object, ...]], table: str, columns: str, lines: list[str]
+) -> None:
     """COPY lines already in the text format (fields escaped, tab-separated, one row and
     its line break each) into table: the import's rows skip a Python call per value.
 
@@ -78,7 +80,7 @@ def copy_lines(pg: psycopg.Connection[Any], table: str, columns: str, lines: lis
 
 
 def event_lines(
-    *, thread_hex: str, run_hex: str, events: Iterable[Any], now_text: str
+    *, thread_hex: str, run_hex: str, events: Iterable[CheckedEvent], now_text: str
 ) -> list[str]:
     """Checked events of one run as lines of COPY's text format (EVENT_COLUMNS): appends and
     imports skip psycopg's adaptation of each value (a third of a 256-event append)."""

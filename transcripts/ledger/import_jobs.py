@@ -3,14 +3,16 @@ their progress recorded while the import's own transaction is still open, and th
 
 from __future__ import annotations
 
-from typing import IO, Any
+from typing import IO
 
 from django.core.files import File
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from transcripts.ids import to_uuid
+from transcripts.ledger.rights import account_of
 from transcripts.models import ImportJob, ImportStatus, Project
+from transcripts.permissions import User
 
 # What an outcome sets on the job, as finish_import_job saves it.
 OUTCOME_FIELDS = ["status", "format", "thread_ids", "report", "bytes_done", "error", "finished_at"]
@@ -19,7 +21,7 @@ OUTCOME_FIELDS = ["status", "format", "thread_ids", "report", "bytes_done", "err
 def create_import_job(
     *,
     project: Project,
-    user: Any,
+    user: User | None,
     fmt: str,
     filename: str,
     size: int,
@@ -30,7 +32,7 @@ def create_import_job(
     is who uploaded it."""
     job = ImportJob(
         project=project,
-        user=user if getattr(user, "is_authenticated", False) else None,
+        user=account_of(user),
         format=fmt,
         filename=filename[:300],
         size=size,

@@ -10,12 +10,20 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from transcripts.errors import InvalidEvents, InvalidInput
 from transcripts.events import CheckedEvent, check_events, to_storable_json
-from transcripts.formats.document import TreeThread
-from transcripts.message_schema import SCHEMA_VERSION, full_parts
+from transcripts.formats.document import TreeThread, make_message
+from transcripts.jsonvalue import (
+    JsonObject,
+    JsonValue,
+    as_object,
+    as_str,
+    list_of,
+    object_of,
+    objects_in,
+)
+from transcripts.message_schema import full_parts
 from transcripts.models import RunStatus
 from transcripts.projector import project
 from transcripts.times import to_iso
@@ -28,17 +36,17 @@ class Chain:
     run_id: str
     fork_key: str | None
     keys: list[str]
-    source: dict[str, Any]
+    source: JsonObject
 
 
-def object_or_empty(value: Any) -> dict[str, Any]:
+def object_or_empty(value: object) -> JsonObject:
     """value when it is a JSON object, else an empty one."""
     return dict(value) if isinstance(value, dict) else {}
 
 
-def messages_by_key(tree: TreeThread) -> dict[str, dict[str, Any]]:
+def messages_by_key(tree: TreeThread) -> dict[str, JsonObject]:
     """The tree's messages by their id, or InvalidInput when ids or parents do not hold up."""
-    by_key: dict[str, dict[str, Any]] = {}
+    by_key: dict[str, JsonObject] = {}
     problems: list[dict[str, str]] = []
     for index, message in enumerate(tree.messages):
         key = message.get("id")
@@ -64,27 +72,34 @@ def messages_by_key(tree: TreeThread) -> dict[str, dict[str, Any]]:
     return by_key
 
 
-def chains(tree: TreeThread, by_key: Mapping[str, dict[str, Any]]) -> list[Chain]:
+def parent_of(message: JsonObject) -> str | None:
+    """The parent id of a message of messages_by_key (which checked it is None or an id)."""
+    return as_str(message.get("parentMessageId"))
+
+
+def chains(tree: TreeThread, by_key: Mapping[str, JsonObject]) -> list[Chain]:
     """Group messages into runs: the exported runs when given, else maximal linear chains."""
-    listed = [r for r in tree.runs if isinstance(r, dict) and r.get("messageIds")]
+    listed = [r for r in tree.runs if isinstance(r, dict) and list_of(r.get("messageIds"))]
     claimed: set[str] = set()
     result: list[Chain] = []
     for run in listed:
-        keys = [k for k in run["messageIds"] if k in by_key and k not in claimed]
-        if not keys or any(
-            by_key[keys[i]].get("parentMessageId") != keys[i - 1] for i in range(1, len(keys))
-        ):
+        keys = [
+            k
+            for k in list_of(run["messageIds"])
+            if k in by_key and isinstance(k, str) and k not in claimed
+        ]
+        if not keys or any(parent_of(by_key[keys[i]]) != keys[i - 1] for i in range(1, len(keys))):
             continue
         claimed.update(keys)
-        result.append(Chain("", by_key[keys[0]].get("parentMessageId"), keys, run))
+        result.append(Chain("", parent_of(by_key[keys[0]]), keys, run))
     children: dict[str | None, list[str]] = defaultdict(list)
     for key, message in by_key.items():
         if key not in claimed:
-            children[message.get("parentMessageId")].append(key)
+            children[parent_of(message)].append(key)
     for key, message in by_key.items():
         if key in claimed:
             continue
-        parent = message.get("parentMessageId")
+        parent = parent_of(message)
         # A chain starts at a root, a fork point's child, or the child of a listed run.
         if parent is not None and parent not in claimed and len(children[parent]) == 1:
             continue
@@ -119,23 +134,23 @@ def statuses(
     return status, superseded_by
 
 
-def active_keys(tree: TreeThread, by_key: Mapping[str, dict[str, Any]]) -> set[str]:
+def active_keys(tree: TreeThread, by_key: Mapping[str, JsonObject]) -> set[str]:
     """Ids of the messages on the active path: up from the active leaf (else the last one)."""
     leaf = tree.active_leaf
     if leaf is None and tree.messages:
-        leaf = tree.messages[-1].get("id")
+        leaf = as_str(tree.messages[-1].get("id"))
     active: set[str] = set()
     while leaf is not None:
         active.add(leaf)
-        leaf = by_key[leaf].get("parentMessageId")
+        leaf = parent_of(by_key[leaf])
     return active
 
 
-def depths(by_key: Mapping[str, dict[str, Any]]) -> dict[str, int]:
+def depths(by_key: Mapping[str, JsonObject]) -> dict[str, int]:
     """Each message's depth in the tree (parents come before their children)."""
     depth: dict[str, int] = {}
     for key, message in by_key.items():
-        parent = message.get("parentMessageId")
+        parent = parent_of(message)
         depth[key] = 0 if parent is None else depth[parent] + 1
     return depth
 
@@ -192,7 +207,7 @@ def check_runs(tree: TreeThread) -> None:
         raise InvalidInput(f"{problems[0]['path']}: {problems[0]['message']}", problems=problems)
 
 
-def checked_events(events: list[Any], where: str) -> list[CheckedEvent]:
+def checked_events(events: list[JsonValue], where: str) -> list[CheckedEvent]:
     """events checked, or InvalidInput (check_runs has already reported what it would say)."""
     try:
         return check_events(events)
@@ -200,7 +215,7 @@ def checked_events(events: list[Any], where: str) -> list[CheckedEvent]:
         raise InvalidInput(f"{where}: {exc}") from None
 
 
-def message_event(message: dict[str, Any], message_id: str, moment: datetime) -> dict[str, Any]:
+def message_event(message: JsonObject, message_id: str, moment: datetime) -> JsonObject:
     """The data of the `message` event that records an imported message under message_id."""
     metadata = {
         k: v for k, v in object_or_empty(message.get("metadata")).items() if k != "schemaVersion"
@@ -218,24 +233,25 @@ def message_event(message: dict[str, Any], message_id: str, moment: datetime) ->
 
 
 def projected_message(
-    data: Mapping[str, Any], parent_id: str | None, tool_names: dict[str, str]
-) -> dict[str, Any]:
+    data: JsonObject, parent_id: str | None, tool_names: dict[str, str]
+) -> JsonObject:
     """What the projector makes of a checked `message` event's data (the suite holds it to
     that), so that import materializes it without projecting.
 
     tool_names holds the tool calls of the run's earlier messages, as the projector's does.
     """
-    return {
-        "id": data["id"],
-        "parentMessageId": parent_id,
-        "role": data["role"],
-        "parts": full_parts(data["parts"], tool_names),
-        "createdAt": data["createdAt"],
-        "metadata": {**(data.get("metadata") or {}), "schemaVersion": SCHEMA_VERSION},
-    }
+    return make_message(
+        str(data["id"]),
+        parent_id,
+        str(data["role"]),
+        full_parts(objects_in(data["parts"]), tool_names),
+        as_str(data["createdAt"]),
+        # The stored version, whatever the event's metadata said.
+        {k: v for k, v in object_of(data.get("metadata")).items() if k != "schemaVersion"},
+    )
 
 
-def message_events(messages: list[tuple[dict[str, Any], str, datetime]]) -> list[CheckedEvent]:
+def message_events(messages: list[tuple[JsonObject, str, datetime]]) -> list[CheckedEvent]:
     """The checked `message` events recording (message, new id, time) triples, seq 1 on."""
     datas = [message_event(message, id_, at) for message, id_, at in messages]
     events = [
@@ -281,11 +297,11 @@ def kept_events(
 
 
 def empty_run_status(
-    source: dict[str, Any], winner: str | None
-) -> tuple[str, dict[str, Any] | None, str | None]:
+    source: JsonObject, winner: str | None
+) -> tuple[str, JsonObject | None, str | None]:
     """Status, error and superseding run of an imported run that has no messages."""
     state = source.get("status")
-    error = source.get("error") if isinstance(source.get("error"), dict) else None
+    error = as_object(source.get("error"))
     if state in (RunStatus.FAILED, RunStatus.CANCELLED):
         return state, error, None
     if state in (RunStatus.COMMITTED, RunStatus.SUPERSEDED):

@@ -14,7 +14,6 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import psycopg
 from django.db import connection
@@ -23,6 +22,7 @@ from django.utils import timezone
 from transcripts.events import CheckedEvent
 from transcripts.formats.document import TreeThread
 from transcripts.ids import is_ulid, new_ulid, to_uuid, ulid_of
+from transcripts.jsonvalue import JsonObject, as_str, text_of
 from transcripts.ledger.bulk_copy import (
     EVENT_COLUMNS,
     MESSAGE_COLUMNS,
@@ -137,7 +137,9 @@ class TreeWriter:
         if wait:
             self._join()
 
-    def _copy(self, pg: psycopg.Connection[Any], events: list[str], messages: list[str]) -> None:
+    def _copy(
+        self, pg: psycopg.Connection[tuple[object, ...]], events: list[str], messages: list[str]
+    ) -> None:
         try:
             copy_lines(pg, "transcripts_event", EVENT_COLUMNS, events)
             copy_lines(pg, "transcripts_message", MESSAGE_COLUMNS, messages)
@@ -233,7 +235,8 @@ class TreeWriter:
         }
         extra_runs: list[Run] = []
         for offset, source in enumerate(empty):
-            fork_key = source.get("forkFromMessageId")
+            # None or a message of the tree: `empty` keeps only those.
+            fork_key = as_str(source.get("forkFromMessageId"))
             state, error, winner = empty_run_status(source, winners.get(fork_key))
             if state == RunStatus.COMMITTED:
                 winners[fork_key] = run_ids[len(planned) + offset]
@@ -284,14 +287,14 @@ class TreeWriter:
             run_hex = to_uuid(run.id).hex
             for position, (key, event) in enumerate(zip(chain.keys, recorded, strict=True)):
                 projected = projected_message(event.data, parent, tool_names)
-                message_id = projected["id"]
+                message_id = text_of(projected["id"])
                 is_active = key in active
                 if is_active and (head is None or depth[key] > head[0]):
                     head = (depth[key], message_id)
                 first_seq, last_seq = ranges[position]
                 message_lines.append(
                     f"{hex_of[message_id]}\t{hex_of[parent] if parent else NULL}\t{run_hex}\t"
-                    f"{depth[key]}\t{position}\t{copy_field(projected['role'])}\t"
+                    f"{depth[key]}\t{position}\t{copy_field(text_of(projected['role']))}\t"
                     f"{copy_json_field(encode(projected['parts']))}\t"
                     f"{copy_json_field(encode(projected['metadata']))}\t"
                     f"{projected['createdAt']}\t{'t' if is_active else 'f'}\t{thread_hex}\t"
@@ -312,11 +315,11 @@ class TreeWriter:
         return thread
 
     def _taken(
-        self, tree: TreeThread, by_key: dict[str, dict[str, Any]], sources: list[dict[str, Any]]
+        self, tree: TreeThread, by_key: dict[str, JsonObject], sources: list[JsonObject]
     ) -> Taken:
         """Which of the tree's own ids are taken: by a thread of this batch, or stored."""
         messages = [k for k in by_key if is_ulid(k)]
-        runs = [s["id"] for s in sources if is_ulid(s.get("id"))]
+        runs = [run for s in sources if isinstance(run := s.get("id"), str) and is_ulid(run)]
         thread = [tree.id] if tree.id is not None and is_ulid(tree.id) else []
         if not (messages or runs or thread):
             return Taken()
@@ -373,7 +376,7 @@ class _Kept:
 
 
 def _run_row(
-    source: dict[str, Any],
+    source: JsonObject,
     *,
     thread: Thread,
     run_id: str,
@@ -383,7 +386,7 @@ def _run_row(
     first: datetime,
     last: datetime,
     last_seq: int,
-    error: dict[str, Any] | None = None,
+    error: JsonObject | None = None,
 ) -> Run:
     finished = status != RunStatus.QUEUED and status != RunStatus.STREAMING
     return Run(
@@ -391,7 +394,7 @@ def _run_row(
         thread=thread,
         fork_from_id=fork_from,
         status=status,
-        generator=source["generator"] if isinstance(source.get("generator"), str) else "import",
+        generator=named if isinstance(named := source.get("generator"), str) else "import",
         origin=RunOrigin.IMPORT,
         model=str(source.get("model") or ""),
         parameters=object_or_empty(source.get("parameters")),
@@ -410,7 +413,7 @@ def _run_row(
     )
 
 
-def _run_ids(sources: list[dict[str, Any]], keep_ids: bool, taken: frozenset[str]) -> list[str]:
+def _run_ids(sources: list[JsonObject], keep_ids: bool, taken: frozenset[str]) -> list[str]:
     """An id for each run: its own when that is a ULID not used yet, else a fresh one."""
     wanted = [s.get("id") for s in sources]
     keep = {w for w in wanted if keep_ids and is_ulid(w)}

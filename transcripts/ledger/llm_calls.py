@@ -19,13 +19,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from django.db import transaction
 from pydantic import ValidationError
 
 from transcripts.errors import DomainError, InvalidInput
-from transcripts.formats.otlp.model import LlmCall
+from transcripts.formats.otlp.model import CallMessage, LlmCall
+from transcripts.jsonvalue import JsonObject, JsonValue, object_of, objects_in, text_of
 from transcripts.ledger.append import append_events
 from transcripts.ledger.lifecycle import commit_run, restore_run
 from transcripts.ledger.runs import begin_run
@@ -52,10 +52,10 @@ class _Entry:
     the step it closes (the answer of a call: finish reason and usage) if any."""
 
     role: str
-    parts: list[dict[str, Any]]
-    metadata: dict[str, Any]
+    parts: list[JsonObject]
+    metadata: JsonObject
     at_ns: int
-    step: dict[str, Any] | None = None
+    step: JsonObject | None = None
     error: str | None = None
 
     @property
@@ -79,7 +79,7 @@ class RecordedLlmCalls:
     rejected: list[tuple[LlmCall, str]] = field(default_factory=list)
 
 
-def content_key(role: str, parts: list[dict[str, Any]]) -> str:
+def content_key(role: str, parts: list[JsonObject]) -> str:
     """What makes two messages the same message: role and parts as stored (no metadata)."""
     return json.dumps([role, full_parts(parts, {})], sort_keys=True, separators=(",", ":"))
 
@@ -88,9 +88,9 @@ def _iso(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
 
 
-def _call_metadata(call: LlmCall) -> dict[str, Any]:
+def _call_metadata(call: LlmCall) -> JsonObject:
     span = call.span
-    meta: dict[str, Any] = {
+    meta: JsonObject = {
         "otel": {
             "convention": call.convention,
             "traceId": span.trace_id,
@@ -108,7 +108,7 @@ def _call_metadata(call: LlmCall) -> dict[str, Any]:
     return meta
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> JsonValue:
     """value with what JSON cannot hold made plain: bytes as base64, tuples as lists."""
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
@@ -121,23 +121,28 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def _parts(message: CallMessage) -> list[JsonObject]:
+    """A message's parts made plain (each part is a dict, as conventions write them)."""
+    return objects_in(_jsonable(message["parts"]))
+
+
 def _entries(call: LlmCall) -> list[_Entry]:
     """The call's input and output as entries; the last output message closes the step."""
     start, end = call.span.start_ns, call.span.end_ns or call.span.start_ns
     entries = [
-        _Entry(m["role"], _jsonable(m["parts"]), _jsonable(m.get("metadata") or {}), start)
+        _Entry(m["role"], _parts(m), object_of(_jsonable(m.get("metadata") or {})), start)
         for m in call.input_messages
     ]
     outputs = [
         _Entry(
             m["role"],
-            _jsonable(m["parts"]),
-            {**_jsonable(m.get("metadata") or {}), **_call_metadata(call)},
+            _parts(m),
+            {**object_of(_jsonable(m.get("metadata") or {})), **_call_metadata(call)},
             end,
         )
         for m in call.output_messages
     ]
-    step: dict[str, Any] = {}
+    step: JsonObject = {}
     if call.finish_reason:
         step["finishReason"] = _FINISH_REASONS.get(call.finish_reason, call.finish_reason)
     if call.usage:
@@ -210,7 +215,7 @@ class _Tree:
         tree.add(rows)
         return tree
 
-    def add(self, rows: Iterable[tuple[str, str | None, str, list[dict[str, Any]], bool]]) -> None:
+    def add(self, rows: Iterable[tuple[str, str | None, str, list[JsonObject], bool]]) -> None:
         for message_id, parent_id, role, parts, active in rows:
             self.children[parent_id].append((message_id, content_key(role, parts), active))
 
@@ -249,16 +254,16 @@ def _first_user_text(units: list[_Unit]) -> str:
         for entry in unit.entries:
             if entry.role == "user":
                 for part in entry.parts:
-                    if part.get("type") == "text" and part.get("text", "").strip():
+                    if part.get("type") == "text" and text_of(part.get("text")).strip():
                         return " ".join(str(part["text"]).split())
     return ""
 
 
-def _events(entries: list[_Entry]) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
+def _events(entries: list[_Entry]) -> list[JsonObject]:
+    events: list[JsonObject] = []
     for entry in entries:
         at = _iso(entry.at_ns) if entry.at_ns else None
-        data = {"role": entry.role, "parts": entry.parts, "metadata": entry.metadata}
+        data: JsonObject = {"role": entry.role, "parts": entry.parts, "metadata": entry.metadata}
         if at is not None:
             data["createdAt"] = at
         events.append({"kind": "message", "data": data, **({"at": at} if at else {})})

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth.models import User as AuthUser
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
@@ -11,7 +9,7 @@ from django.db import IntegrityError, transaction
 
 from transcripts.errors import Conflict, InvalidInput, NotFound
 from transcripts.ledger.audit import record_audit
-from transcripts.ledger.rights import require
+from transcripts.ledger.rights import account_of, require
 from transcripts.models import Membership, Profile, Project, ProjectRole
 from transcripts.permissions import User, forget_roles, project_access
 
@@ -164,7 +162,8 @@ def set_retention(*, project: Project, days: int | None, actor: User | None = No
     return project
 
 
-def choose_project(*, user: Any, project: Project) -> None:
-    """Remember the project the pages show user (one they can read)."""
-    require(project_access(user, project).can_read, "open this project")
-    Profile.objects.update_or_create(user=user, defaults={"current_project": project})
+def choose_project(*, user: User, project: Project) -> None:
+    """Remember the project the pages show a signed-in user (one they can read)."""
+    account = account_of(user)
+    require(account is not None and project_access(user, project).can_read, "open this project")
+    Profile.objects.update_or_create(user=account, defaults={"current_project": project})

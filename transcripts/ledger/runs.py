@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -13,19 +12,19 @@ from transcripts.ids import require_ulid
 from transcripts.ledger.storable import check_object
 from transcripts.models import Message, Run, RunOrigin, RunStatus, Thread
 
-HEAD: Any = object()  # begin_run's default fork point: the thread's head.
+HEAD = object()  # begin_run's default fork point: the thread's head.
 
 
 def begin_run(
     *,
     thread: Thread,
-    fork_from: Any = HEAD,
+    fork_from: object = HEAD,
     run_id: str | None = None,
     status: str = RunStatus.STREAMING,
     generator: str = "",
     model: str = "",
-    parameters: Mapping[str, Any] | None = None,
-    metadata: Mapping[str, Any] | None = None,
+    parameters: Mapping[str, object] | None = None,
+    metadata: Mapping[str, object] | None = None,
     origin: str = RunOrigin.API,
 ) -> tuple[Run, bool]:
     """Begin a run forked from fork_from (a message id, None for a new root, HEAD by default).
@@ -49,8 +48,9 @@ def begin_run(
         elif fork_from is None:
             fork_id = None
         else:
-            fork_id = fork_from.id if isinstance(fork_from, Message) else fork_from
-            fork_id = require_ulid(fork_id, "forkFromMessageId")
+            fork_id = require_ulid(
+                fork_from.id if isinstance(fork_from, Message) else fork_from, "forkFromMessageId"
+            )
             if not Message.objects.filter(pk=fork_id, thread=thread).exists():
                 raise InvalidInput(
                     "the fork point must be a message of this thread",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from transcripts.errors import InvalidEvents, InvalidInput, Problem
 from transcripts.events import to_storable_json
+from transcripts.jsonvalue import JsonObject
 
 
 def problem_dicts(problems: Sequence[Problem]) -> list[dict[str, str]]:
@@ -14,7 +14,7 @@ def problem_dicts(problems: Sequence[Problem]) -> list[dict[str, str]]:
     return [p.as_dict() for p in problems]
 
 
-def check_storable(value: Any, field: str) -> None:
+def check_storable(value: object, field: str) -> None:
     """Refuse a value PostgreSQL cannot store as JSON, naming the offending path."""
     try:
         to_storable_json(value, field)
@@ -22,7 +22,7 @@ def check_storable(value: Any, field: str) -> None:
         raise InvalidInput(exc.problems[0].message, problems=problem_dicts(exc.problems)) from None
 
 
-def check_object(value: Any, field: str) -> dict[str, Any]:
+def check_object(value: object, field: str) -> JsonObject:
     """A JSON object PostgreSQL can store (None is an empty one), or InvalidInput."""
     if value is None:
         return {}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from django.db import IntegrityError, transaction
 
@@ -19,8 +18,8 @@ def create_thread(
     *,
     project: Project,
     title: str = "",
-    metadata: Mapping[str, Any] | None = None,
-    agents: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, object] | None = None,
+    agents: Mapping[str, object] | None = None,
     thread_id: str | None = None,
     parent_thread: Thread | None = None,
 ) -> tuple[Thread, bool]:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from transcripts.errors import InvalidInput
 from transcripts.ledger.audit import record_audit
-from transcripts.ledger.rights import require
+from transcripts.ledger.rights import account_of, require
 from transcripts.models import ApiToken, Project
 from transcripts.permissions import User, project_access
 
@@ -22,11 +21,12 @@ def issue_token(
     name: str,
     scopes: Iterable[str],
     project: Project,
-    user: Any = None,
+    user: User | None = None,
     actor: User | None = None,
 ) -> tuple[ApiToken, str]:
-    """Create a token of project; returns the stored record and the token itself (shown once,
-    never kept). actor, when given, must administer the project; None is the command line."""
+    """Create a token of project, for user's account when signed in; returns the stored record
+    and the token itself (shown once, never kept). actor, when given, must administer the
+    project; None is the command line."""
     name = (name or "").strip()
     longest = ApiToken._meta.get_field("name").max_length or 200
     if not name or len(name) > longest:
@@ -49,7 +49,7 @@ def issue_token(
             prefix=raw[:10],
             token_hash=ApiToken.hash_token(raw),
             scopes=chosen,
-            user=user,
+            user=account_of(user),
         )
         if actor is not None:
             record_audit(actor, "create_token", token, project=project, name=name, scopes=chosen)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from transcripts.formats.document import output_text
+from transcripts.formats.document import output_text, parts_of
+from transcripts.jsonvalue import JsonObject, JsonValue, as_str, object_of, text_of
 from transcripts.projector import Projector
 
 HEADERS = {
@@ -38,7 +38,7 @@ _REPLAYED_SYSTEM_CHUNKS = {
     "source-document": ("sourceId", "mediaType", "title"),
 }
 _SYSTEM_PREFIX = "system.ai-sdk."
-Chunk = dict[str, Any]
+Chunk = JsonObject
 # The run statuses (transcripts.models.RunStatus) and the finish reason of a stopped answer
 # (transcripts.ledger.lifecycle.STOPPED) the stream tells apart: formats/ reads no models.
 FAILED = "failed"
@@ -46,7 +46,7 @@ CANCELLED = "cancelled"
 STOPPED = "stopped"
 
 
-def frame(chunk: Mapping[str, Any]) -> str:
+def frame(chunk: Mapping[str, JsonValue]) -> str:
     """One chunk as an SSE frame."""
     return f"data: {json.dumps(chunk, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
@@ -73,7 +73,9 @@ class UiChunker:
 
     def answer_id(self) -> str | None:
         """The id the run's first assistant (or tool) message is stored under, once it exists."""
-        return next((m["id"] for m in self.projector.messages if m["role"] in ANSWER_ROLES), None)
+        return next(
+            (as_str(m["id"]) for m in self.projector.messages if m["role"] in ANSWER_ROLES), None
+        )
 
     def _emit(self, chunks: list[Chunk]) -> list[Chunk]:
         """chunks, after the start chunk once the answer's id is known (held back until then)."""
@@ -89,10 +91,13 @@ class UiChunker:
 
     # --- events -------------------------------------------------------------------------
 
-    def event(self, *, seq: int, kind: str, data: Any, at: Any) -> list[Chunk]:
+    def event(self, *, seq: int, kind: str, data: object, at: object) -> list[Chunk]:
         """The chunks event seq adds to the stream."""
         self.projector.apply({"seq": seq, "kind": kind, "data": data, "at": at})
-        data = data if isinstance(data, dict) else {}
+        return self._emit(self._chunks(kind, object_of(data)))
+
+    def _chunks(self, kind: str, data: JsonObject) -> list[Chunk]:
+        """The chunks of an event of kind with data, once the projector has folded it."""
         current = self.projector.messages[-1] if self.projector.messages else None
         in_answer = current is not None and current["role"] in ANSWER_ROLES
         chunks: list[Chunk] = []
@@ -105,8 +110,8 @@ class UiChunker:
             chunks += self._content(kind, data)
         elif kind == "message" and in_answer:
             chunks += self._close_part()
-            for part in current["parts"] if current is not None else []:
-                chunks += self._whole_part(part)
+            for whole in parts_of(current) if current is not None else []:
+                chunks += self._whole_part(whole)
         elif kind in ("message-start", "message-end", "message"):
             chunks += self._close_part()
         elif kind == "step-started":
@@ -114,8 +119,8 @@ class UiChunker:
             chunks.append({"type": "start-step"})
             self.step_open = True
         elif kind == "step-finished":
-            if isinstance(data.get("finishReason"), str):
-                self.finish_reason = data["finishReason"]
+            if isinstance(reason := data.get("finishReason"), str):
+                self.finish_reason = reason
             chunks += self._close_part() + self._finish_step()
         elif kind == "error":
             chunks.append({"type": "error", "errorText": str(data.get("message", ""))})
@@ -123,9 +128,9 @@ class UiChunker:
             chunks.append(_data_chunk(kind, data))
         elif kind.startswith(_SYSTEM_PREFIX):
             chunks += _system_chunk(kind.removeprefix(_SYSTEM_PREFIX), data)
-        return self._emit(chunks)
+        return chunks
 
-    def end(self, *, status: str, error: Any) -> list[Chunk]:
+    def end(self, *, status: str, error: object) -> list[Chunk]:
         """The closing chunks of a run that ended with status (and error, when it failed)."""
         chunks = self._close_part() + self._finish_step()
         if status == FAILED:
@@ -150,7 +155,7 @@ class UiChunker:
 
     # --- parts --------------------------------------------------------------------------
 
-    def _delta(self, part: str, text: str, provider_metadata: Any = None) -> list[Chunk]:
+    def _delta(self, part: str, text: str, provider_metadata: JsonValue = None) -> list[Chunk]:
         chunks: list[Chunk] = []
         if self.open_part is None or self.open_part[0] != part:
             chunks += self._close_part()
@@ -177,10 +182,10 @@ class UiChunker:
         self.step_open = False
         return [{"type": "finish-step"}]
 
-    def _whole_part(self, part: Mapping[str, Any]) -> list[Chunk]:
+    def _whole_part(self, part: JsonObject) -> list[Chunk]:
         """A part of a complete `message` event, as the chunks that stream it."""
         if part["type"] in ("text", "reasoning"):
-            return [*self._delta(part["type"], part["text"]), *self._close_part()]
+            return [*self._delta(text_of(part["type"]), text_of(part["text"])), *self._close_part()]
         if part["type"] == "tool-call":
             return self._content("tool-call", part)
         if part["type"] == "tool-result":
@@ -189,7 +194,7 @@ class UiChunker:
             return self._content("file", part)
         return []
 
-    def _content(self, kind: str, data: Mapping[str, Any]) -> list[Chunk]:
+    def _content(self, kind: str, data: JsonObject) -> list[Chunk]:
         if kind == "file":
             return [{"type": "file", "url": str(data["url"]), "mediaType": str(data["mimeType"])}]
         call_id = str(data["toolCallId"])
@@ -201,8 +206,8 @@ class UiChunker:
                 "toolName": str(data["toolName"]),
                 "input": data.get("input"),
             }
-            if isinstance(data.get("errorText"), str):
-                call.update(type="tool-input-error", errorText=data["errorText"])
+            if isinstance(error_text := data.get("errorText"), str):
+                call.update(type="tool-input-error", errorText=error_text)
             return [call]
         chunks: list[Chunk] = []
         if call_id not in self.tool_calls:
@@ -231,17 +236,17 @@ class UiChunker:
         return chunks
 
 
-def _data_chunk(kind: str, data: Mapping[str, Any]) -> Chunk:
+def _data_chunk(kind: str, data: JsonObject) -> Chunk:
     """A data-* event as the chunk it came from (the adapter stores the chunk minus its type)."""
     chunk: Chunk = {"type": kind, "data": data.get("data") if "data" in data else dict(data)}
-    if isinstance(data.get("id"), str):
-        chunk["id"] = data["id"]
-    if isinstance(data.get("transient"), bool):
-        chunk["transient"] = data["transient"]
+    if isinstance(chunk_id := data.get("id"), str):
+        chunk["id"] = chunk_id
+    if isinstance(transient := data.get("transient"), bool):
+        chunk["transient"] = transient
     return chunk
 
 
-def _system_chunk(chunk_type: str, data: Mapping[str, Any]) -> list[Chunk]:
+def _system_chunk(chunk_type: str, data: JsonObject) -> list[Chunk]:
     """A chunk the AI SDK adapter kept as a system event, when the client can read it back."""
     required = _REPLAYED_SYSTEM_CHUNKS.get(chunk_type)
     if required is None or not all(isinstance(data.get(name), str) for name in required):

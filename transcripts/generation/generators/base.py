@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
+
+from transcripts.jsonvalue import JsonObject, objects_in
 
 # (kind, data) of one event of the v1 vocabulary; the runner numbers them.
-StreamEvent = tuple[str, dict[str, Any]]
+StreamEvent = tuple[str, JsonObject]
 
 
 @dataclass(frozen=True)
@@ -15,15 +17,20 @@ class GenerationRequest:
     """What a generator is asked: the conversation so far and the parameters."""
 
     run_id: str
-    messages: list[dict[str, Any]]
+    messages: list[JsonObject]
     model: str = ""
-    parameters: dict[str, Any] = field(default_factory=dict)
+    parameters: JsonObject = field(default_factory=dict)
 
     @property
     def system_prompt(self) -> str | None:
         """The system prompt override, if any."""
         value = self.parameters.get("systemPrompt")
         return str(value) if value else None
+
+    def number(self, name: str) -> float | None:
+        """A numeric parameter (start_generation stores them as numbers), None when unset."""
+        value = self.parameters.get(name)
+        return float(value) if isinstance(value, str | int | float) else None
 
     @property
     def continues(self) -> bool:
@@ -36,7 +43,7 @@ class GenerationRequest:
         last = self.messages[-1] if self.messages else {}
         if not self.continues or last.get("role") != "assistant":
             return ""
-        parts = last.get("parts", [])
+        parts = objects_in(last.get("parts"))
         return "".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
 
 

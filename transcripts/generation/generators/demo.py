@@ -6,10 +6,11 @@ import hashlib
 import random
 import re
 import time
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterator
+from typing import ClassVar
 
 from transcripts.generation.generators.base import GenerationRequest, Generator, StreamEvent
+from transcripts.jsonvalue import JsonObject, objects_in
 
 # The models it offers, and how many sentences of body each writes.
 MODELS = {"demo-1": (2, 3), "demo-brief": (1, 1), "demo-detailed": (4, 5)}
@@ -55,18 +56,20 @@ _CONTINUATIONS = [
     "To pick up where I stopped: the next step is to try it on a small case.",
     "Continuing from there, the rest follows from the same idea.",
 ]
-_TOOLS = [
+_TOOLS: list[tuple[str, str, JsonObject]] = [
     ("search_docs", "query", {"hits": 3, "top": "docs"}),
     ("calculator", "expression", {"result": 117647.06}),
     ("lookup", "term", {"found": True}),
 ]
 
 
-def _last_user_text(messages: list[dict[str, Any]]) -> str:
+def _last_user_text(messages: list[JsonObject]) -> str:
     for message in reversed(messages):
         if message.get("role") == "user":
             return " ".join(
-                str(p.get("text", "")) for p in message.get("parts", []) if p.get("type") == "text"
+                str(p.get("text", ""))
+                for p in objects_in(message.get("parts"))
+                if p.get("type") == "text"
             )
     return ""
 
@@ -156,8 +159,9 @@ class DemoGenerator(Generator):
         seed = str(request.parameters.get("seed") or request.run_id)
         rng = _rng(prompt, model, f"{seed}:steps")
         # delayMs: per token; 0 runs at full speed (benchmarks, tests).
-        delay = float(request.parameters.get("delayMs", 25)) / 1000
-        max_tokens = int(request.parameters.get("maxTokens") or 400)
+        delay_ms = request.number("delayMs")
+        delay = (25 if delay_ms is None else delay_ms) / 1000
+        max_tokens = int(request.number("maxTokens") or 400)
 
         def pause() -> None:
             if delay > 0:
@@ -181,7 +185,9 @@ class DemoGenerator(Generator):
         usage = {"inputTokens": len(prompt.split()) + 20, "outputTokens": count}
         yield ("step-finished", {"finishReason": finish, "usage": usage})
 
-    def _thinking(self, prompt: str, rng: random.Random, pause: Any) -> Iterator[StreamEvent]:
+    def _thinking(
+        self, prompt: str, rng: random.Random, pause: Callable[[], None]
+    ) -> Iterator[StreamEvent]:
         if rng.random() < 0.5:
             thought = (
                 f"The user asked about {_topic(key_words(prompt))}. "
@@ -192,7 +198,7 @@ class DemoGenerator(Generator):
                 yield ("reasoning", {"text": token})
 
     def _tool_step(
-        self, prompt: str, rng: random.Random, pause: Any, seed: str
+        self, prompt: str, rng: random.Random, pause: Callable[[], None], seed: str
     ) -> Iterator[StreamEvent]:
         if rng.random() < 0.35:
             name, argument, output = rng.choice(_TOOLS)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.conf import settings
 
@@ -13,6 +13,11 @@ from transcripts.errors import GeneratorError
 from transcripts.formats.document import TreeThread
 from transcripts.formats.openai import export_openai
 from transcripts.generation.generators.base import GenerationRequest, Generator, StreamEvent
+from transcripts.jsonvalue import JsonObject, JsonValue, object_of
+
+if TYPE_CHECKING:  # the SDK is imported when a run streams, not with the generators
+    from openai.types import CompletionUsage
+    from openai.types.chat import ChatCompletionChunk
 
 _USAGE_KEYS = {
     "prompt_tokens": "inputTokens",
@@ -31,15 +36,16 @@ def _setting(name: str, env: str, default: str = "") -> str:
     return str(getattr(settings, name, "") or os.environ.get(env, "") or default)
 
 
-def _usage(raw: Any) -> dict[str, Any]:
-    data = raw.model_dump(exclude_none=True) if hasattr(raw, "model_dump") else dict(raw)
-    usage: dict[str, Any] = {_USAGE_KEYS.get(k, k): v for k, v in data.items()}
+def _usage(raw: CompletionUsage) -> JsonObject:
+    data = raw.model_dump(exclude_none=True)
+    usage: JsonObject = {_USAGE_KEYS.get(k, k): v for k, v in data.items()}
     return usage
 
 
-def _parse_arguments(text: str) -> Any:
+def _parse_arguments(text: str) -> JsonValue:
     try:
-        return json.loads(text) if text else {}
+        value: JsonValue = json.loads(text) if text else {}
+        return value
     except ValueError:
         # Models do emit broken JSON; keep it rather than lose it.
         return text
@@ -60,13 +66,13 @@ class OpenAIChatGenerator(Generator):
         names = [name.strip() for name in listed.split(",") if name.strip()]
         return list(dict.fromkeys(names)) or [self.default_model()]
 
-    def build_messages(self, request: GenerationRequest) -> list[dict[str, Any]]:
+    def build_messages(self, request: GenerationRequest) -> list[JsonObject]:
         """The Chat Completions messages for the conversation so far."""
-        history = [m for m in request.messages if not m.get("metadata", {}).get("hidden")]
+        history = [m for m in request.messages if not object_of(m.get("metadata")).get("hidden")]
         if request.system_prompt:
             history = [m for m in history if m.get("role") != "system"]
         exported = export_openai(TreeThread(title="", messages=history, active_leaf=None))
-        messages: list[dict[str, Any]] = exported["messages"]
+        messages: list[JsonObject] = exported["messages"]
         if request.system_prompt:
             messages.insert(0, {"role": "system", "content": request.system_prompt})
         if request.continues and messages and messages[-1].get("role") == "assistant":
@@ -86,16 +92,19 @@ class OpenAIChatGenerator(Generator):
             raise GeneratorError("set OPENAI_API_KEY (or TRANSCRIPTS_OPENAI_BASE_URL)")
         client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=120)
         params = request.parameters
+        # Any: the SDK types each argument (its messages are TypedDicts); ours are checked JSON.
         kwargs: dict[str, Any] = {
             "model": request.model or self.default_model(),
             "messages": self.build_messages(request),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        if params.get("temperature") is not None:
-            kwargs["temperature"] = float(params["temperature"])
-        if params.get("maxTokens"):
-            kwargs["max_tokens"] = int(params["maxTokens"])
+        temperature = request.number("temperature")
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        max_tokens = request.number("maxTokens")
+        if max_tokens:
+            kwargs["max_tokens"] = int(max_tokens)
         if params.get("tools"):
             kwargs["tools"] = params["tools"]
         try:
@@ -104,13 +113,13 @@ class OpenAIChatGenerator(Generator):
         except openai.OpenAIError as exc:
             raise GeneratorError(f"{type(exc).__name__}: {exc}") from exc
 
-    def _events(self, stream: Any) -> Iterator[StreamEvent]:
+    def _events(self, stream: Iterable[ChatCompletionChunk]) -> Iterator[StreamEvent]:
         calls: dict[int, dict[str, str]] = {}
         finish: str | None = None
-        usage: dict[str, Any] | None = None
+        usage: JsonObject | None = None
         yield ("step-started", {})
         for chunk in stream:
-            if getattr(chunk, "usage", None):
+            if chunk.usage:
                 usage = _usage(chunk.usage)
             for choice in chunk.choices or []:
                 delta = choice.delta
@@ -131,16 +140,16 @@ class OpenAIChatGenerator(Generator):
                 if choice.finish_reason:
                     finish = choice.finish_reason
         for index in sorted(calls):
-            call = calls[index]
+            gathered = calls[index]
             yield (
                 "tool-call",
                 {
-                    "toolCallId": call["id"] or f"call_{index}",
-                    "toolName": call["name"] or "unknown",
-                    "input": _parse_arguments(call["arguments"]),
+                    "toolCallId": gathered["id"] or f"call_{index}",
+                    "toolName": gathered["name"] or "unknown",
+                    "input": _parse_arguments(gathered["arguments"]),
                 },
             )
-        finished: dict[str, Any] = {}
+        finished: JsonObject = {}
         if finish:
             finished["finishReason"] = _FINISH.get(finish, finish)
         if usage:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -20,13 +18,13 @@ class Command(BaseCommand):
         parser.add_argument("username", help="the user")
         parser.add_argument("--role", required=True, choices=ProjectRole.values)
 
-    def handle(self, *args: Any, **options: Any) -> None:
-        user = get_user_model().objects.filter(username=options["username"]).first()
+    def handle(self, *args: str, slug: str, username: str, role: str, **options: object) -> None:
+        user = get_user_model().objects.filter(username=username).first()
         if user is None:
-            raise CommandError(f"no user {options['username']!r}")
+            raise CommandError(f"no user {username!r}")
         try:
-            project = get_project(options["slug"])
-            set_member(project=project, user=user, role=options["role"])
+            project = get_project(slug)
+            set_member(project=project, user=user, role=role)
         except DomainError as exc:
             raise CommandError(exc.message) from None
-        self.stdout.write(f"{user.get_username()} is {options['role']} of {project.slug}.")
+        self.stdout.write(f"{user.get_username()} is {role} of {project.slug}.")

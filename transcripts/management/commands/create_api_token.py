@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -31,19 +29,24 @@ class Command(BaseCommand):
         )
         parser.add_argument("--user", help="username of the person the token is for (optional)")
 
-    def handle(self, *args: Any, **options: Any) -> None:
-        scopes = [s.strip() for s in options["scopes"].split(",") if s.strip()]
-        user = None
-        if options["user"]:
-            user = get_user_model().objects.filter(username=options["user"]).first()
-            if user is None:
-                raise CommandError(f"no user {options['user']!r}")
+    def handle(
+        self,
+        *args: str,
+        name: str,
+        project: str,
+        scopes: str,
+        user: str | None,
+        **options: object,
+    ) -> None:
+        scope_list = [s.strip() for s in scopes.split(",") if s.strip()]
+        owner = None
+        if user:
+            owner = get_user_model().objects.filter(username=user).first()
+            if owner is None:
+                raise CommandError(f"no user {user!r}")
         try:
-            if options["project"] == DEFAULT_PROJECT_SLUG:
-                project = default_project()
-            else:
-                project = get_project(options["project"])
-            _, raw = issue_token(name=options["name"], scopes=scopes, project=project, user=user)
+            chosen = default_project() if project == DEFAULT_PROJECT_SLUG else get_project(project)
+            _, raw = issue_token(name=name, scopes=scope_list, project=chosen, user=owner)
         except DomainError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(raw)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from transcripts.errors import DomainError
@@ -23,11 +21,11 @@ class Command(BaseCommand):
             help="delete threads with no activity for this many days (default: keep forever)",
         )
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(
+        self, *args: str, slug: str, name: str, retention_days: int | None, **options: object
+    ) -> None:
         try:
-            project = create_project(
-                slug=options["slug"], name=options["name"], retention_days=options["retention_days"]
-            )
+            project = create_project(slug=slug, name=name, retention_days=retention_days)
         except DomainError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(f"Created project {project.slug} ({project.name}).")

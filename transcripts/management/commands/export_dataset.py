@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -52,37 +51,42 @@ class Command(BaseCommand):
         )
         parser.add_argument("-o", "--output", help="write to this file instead of stdout")
 
-    def handle(self, *args: Any, **options: Any) -> None:
-        project = Project.objects.filter(slug=options["project"]).first()
-        if project is None:
-            raise CommandError(f"no project {options['project']!r}")
+    def handle(
+        self,
+        *args: str,
+        kind: str,
+        project: str,
+        rated: bool,
+        search: str,
+        output: str | None,
+        **options: str,
+    ) -> None:
+        """options: the query's text fields (format, since, until, dated, model, agent,
+        branches, metadata), passed on by their names."""
+        found = Project.objects.filter(slug=project).first()
+        if found is None:
+            raise CommandError(f"no project {project!r}")
+        fields = ("format", "since", "until", "dated", "model", "agent", "branches", "metadata")
         try:
             query = datasets.parse_query(
-                options["kind"],
+                kind,
                 {
-                    "format": options["format"],
-                    "since": options["since"],
-                    "until": options["until"],
-                    "dated": options["dated"],
-                    "model": options["model"],
-                    "agent": options["agent"],
-                    "rated": "true" if options["rated"] else "",
-                    "q": options["search"],
-                    "branches": options["branches"],
-                    "metadata": options["metadata"],
+                    **{field: options[field] for field in fields},
+                    "rated": "true" if rated else "",
+                    "q": search,
                 },
             )
         except DomainError as exc:
             raise CommandError(exc.message) from None
-        if not options["output"]:
-            self._write(project, query, lambda line: self.stdout.write(line, ending=""))
+        if not output:
+            self._write(found, query, lambda line: self.stdout.write(line, ending=""))
             return
         try:
-            with open(options["output"], "w", encoding="utf-8") as out:
-                count = self._write(project, query, out.write)
+            with open(output, "w", encoding="utf-8") as out:
+                count = self._write(found, query, out.write)
         except OSError as exc:
-            raise CommandError(f"cannot write {options['output']}: {exc.strerror}") from None
-        self.stderr.write(f"Wrote {count} row{'s' if count != 1 else ''} to {options['output']}")
+            raise CommandError(f"cannot write {output}: {exc.strerror}") from None
+        self.stderr.write(f"Wrote {count} row{'s' if count != 1 else ''} to {output}")
 
     def _write(
         self, project: Project, query: datasets.DatasetQuery, write: Callable[[str], object]

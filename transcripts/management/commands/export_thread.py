@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -28,26 +27,31 @@ class Command(BaseCommand):
         )
         parser.add_argument("-o", "--output", help="write to this file instead of stdout")
 
-    def handle(self, *args: Any, **options: Any) -> None:
-        thread_id = options["thread_id"]
+    def handle(
+        self,
+        *args: str,
+        thread_id: str,
+        format: str,
+        leaf: str | None,
+        events: bool,
+        branches: str | None,
+        output: str | None,
+        **options: object,
+    ) -> None:
         thread = Thread.objects.filter(pk=thread_id).first() if is_ulid(thread_id) else None
         if thread is None:
-            raise CommandError(f"no thread {options['thread_id']!r}")
+            raise CommandError(f"no thread {thread_id!r}")
         try:
             exported = export_thread(
-                thread,
-                options["format"],
-                leaf=options["leaf"],
-                with_events=options["events"],
-                branches=options["branches"],
+                thread, format, leaf=leaf, with_events=events, branches=branches
             )
         except DomainError as exc:
             raise CommandError(exc.message) from None
-        if options["output"]:
+        if output:
             try:
-                Path(options["output"]).write_text(exported.content, encoding="utf-8")
+                Path(output).write_text(exported.content, encoding="utf-8")
             except OSError as exc:
-                raise CommandError(f"cannot write {options['output']}: {exc.strerror}") from None
-            self.stderr.write(f"Wrote {options['output']}")
+                raise CommandError(f"cannot write {output}: {exc.strerror}") from None
+            self.stderr.write(f"Wrote {output}")
         else:
             self.stdout.write(exported.content)

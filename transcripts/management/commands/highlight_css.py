@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -38,9 +37,9 @@ class Command(BaseCommand):
             "--check", action="store_true", help="fail if the committed file is out of date"
         )
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: str, check: bool, **options: object) -> None:
         path, css = stylesheet_path(), highlight_css()
-        if options["check"]:
+        if check:
             if path.read_text(encoding="utf-8") != css:
                 raise CommandError(f"{path} is out of date: run manage.py highlight_css")
             return

@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from transcripts.errors import DomainError
 from transcripts.interchange import IMPORT_FORMATS, import_stream
+from transcripts.interchange.imports import ImportReport
 from transcripts.ledger.default_project import default_project
 
 
@@ -23,8 +23,8 @@ class Command(BaseCommand):
             "--format", choices=IMPORT_FORMATS, help="the file's format (detected when omitted)"
         )
 
-    def handle(self, *args: Any, **options: Any) -> None:
-        path = options["file"]
+    def handle(self, *args: str, file: str, format: str | None, **options: object) -> None:
+        path = file
         started = time.monotonic()
         try:
             total = Path(path).stat().st_size if path != "-" else 0
@@ -48,9 +48,7 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from None
         try:
-            result = import_stream(
-                handle, options["format"], progress=progress, project=default_project()
-            )
+            result = import_stream(handle, format, progress=progress, project=default_project())
         except DomainError as exc:
             problems = exc.details.get("problems") or []
             lines = [f"  {p['path']}: {p['message']}" for p in problems[:20]]
@@ -68,7 +66,7 @@ class Command(BaseCommand):
             self.stdout.write(f"  {thread_id}")
         self._write_report(result.report)
 
-    def _write_report(self, report: dict[str, Any]) -> None:
+    def _write_report(self, report: ImportReport) -> None:
         """The import report: what was created, and each skipped item with why."""
         if not report:
             return

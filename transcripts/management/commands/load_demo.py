@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.management.base import BaseCommand
 
 from transcripts.demo import load_demo
@@ -12,6 +10,6 @@ from transcripts.demo import load_demo
 class Command(BaseCommand):
     help = "Create a few realistic demo threads through the ledger, unless they exist."
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: str, **options: object) -> None:
         created = load_demo()
         self.stdout.write("Demo data loaded." if created else "Demo data already present.")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.management.base import BaseCommand, CommandParser
 
 from transcripts.ledger.retention import purge_expired
@@ -20,11 +18,11 @@ class Command(BaseCommand):
             "--dry-run", action="store_true", help="only count what would be deleted"
         )
 
-    def handle(self, *args: Any, **options: Any) -> None:
-        purges = purge_expired(dry_run=options["dry_run"])
+    def handle(self, *args: str, dry_run: bool, **options: object) -> None:
+        purges = purge_expired(dry_run=dry_run)
         if not purges:
             self.stdout.write("No project has a retention period: nothing to purge.")
-        verb = "would delete" if options["dry_run"] else "deleted"
+        verb = "would delete" if dry_run else "deleted"
         for purge in purges:
             counts = ", ".join(f"{n} {kind}" for kind, n in purge.deleted.as_dict().items())
             self.stdout.write(

@@ -10,7 +10,6 @@ import socket
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -40,16 +39,25 @@ class Command(BaseCommand):
             "--no-worker", action="store_true", help="do not start a generation worker alongside"
         )
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(
+        self,
+        *args: str,
+        host: str,
+        port: int,
+        no_demo: bool,
+        workers: int,
+        no_worker: bool,
+        **options: object,
+    ) -> None:
         # The port is taken first: a busy one stops serve before migrations and demo data, and
         # "serving on" is only ever printed for a socket this process holds.
         try:
-            listener = bind_listener(options["host"], options["port"])
+            listener = bind_listener(host, port)
         except PortUnavailable as exc:
             self.stderr.write(str(exc))
             raise SystemExit(1) from None
         call_command("migrate", interactive=False, verbosity=0)
-        if not options["no_demo"]:
+        if not no_demo:
             call_command("load_demo")
         self._ensure_admin()
         import uvicorn
@@ -58,7 +66,7 @@ class Command(BaseCommand):
         # uvicorn shuts down gracefully on SIGTERM, then raises it again with the handler found
         # before it: this one, so the `finally` below stops the worker (else left running).
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
-        if not options["no_worker"]:
+        if not no_worker:
             supervisor = WorkerSupervisor(
                 [sys.executable, "manage.py", "worker", "--interval", "0.1", "--no-reload"],
                 say=self._say,
@@ -66,15 +74,15 @@ class Command(BaseCommand):
             supervisor.start()
         config = uvicorn.Config(
             "config.asgi:application",
-            host=options["host"],
-            port=options["port"],
-            workers=options["workers"],
+            host=host,
+            port=port,
+            workers=workers,
             log_level="info",
             lifespan="off",
         )
         server = uvicorn.Server(config)
         listener.listen(config.backlog)
-        url = f"http://{options['host']}:{options['port']}/"
+        url = f"http://{host}:{port}/"
         self.stdout.write(self.style.SUCCESS(f"Transcripts is serving on {url}"))
         try:
             if config.workers > 1:

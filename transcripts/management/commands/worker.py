@@ -3,8 +3,6 @@ options."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
 from transcripts.worker.process import run_worker
@@ -30,7 +28,7 @@ class Command(DbWorkerCommand):
         max_tasks: int | None,
         worker_id: str,
         exclude_queues: str,
-        **options: Any,
+        **options: object,
     ) -> None:
         self.configure_logging(verbosity)
         run_worker(
