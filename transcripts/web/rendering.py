@@ -109,7 +109,7 @@ def _image_placeholder(self: Any, tokens: list[Token], idx: int, options: Any, e
     image = remote_image(src)
     if image is None or _inside_link(tokens, idx):
         host = f" from {image.host}" if image else ""
-        return str(format_html("🖼 {} <span>(image{}, not loaded)</span>", alt or src, host))
+        return str(format_html("{} <span>(image{}, not loaded)</span>", alt or src, host))
     return str(remote_image_html(image, alt))
 
 
@@ -280,7 +280,7 @@ def remote_image_html(image: RemoteImage, alt: str) -> SafeString:
     """A remote image not loaded: its name and host, with a button that loads it (app.js) when
     its host is listed, else its URL as a link to open in a new tab."""
     note = format_html(
-        '<span class="remote-image-note">🖼 {}<span class="muted">image from <strong>{}</strong>,'
+        '<span class="remote-image-note">{}<span class="muted">image from <strong>{}</strong>,'
         " not loaded</span></span>",
         f"{alt} · " if alt else "",
         image.host,
