@@ -73,6 +73,8 @@ def test_a_remote_image_is_named_by_its_host_and_listed_only_by_the_setting(list
     # A look-alike host is shown as the browser resolves it, in ASCII.
     lookalike = remote_image("https://\u0456mg.example.com/a.png")  # a Cyrillic i
     assert lookalike is not None and lookalike.host.startswith("xn--") and not lookalike.listed
+    ipv6 = remote_image("http://[::1]:8080/a.png")
+    assert ipv6 is not None and ipv6.host == "[::1]:8080"
     for url in ("data:image/png;base64,AAAA", "javascript:alert(1)", "//img.example.com/a.png"):
         assert remote_image(url) is None
 

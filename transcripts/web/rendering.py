@@ -109,7 +109,8 @@ def _image_placeholder(self: Any, tokens: list[Token], idx: int, options: Any, e
     image = remote_image(src)
     if image is None or _inside_link(tokens, idx):
         host = f" from {image.host}" if image else ""
-        return str(format_html("{} <span>(image{}, not loaded)</span>", alt or src, host))
+        named = alt or src[:URL_SHOWN_CHARS]
+        return str(format_html("{} <span>(image{}, not loaded)</span>", named, host))
     return str(remote_image_html(image, alt))
 
 
@@ -270,6 +271,7 @@ def remote_image(url: Any) -> RemoteImage | None:
         port = parts.port
     except (UnicodeError, ValueError):
         return None
+    name = f"[{name}]" if ":" in name else name  # an IPv6 address
     default = 443 if parts.scheme.lower() == "https" else 80
     host = name if port in (None, default) else f"{name}:{port}"
     listed = host in {h.lower() for h in settings.TRANSCRIPTS_IMAGE_HOSTS}
