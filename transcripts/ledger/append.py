@@ -27,6 +27,8 @@ from transcripts.ledger.notify import change_payload, change_payload_sql, run_ch
 from transcripts.ledger.storable import problem_dicts
 from transcripts.models import Message, Run, RunStatus
 
+# The largest seq the event and run columns hold (PostgreSQL integer).
+MAX_SEQ = 2**31 - 1
 # Up to this many events ride along with the run update in one statement; more go by COPY,
 # which costs an extra round trip but less per row.
 _INLINE_INSERT_MAX = 16
@@ -54,6 +56,7 @@ def append_events(*, run: Run | str, events: Any, start: bool = True) -> AppendR
         checked = check_events(events)
     except InvalidEvents as exc:
         raise InvalidInput(f"invalid events: {exc}", problems=problem_dicts(exc.problems)) from None
+    _refuse_seqs_past_the_column(checked)
     fast = _append_in_one_statement(run, checked, start=start, within=None)
     if fast is not None:
         return fast
@@ -134,6 +137,18 @@ def append_at_once(*, run: str, events: Any, within: Reach) -> AppendResult | No
     return _append_in_one_statement(run, checked, start=True, within=within)
 
 
+def _refuse_seqs_past_the_column(events: Sequence[CheckedEvent]) -> None:
+    """Refuse (InvalidInput naming it) the first event whose seq the columns cannot hold."""
+    for index, event in enumerate(events):
+        if event.seq > MAX_SEQ:
+            where = f"events[{index}].seq"
+            raise InvalidInput(
+                f"{where}: a seq is at most {MAX_SEQ}, not {event.seq}",
+                field=where,
+                maxSeq=MAX_SEQ,
+            )
+
+
 # Kinds that may ask for a message id, which the full path checks is free.
 _MESSAGE_KINDS = ("message", "message-start")
 
@@ -180,7 +195,7 @@ def _append_in_one_statement(
     """
     if connection.in_atomic_block or not events or len(events) > _INLINE_INSERT_MAX:
         return None
-    if any(e.kind in _MESSAGE_KINDS for e in events):
+    if any(e.kind in _MESSAGE_KINDS for e in events) or events[-1].seq > MAX_SEQ:
         return None
     run_id = run.id if isinstance(run, Run) else run
     if not is_ulid(run_id):
