@@ -96,7 +96,7 @@ def append_events(*, run: Run | str, events: Any, start: bool = True) -> AppendR
                     expectedSeq=expected,
                     lastSeq=last_seq,
                 )
-            _refuse_taken_message_ids(fresh)
+            _refuse_taken_message_ids(fresh, thread_id=run.thread_id)
             now = timezone.now()
             run.last_seq = fresh[-1].seq
             run.first_event_at = run.first_event_at or now
@@ -291,11 +291,12 @@ def _same_event(stored: tuple[bool, Any], new: CheckedEvent) -> bool:
     return bool(same) and (new.at is None or new.at == at)
 
 
-def _refuse_taken_message_ids(events: Sequence[CheckedEvent]) -> None:
+def _refuse_taken_message_ids(events: Sequence[CheckedEvent], *, thread_id: str) -> None:
     """Refuse events that ask for the id of a message already in the database.
 
     The projector keeps a requested id, so such a run could never be committed; saying so
-    at append time leaves the run usable.
+    at append time leaves the run usable. Ids taken in this thread are listed; an id taken
+    anywhere else (another thread or project, seen or not) is refused without saying which.
     """
     requested = {
         str(event.data.get(key)).upper()
@@ -305,13 +306,16 @@ def _refuse_taken_message_ids(events: Sequence[CheckedEvent]) -> None:
     }
     if not requested:
         return
-    taken = sorted(
-        str(pk) for pk in Message.objects.filter(pk__in=requested).values_list("pk", flat=True)
-    )
+    taken = list(Message.objects.filter(pk__in=requested).values_list("pk", "thread_id"))
+    if any(str(thread) != thread_id for _, thread in taken):
+        raise Conflict(
+            "a requested message id cannot be used: give each message a new id or none",
+            field="events",
+        )
     if taken:
         raise Conflict(
             "message ids are already used by other messages: give each message a new id or none",
-            messageIds=taken,
+            messageIds=sorted(str(pk) for pk, _ in taken),
         )
 
 
