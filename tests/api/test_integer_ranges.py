@@ -17,6 +17,7 @@ from tests.api.conftest import ApiClient, error_of
 from tests.factories import conversation, make_run, make_thread
 from transcripts.ledger.default_project import default_project
 from transcripts.models import Event, Run
+from transcripts.pagination import encode_cursor
 
 pytestmark = pytest.mark.django_db
 
@@ -191,3 +192,13 @@ def test_numbers_in_json_objects_past_a_double_are_refused(api: ApiClient) -> No
     response = api.post_raw("/threads", body, "application/json")
     assert response.status_code == 422, response.content
     assert "metadata" in str(error_of(response)), response.content
+
+
+@pytest.mark.parametrize("depth", [-2, 2**31, 2**63, 1e309, True])
+def test_a_path_cursor_holding_a_depth_out_of_range_is_a_422(
+    api: ApiClient, ids: dict[str, str], depth: object
+) -> None:
+    cursor = encode_cursor(depth)
+    response = api.get(f"/threads/{ids['thread']}/messages", cursor=cursor)
+    assert response.status_code == 422, response.content
+    assert error_of(response)["details"] == {"field": "cursor"}
