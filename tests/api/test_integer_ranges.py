@@ -15,6 +15,8 @@ import pytest
 
 from tests.api.conftest import ApiClient, error_of
 from tests.factories import conversation, make_run, make_thread
+from transcripts import ledger
+from transcripts.errors import InvalidInput
 from transcripts.ledger.default_project import default_project
 from transcripts.models import Event, Run
 from transcripts.pagination import encode_cursor
@@ -202,3 +204,16 @@ def test_a_path_cursor_holding_a_depth_out_of_range_is_a_422(
     response = api.get(f"/threads/{ids['thread']}/messages", cursor=cursor)
     assert response.status_code == 422, response.content
     assert error_of(response)["details"] == {"field": "cursor"}
+
+
+@pytest.mark.parametrize("seq", [2**31, 2**63])
+def test_the_ledger_refuses_a_seq_past_the_column_on_both_paths(seq: int) -> None:
+    run = make_run(make_thread(), commit=False)
+    _append(run, seq - 1 if seq < 2**63 else 0)
+    batch = [{"seq": seq, **_DELTA}]
+    reach = ledger.Reach(project_id=default_project().pk, visible=True, hidden=False)
+    assert ledger.append_at_once(run=run.id, events=batch, within=reach) is None
+    with pytest.raises(InvalidInput) as caught:
+        ledger.append_events(run=run.id, events=batch)
+    assert caught.value.details["field"] == "events[0].seq"
+    assert not Event.objects.filter(run=run).exists()
