@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from google.rpc import status_pb2
 from ninja import Router
 
-from transcripts.api.access import caller_project, require_scope
+from transcripts.api.access import append_reach, caller_project, require_scope
 from transcripts.api.auth import ingest_auth
 from transcripts.api.errors import error_response
 from transcripts.formats.otlp.decode import (
@@ -113,7 +113,11 @@ def export_traces(request: HttpRequest) -> HttpResponse:
             raise _Refused(400, "bad_request", str(exc)) from None
     except _Refused as exc:
         return _refusal(exc, content_type)
-    result = ingest_spans(project=caller_project(request), spans=spans_of(export))
+    result = ingest_spans(
+        project=caller_project(request),
+        spans=spans_of(export),
+        within=append_reach(request, needs=[INGEST]),
+    )
     answer = encode_response(
         content_type, rejected=len(result.rejected), error_message=result.error_message
     )

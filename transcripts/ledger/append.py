@@ -26,6 +26,8 @@ from transcripts.ledger.notify import change_payload, change_payload_sql, run_ch
 from transcripts.ledger.storable import problem_dicts
 from transcripts.models import Message, Run, RunStatus
 
+# The largest seq the event and run columns hold (PostgreSQL integer).
+MAX_SEQ = 2**31 - 1
 # Up to this many events ride along with the run update in one statement; more go by COPY,
 # which costs an extra round trip but less per row.
 _INLINE_INSERT_MAX = 16
@@ -53,6 +55,7 @@ def append_events(*, run: Run | str, events: object, start: bool = True) -> Appe
         checked = check_events(events)
     except InvalidEvents as exc:
         raise InvalidInput(f"invalid events: {exc}", problems=problem_dicts(exc.problems)) from None
+    _refuse_seqs_past_the_column(checked)
     fast = _append_in_one_statement(run, checked, start=start, within=None)
     if fast is not None:
         return fast
@@ -92,7 +95,7 @@ def append_events(*, run: Run | str, events: object, start: bool = True) -> Appe
                     expectedSeq=expected,
                     lastSeq=last_seq,
                 )
-            _refuse_taken_message_ids(fresh)
+            _refuse_taken_message_ids(fresh, thread_id=run.thread_id)
             now = timezone.now()
             run.last_seq = fresh[-1].seq
             run.first_event_at = run.first_event_at or now
@@ -131,6 +134,18 @@ def append_at_once(*, run: str, events: object, within: Reach) -> AppendResult |
     except InvalidEvents:
         return None
     return _append_in_one_statement(run, checked, start=True, within=within)
+
+
+def _refuse_seqs_past_the_column(events: Sequence[CheckedEvent]) -> None:
+    """Refuse (InvalidInput naming it) the first event whose seq the columns cannot hold."""
+    for index, event in enumerate(events):
+        if event.seq > MAX_SEQ:
+            where = f"events[{index}].seq"
+            raise InvalidInput(
+                f"{where}: a seq is at most {MAX_SEQ}, not {event.seq}",
+                field=where,
+                maxSeq=MAX_SEQ,
+            )
 
 
 # Kinds that may ask for a message id, which the full path checks is free.
@@ -179,7 +194,7 @@ def _append_in_one_statement(
     """
     if connection.in_atomic_block or not events or len(events) > _INLINE_INSERT_MAX:
         return None
-    if any(e.kind in _MESSAGE_KINDS for e in events):
+    if any(e.kind in _MESSAGE_KINDS for e in events) or events[-1].seq > MAX_SEQ:
         return None
     run_id = run.id if isinstance(run, Run) else run
     if not is_ulid(run_id):
@@ -277,11 +292,12 @@ def _same_event(stored: tuple[bool, datetime | None], new: CheckedEvent) -> bool
     return bool(same) and (new.at is None or new.at == at)
 
 
-def _refuse_taken_message_ids(events: Sequence[CheckedEvent]) -> None:
+def _refuse_taken_message_ids(events: Sequence[CheckedEvent], *, thread_id: str) -> None:
     """Refuse events that ask for the id of a message already in the database.
 
     The projector keeps a requested id, so such a run could never be committed; saying so
-    at append time leaves the run usable.
+    at append time leaves the run usable. Ids taken in this thread are listed; an id taken
+    anywhere else (another thread or project, seen or not) is refused without saying which.
     """
     requested = {
         str(event.data.get(key)).upper()
@@ -291,13 +307,16 @@ def _refuse_taken_message_ids(events: Sequence[CheckedEvent]) -> None:
     }
     if not requested:
         return
-    taken = sorted(
-        str(pk) for pk in Message.objects.filter(pk__in=requested).values_list("pk", flat=True)
-    )
+    taken = list(Message.objects.filter(pk__in=requested).values_list("pk", "thread_id"))
+    if any(str(thread) != thread_id for _, thread in taken):
+        raise Conflict(
+            "a requested message id cannot be used: give each message a new id or none",
+            field="events",
+        )
     if taken:
         raise Conflict(
             "message ids are already used by other messages: give each message a new id or none",
-            messageIds=taken,
+            messageIds=sorted(str(pk) for pk, _ in taken),
         )
 
 

@@ -20,13 +20,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from django.db import transaction
+from django.db import DataError, transaction
 from pydantic import ValidationError
 
-from transcripts.errors import DomainError, InvalidInput
+from transcripts.errors import DomainError, InvalidInput, NotFound
 from transcripts.formats.otlp.model import CallMessage, LlmCall
 from transcripts.jsonvalue import JsonObject, JsonValue, object_of, objects_in, text_of
-from transcripts.ledger.append import append_events
+from transcripts.ledger.append import Reach, append_events
 from transcripts.ledger.lifecycle import commit_run, restore_run
 from transcripts.ledger.runs import begin_run
 from transcripts.ledger.storable import check_storable
@@ -232,8 +232,12 @@ class _Tree:
         return parent, len(entries)
 
 
-def _thread_for(project: Project, external_id: str, title: str) -> Thread:
-    """The thread of external_id in project, created when new; locked for this transaction."""
+def _thread_for(project: Project, external_id: str, title: str, within: Reach | None) -> Thread:
+    """The thread of external_id in project, created when new; locked for this transaction.
+
+    A thread out of within's reach (a hidden one, for a token without the admin scope) is
+    NotFound, as the events API answers for it: nothing says that it exists.
+    """
     if len(external_id) > MAX_EXTERNAL_ID:
         raise InvalidInput(
             f"a conversation id longer than {MAX_EXTERNAL_ID} characters", field="externalId"
@@ -246,7 +250,10 @@ def _thread_for(project: Project, external_id: str, title: str) -> Thread:
     thread, _ = find_or_create_external(
         project=project, external_id=external_id, title=title[:TITLE_LENGTH]
     )
-    return Thread.objects.select_for_update().get(pk=thread.pk)
+    thread = Thread.objects.select_for_update().get(pk=thread.pk)
+    if within is not None and not (within.hidden if thread.hidden else within.visible):
+        raise NotFound(f"the thread of conversation {external_id} does not exist")
+    return thread
 
 
 def _first_user_text(units: list[_Unit]) -> str:
@@ -306,9 +313,11 @@ def _newer_head_run(thread: Thread, start_ns: int) -> str | None:
     return str(run_id)
 
 
-def _record_conversation(project: Project, external_id: str, calls: list[LlmCall]) -> list[str]:
+def _record_conversation(
+    project: Project, external_id: str, calls: list[LlmCall], within: Reach | None
+) -> list[str]:
     units = _units(calls)
-    thread = _thread_for(project, external_id, _first_user_text(units))
+    thread = _thread_for(project, external_id, _first_user_text(units), within)
     tree = _Tree.load(thread)
     written: list[str] = []
     for unit in units:
@@ -347,12 +356,15 @@ def _record_conversation(project: Project, external_id: str, calls: list[LlmCall
     return written
 
 
-def record_llm_calls(*, project: Project, calls: Iterable[LlmCall]) -> RecordedLlmCalls:
-    """Store LLM calls into their conversations' threads in project.
+def record_llm_calls(
+    *, project: Project, calls: Iterable[LlmCall], within: Reach | None = None
+) -> RecordedLlmCalls:
+    """Store LLM calls into their conversations' threads in project (only threads within
+    reach, when given: a caller's token).
 
     Each conversation is written in one transaction: a conversation that cannot be stored (a
-    locked thread, content PostgreSQL cannot hold) leaves nothing behind and its calls are
-    returned as rejected, while the other conversations are stored.
+    locked thread, one out of reach, content PostgreSQL cannot hold) leaves nothing behind and
+    its calls are returned as rejected, while the other conversations are stored.
     """
     by_conversation: dict[str, list[LlmCall]] = defaultdict(list)
     result = RecordedLlmCalls()
@@ -365,7 +377,10 @@ def record_llm_calls(*, project: Project, calls: Iterable[LlmCall]) -> RecordedL
     for external_id, group in by_conversation.items():
         try:
             with transaction.atomic():
-                result.runs.extend(_record_conversation(project, external_id, group))
+                result.runs.extend(_record_conversation(project, external_id, group, within))
         except DomainError as exc:
             result.rejected.extend((call, str(exc)) for call in group)
+        except DataError:
+            reason = "the span holds a value PostgreSQL cannot store"
+            result.rejected.extend((call, reason) for call in group)
     return result

@@ -64,8 +64,9 @@ def begin_run(
                 # (typically because that very run was committed in between).
                 same_fork = fork_from is HEAD or existing.fork_from_id == fork_id
                 if existing.thread_id != thread.id:
-                    # Which thread is not said: the caller may not be allowed to see it.
-                    raise Conflict("a run with this id exists in another thread", runId=run_id)
+                    # Taken in another thread, of this project or another, seen or not: the
+                    # same answer, which says nothing of where.
+                    raise Conflict("this run id cannot be used: choose another", runId=run_id)
                 if not same_fork:
                     raise Conflict(
                         "a run with this id exists at another fork point",

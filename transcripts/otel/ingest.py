@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 from transcripts import ledger
 from transcripts.formats.otlp import conventions
+from transcripts.formats.otlp.decode import unstorable
 from transcripts.formats.otlp.model import LlmCall, SpanData, SpanRejected
+from transcripts.ledger import Reach
 from transcripts.models import Project
 
 # Where an agent span names its agent: the semconv, then Pydantic AI's own attribute.
@@ -52,12 +54,19 @@ def _from_ancestors(
 
 
 def read_calls(spans: Iterable[SpanData]) -> tuple[list[LlmCall], list[tuple[str, str]], int]:
-    """The LLM calls among spans, the spans refused (id, reason), and how many spans there were."""
-    all_spans = list(spans)
-    by_id = {span.span_id: span for span in all_spans}
+    """The LLM calls among spans, the spans refused (id, reason), and how many spans there were.
+
+    A span holding what cannot be stored (a NUL, NaN) is refused by itself, and lends nothing
+    (an agent name, a conversation id) to its descendants.
+    """
+    checked = [(span, unstorable(span)) for span in spans]
+    by_id = {span.span_id: span for span, problem in checked if problem is None}
     calls: list[LlmCall] = []
     rejected: list[tuple[str, str]] = []
-    for span in all_spans:
+    for span, problem in checked:
+        if problem is not None:
+            rejected.append((span.span_id, problem))
+            continue
         try:
             call = conventions.to_call(span)
         except SpanRejected as exc:
@@ -74,12 +83,15 @@ def read_calls(spans: Iterable[SpanData]) -> tuple[list[LlmCall], list[tuple[str
         if call.conversation_id is None:
             call.conversation_id = _from_ancestors(span, by_id, _CONVERSATION_KEYS)
         calls.append(call)
-    return calls, rejected, len(all_spans)
+    return calls, rejected, len(checked)
 
 
-def ingest_spans(*, project: Project, spans: Iterable[SpanData]) -> IngestResult:
-    """Store the LLM calls of spans into project's threads; refused spans are listed."""
+def ingest_spans(
+    *, project: Project, spans: Iterable[SpanData], within: Reach | None = None
+) -> IngestResult:
+    """Store the LLM calls of spans into project's threads (those within reach, when given);
+    refused spans are listed."""
     calls, rejected, count = read_calls(spans)
-    stored = ledger.record_llm_calls(project=project, calls=calls)
+    stored = ledger.record_llm_calls(project=project, calls=calls, within=within)
     rejected.extend((call.span.span_id, reason) for call, reason in stored.rejected)
     return IngestResult(spans=count, calls=len(calls), runs=stored.runs, rejected=rejected)

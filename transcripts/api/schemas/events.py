@@ -8,11 +8,11 @@ from typing import Any
 from ninja import Field, Schema
 from pydantic import StrictInt, StrictStr
 
-from transcripts.api.schemas.common import InputSchema
+from transcripts.api.schemas.common import MAX_INT, InputSchema
 
 
 class EventIn(InputSchema):
-    seq: StrictInt = Field(ge=1, description="Continues the run's lastSeq without gaps")
+    seq: StrictInt = Field(ge=1, le=MAX_INT, description="Continues the run's lastSeq without gaps")
     kind: StrictStr = Field(
         description="message-start, text-delta, reasoning, tool-call, tool-result, file,"
         " step-started, step-finished, error, message, message-end, data-*, system.*"

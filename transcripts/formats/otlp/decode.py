@@ -5,7 +5,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Iterator
+import math
+from collections.abc import Iterable, Iterator, Mapping
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -15,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from transcripts.formats.otlp.model import AttributeValue, SpanData, SpanEvent
+from transcripts.formats.otlp.model import Attributes, AttributeValue, SpanData, SpanEvent
 from transcripts.jsonvalue import JsonObject, JsonValue
 
 PROTOBUF = "application/x-protobuf"
@@ -132,3 +133,51 @@ def spans_of(request: ExportTraceServiceRequest) -> Iterator[SpanData]:
                     resource=resource,
                     scope=scope,
                 )
+
+
+def _value_problem(value: AttributeValue | Attributes, where: str) -> str | None:
+    """Why value cannot be stored (a NUL, a lone surrogate, NaN or infinity), else None."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return f"{where} holds a NUL character (\\u0000), which cannot be stored"
+        if not value.isascii():
+            try:
+                value.encode()
+            except UnicodeEncodeError:
+                return f"{where} is not valid Unicode (a lone surrogate)"
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where} is {value}: NaN and infinity cannot be stored"
+    if isinstance(value, Mapping):
+        return _attributes_problem(value, where)
+    if isinstance(value, list):
+        found = (_value_problem(item, f"{where}[{i}]") for i, item in enumerate(value))
+        return next((problem for problem in found if problem), None)
+    return None
+
+
+def _attributes_problem(values: Attributes, where: str) -> str | None:
+    """The first problem of values' keys and values, else None."""
+    for key, value in values.items():
+        problem = _value_problem(key, f"an attribute key of {where}") or _value_problem(
+            value, f"{where}.{key}"
+        )
+        if problem:
+            return problem
+    return None
+
+
+def unstorable(span: SpanData) -> str | None:
+    """Why span cannot be stored (a NUL or a lone surrogate in any of its texts, NaN or
+    infinity in any of its numbers), else None: the span is refused by itself."""
+    checks: list[tuple[AttributeValue | Attributes, str]] = [
+        (span.name, "the span name"),
+        (span.status_message, "the status message"),
+        (span.scope, "the scope name"),
+        (span.attributes, "attributes"),
+        (span.resource, "resource attributes"),
+    ]
+    for index, event in enumerate(span.events):
+        checks += [(event.name, f"events[{index}].name"), (event.attributes, f"events[{index}]")]
+    found = (_value_problem(value, where) for value, where in checks)
+    return next((problem for problem in found if problem), None)
