@@ -300,7 +300,7 @@ class JsonLimits:
     written), checked on the bytes before anything is parsed."""
 
     depth: int = 64
-    string_bytes: int = 32 << 20
+    string_bytes: int = 16 << 20
 
 
 # Outside a string: the next character that opens or closes a container or a string.
@@ -320,6 +320,7 @@ class JsonScan:
         self.in_string = False
         self.escaped = False
         self.string_bytes = 0
+        self.lines = 0  # in the pieces already checked
 
     def feed(self, chunk: bytes) -> None:
         """Check the next bytes of the file."""
@@ -330,7 +331,7 @@ class JsonScan:
                 continue
             found = _STRUCTURE.search(chunk, pos)
             if found is None:
-                return
+                break
             pos = found.end()
             byte = chunk[found.start()]
             if byte == 0x22:  # "
@@ -338,14 +339,21 @@ class JsonScan:
             elif byte in (0x5B, 0x7B):  # [ {
                 self.depth += 1
                 if self.depth > self.limits.depth:
+                    line = self._line(chunk, pos)
                     raise InvalidInput(
-                        f"the file nests JSON deeper than {self.limits.depth} levels",
+                        f"the file nests JSON deeper than {self.limits.depth} levels (line {line})",
                         field="body",
+                        line=line,
                         maxDepth=self.limits.depth,
                         limit="TRANSCRIPTS_MAX_JSON_DEPTH",
                     )
             else:
                 self.depth -= 1
+        self.lines += chunk.count(b"\n")
+
+    def _line(self, chunk: bytes, pos: int) -> int:
+        """The line (from 1) of the file at pos in chunk."""
+        return self.lines + chunk.count(b"\n", 0, pos) + 1
 
     def _string(self, chunk: bytes, pos: int, end: int) -> int:
         """Consume string bytes from pos; the position after them (past the closing quote)."""
@@ -356,8 +364,11 @@ class JsonScan:
         stop = body.end() if body is not None else pos
         self.string_bytes += stop - start
         if self.string_bytes > self.limits.string_bytes:
+            line = self._line(chunk, stop)
             raise BodyTooLarge(
-                f"the file holds a JSON string of more than {self.limits.string_bytes} bytes",
+                f"the file holds a JSON string of more than {self.limits.string_bytes} bytes "
+                f"(line {line})",
+                line=line,
                 maxBytes=self.limits.string_bytes,
                 limit="TRANSCRIPTS_MAX_IMPORT_STRING_BYTES",
             )

@@ -238,14 +238,14 @@ def _checked_members(archive: zipfile.ZipFile, limits: ZipLimits) -> list[zipfil
         total += info.file_size
     if problems:
         raise FormatError(problems)
-    for info in members:
-        _check_ratio(info, limits)
     if total > limits.total_bytes:
         raise BodyTooLarge(
             f"the zip inflates to {total} bytes, more than the {limits.total_bytes} allowed",
             maxBytes=limits.total_bytes,
             limit="TRANSCRIPTS_MAX_UNZIPPED_BYTES",
         )
+    for info in members:
+        _check_ratio(info, limits)
     return members
 
 
