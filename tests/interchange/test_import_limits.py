@@ -187,3 +187,17 @@ def test_a_job_out_of_memory_fails_saying_so_and_the_worker_lives_on(
     settings.TRANSCRIPTS_IMPORT_JOB_MEMORY_MB = 1024
     response = api.post_raw("/imports?format=chatgpt", chatgpt("fine"), "application/json")
     assert run_import_job(response.json()["id"]).status == ImportStatus.DONE
+
+
+def test_a_single_conversation_too_large_to_read_whole_is_a_413(
+    api: ApiClient, settings: Any
+) -> None:
+    settings.TRANSCRIPTS_MAX_IMPORT_DOCUMENT_BYTES = 1000
+    conversation = json.loads(chatgpt("x" * 2000))[0]
+    raw = json.dumps(conversation).encode()
+    limit = "TRANSCRIPTS_MAX_IMPORT_DOCUMENT_BYTES"
+    refused(api.post_raw("/imports?format=chatgpt", raw, "application/json"), 413, limit)
+    refused(
+        api.post_raw("/imports", zipped({"conversations.json": raw}), "application/zip"), 413, limit
+    )
+    by_job(api, settings, raw, limit)

@@ -297,10 +297,12 @@ def import_each(data: object, read: ReadOne, skips: Skips | None) -> list[TreeTh
 @dataclass(frozen=True)
 class JsonLimits:
     """How deeply a JSON file may nest and how long one of its strings may be (in bytes as
-    written), checked on the bytes before anything is parsed."""
+    written), checked on the bytes before anything is parsed, and how large a document read
+    whole (not one item at a time) may be."""
 
     depth: int = 64
     string_bytes: int = 16 << 20
+    document_bytes: int = 32 << 20
 
 
 # Outside a string: the next character that opens or closes a container or a string.
@@ -395,10 +397,27 @@ class Guarded:
         self.scan = JsonScan(limits)
 
     def read(self, size: int = -1) -> bytes:
-        """The next bytes of the file, checked."""
-        data = self.fp.read(size)
+        """The next bytes of the file, checked; all the rest (size < 0) only up to the size
+        of a document read whole."""
+        if size < 0:
+            limit = self.scan.limits.document_bytes
+            data = self.fp.read(limit + 1)
+            if len(data) > limit:
+                raise document_too_large(limit, f"more than {limit}")
+        else:
+            data = self.fp.read(size)
         self.scan.feed(data)
         return data
+
+
+def document_too_large(limit: int, size: str) -> BodyTooLarge:
+    """The refusal of a document too large to be read whole."""
+    return BodyTooLarge(
+        f"a document read whole may have at most {limit} bytes; this one has {size} "
+        "(ChatGPT and Claude.ai exports are read one conversation at a time)",
+        maxBytes=limit,
+        limit="TRANSCRIPTS_MAX_IMPORT_DOCUMENT_BYTES",
+    )
 
 
 def guarded(fp: IO[bytes], limits: JsonLimits) -> BinaryIO:

@@ -14,7 +14,7 @@ from django.conf import settings
 
 from transcripts.errors import BodyTooLarge, InvalidInput
 from transcripts.formats import TreeThread
-from transcripts.formats.sources import JsonLimits
+from transcripts.formats.sources import JsonLimits, document_too_large
 from transcripts.formats.zips import ZipLimits
 
 _MB = 1 << 20
@@ -30,6 +30,7 @@ def json_limits() -> JsonLimits:
     return JsonLimits(
         depth=_setting("TRANSCRIPTS_MAX_JSON_DEPTH", defaults.depth),
         string_bytes=_setting("TRANSCRIPTS_MAX_IMPORT_STRING_BYTES", defaults.string_bytes),
+        document_bytes=_setting("TRANSCRIPTS_MAX_IMPORT_DOCUMENT_BYTES", defaults.document_bytes),
     )
 
 
@@ -50,14 +51,9 @@ def zip_limits() -> ZipLimits:
 
 def check_document_size(size: int) -> None:
     """Refuse a document too large to be read whole (formats that do not stream)."""
-    limit = _setting("TRANSCRIPTS_MAX_IMPORT_DOCUMENT_BYTES", 32 * _MB)
+    limit = json_limits().document_bytes
     if size > limit:
-        raise BodyTooLarge(
-            f"a document read whole may have at most {limit} bytes; this one has {size} "
-            "(ChatGPT and Claude.ai exports are read one conversation at a time)",
-            maxBytes=limit,
-            limit="TRANSCRIPTS_MAX_IMPORT_DOCUMENT_BYTES",
-        )
+        raise document_too_large(limit, str(size))
 
 
 def check_messages(tree: TreeThread) -> None:
