@@ -16,6 +16,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from tests.api.conftest import ApiClient, error_of
 from tests.base import Team
+from transcripts.errors import BodyTooLarge, InvalidInput
+from transcripts.formats.sources import JsonLimits, JsonScan
 from transcripts.interchange import run_import_job
 from transcripts.interchange.limits import memory_cap
 from transcripts.ledger.default_project import default_project
@@ -201,3 +203,31 @@ def test_a_single_conversation_too_large_to_read_whole_is_a_413(
         api.post_raw("/imports", zipped({"conversations.json": raw}), "application/zip"), 413, limit
     )
     by_job(api, settings, raw, limit)
+
+
+def test_a_conversation_too_large_is_a_413_before_it_is_parsed(
+    api: ApiClient, settings: Any
+) -> None:
+    settings.TRANSCRIPTS_MAX_IMPORT_ITEM_BYTES = 5000
+    raw = chatgpt(*["x" * 1000] * 6)
+    limit = "TRANSCRIPTS_MAX_IMPORT_ITEM_BYTES"
+    refused(api.post_raw("/imports?format=chatgpt", raw, "application/json"), 413, limit)
+    by_job(api, settings, zipped({"conversations.json": raw}), limit)
+    settings.TRANSCRIPTS_MAX_IMPORT_ITEM_BYTES = 10_000
+    settings.TRANSCRIPTS_SYNC_IMPORT_BYTES = 1 << 20
+    response = api.post_raw("/imports?format=chatgpt", raw, "application/json")
+    assert response.status_code == 201, response.content
+
+
+@pytest.mark.parametrize("piece", [1, 2, 3, 7, 1 << 16])
+def test_the_scan_counts_nesting_outside_strings_in_pieces_of_any_size(piece: int) -> None:
+    value = {"a": ['[[[{{{"', "\\", '\\"[[[', {"b": [[["]]]"]]]}], "c": "\u00e9\\u0041"}
+    raw = json.dumps(value).encode()
+    scan = JsonScan(JsonLimits(depth=6, string_bytes=13))
+    for start in range(0, len(raw), piece):
+        scan.feed(raw[start : start + piece])
+    assert scan.depth == 0 and not scan.in_string and scan.lines == 0
+    with pytest.raises(InvalidInput, match="deeper than 5 levels"):
+        JsonScan(JsonLimits(depth=5)).feed(raw)
+    with pytest.raises(BodyTooLarge, match="string of more than 12 bytes"):
+        JsonScan(JsonLimits(string_bytes=12)).feed(raw)

@@ -303,6 +303,9 @@ class JsonLimits:
     depth: int = 64
     string_bytes: int = 16 << 20
     document_bytes: int = 32 << 20
+    # One item of the file, parsed whole: an object inside the outer container, or anything
+    # inside an array inside it (a conversation of `[...]` or `{"conversations": [...]}`).
+    item_bytes: int = 32 << 20
 
 
 # Outside a string: the next character that opens or closes a container or a string.
@@ -312,9 +315,9 @@ _STRING_BODY = re.compile(rb'(?:[^"\\]+|\\.)*', re.DOTALL)
 
 
 class JsonScan:
-    """A streaming check of JSON bytes fed in any pieces: the nesting outside strings and the
-    length of each string, refused (InvalidInput / BodyTooLarge naming the limit) as soon as a
-    piece goes past them. Linear time, constant memory: nothing is parsed."""
+    """A streaming check of JSON bytes fed in any pieces: the nesting outside strings, the
+    length of each string and of each item, refused (InvalidInput / BodyTooLarge naming the
+    limit) as soon as a piece goes past them. Linear time, constant memory: nothing is parsed."""
 
     def __init__(self, limits: JsonLimits) -> None:
         self.limits = limits
@@ -323,6 +326,9 @@ class JsonScan:
         self.escaped = False
         self.string_bytes = 0
         self.lines = 0  # in the pieces already checked
+        self.offset = 0  # bytes of the pieces already checked
+        self.item_start: int | None = None  # where the item open now starts
+        self.item_depth = 0
 
     def feed(self, chunk: bytes) -> None:
         """Check the next bytes of the file."""
@@ -349,9 +355,32 @@ class JsonScan:
                         maxDepth=self.limits.depth,
                         limit="TRANSCRIPTS_MAX_JSON_DEPTH",
                     )
+                if self.item_start is None and (
+                    self.depth == 3 or (self.depth == 2 and byte == 0x7B)
+                ):
+                    self.item_start, self.item_depth = self.offset + found.start(), self.depth
             else:
                 self.depth -= 1
+                if self.item_start is not None and self.depth < self.item_depth:
+                    self._check_item(chunk, pos)
+                    self.item_start = None
+        if self.item_start is not None:
+            self._check_item(chunk, end)
         self.lines += chunk.count(b"\n")
+        self.offset += end
+
+    def _check_item(self, chunk: bytes, pos: int) -> None:
+        """Refuse the item open now when it has grown past its limit by pos in chunk."""
+        assert self.item_start is not None
+        limit = self.limits.item_bytes
+        if self.offset + pos - self.item_start > limit:
+            line = self._line(chunk, pos)
+            raise BodyTooLarge(
+                f"one item of the file (a conversation) has more than {limit} bytes (line {line})",
+                line=line,
+                maxBytes=limit,
+                limit="TRANSCRIPTS_MAX_IMPORT_ITEM_BYTES",
+            )
 
     def _line(self, chunk: bytes, pos: int) -> int:
         """The line (from 1) of the file at pos in chunk."""

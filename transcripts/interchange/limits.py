@@ -31,6 +31,7 @@ def json_limits() -> JsonLimits:
         depth=_setting("TRANSCRIPTS_MAX_JSON_DEPTH", defaults.depth),
         string_bytes=_setting("TRANSCRIPTS_MAX_IMPORT_STRING_BYTES", defaults.string_bytes),
         document_bytes=_setting("TRANSCRIPTS_MAX_IMPORT_DOCUMENT_BYTES", defaults.document_bytes),
+        item_bytes=_setting("TRANSCRIPTS_MAX_IMPORT_ITEM_BYTES", defaults.item_bytes),
     )
 
 
