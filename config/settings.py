@@ -312,3 +312,24 @@ MEDIA_URL = "media/"
 # Imports larger than this go to a background worker; smaller ones are done in the request.
 TRANSCRIPTS_SYNC_IMPORT_BYTES = int(os.environ.get("TRANSCRIPTS_SYNC_IMPORT_BYTES", "1000000"))
 TRANSCRIPTS_MAX_IMPORT_BYTES = int(os.environ.get("TRANSCRIPTS_MAX_IMPORT_BYTES", str(1 << 30)))
+# What one import may hold (docs/import-export.md#limits); TRANSCRIPTS_MAX_JSON_DEPTH applies too.
+TRANSCRIPTS_MAX_IMPORT_STRING_BYTES = int(
+    os.environ.get("TRANSCRIPTS_MAX_IMPORT_STRING_BYTES", str(16 << 20))
+)
+TRANSCRIPTS_MAX_IMPORT_ITEM_BYTES = int(
+    os.environ.get("TRANSCRIPTS_MAX_IMPORT_ITEM_BYTES", str(32 << 20))
+)
+TRANSCRIPTS_MAX_IMPORT_MESSAGE_BYTES = int(
+    os.environ.get("TRANSCRIPTS_MAX_IMPORT_MESSAGE_BYTES", str(64 << 20))
+)
+TRANSCRIPTS_MAX_IMPORT_DOCUMENT_BYTES = int(
+    os.environ.get("TRANSCRIPTS_MAX_IMPORT_DOCUMENT_BYTES", str(32 << 20))
+)
+TRANSCRIPTS_MAX_ZIP_RATIO = int(os.environ.get("TRANSCRIPTS_MAX_ZIP_RATIO", "200"))
+TRANSCRIPTS_MAX_CONVERSATION_FILE_BYTES = int(
+    os.environ.get("TRANSCRIPTS_MAX_CONVERSATION_FILE_BYTES", str(64 << 20))
+)
+TRANSCRIPTS_MAX_IMPORT_FILE_REFERENCES = int(
+    os.environ.get("TRANSCRIPTS_MAX_IMPORT_FILE_REFERENCES", "10")
+)
+TRANSCRIPTS_IMPORT_JOB_MEMORY_MB = int(os.environ.get("TRANSCRIPTS_IMPORT_JOB_MEMORY_MB", "1024"))

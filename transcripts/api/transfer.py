@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
-from typing import IO, Any, cast
+from typing import Any, cast
 
 from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
@@ -19,10 +18,9 @@ from transcripts.api.access import (
     require_scope,
 )
 from transcripts.api.auth import ingest_auth, read_auth
-from transcripts.api.errors import ERRORS, check_depth, check_storable
+from transcripts.api.errors import ERRORS, check_storable
 from transcripts.api.schemas import ImportJobOut, ImportOut
 from transcripts.errors import BodyTooLarge, InvalidInput
-from transcripts.events import max_json_depth
 from transcripts.models import ImportJob
 from transcripts.permissions import INGEST, READ
 
@@ -112,7 +110,6 @@ def create_import(
                 user=getattr(request, "user", None),
             )
             return Status(202, job)
-        _check_json_depth(spool)
         try:
             result = interchange.import_stream(
                 cast(Any, spool),
@@ -122,25 +119,6 @@ def create_import(
         except RecursionError:  # a reader of some format recursed too deep: still a 422
             raise InvalidInput("the file nests JSON too deeply to be imported") from None
     return Status(201, result)
-
-
-def _check_json_depth(spool: IO[bytes]) -> None:
-    """Refuse a JSON file nested deeper than the API's limit (what it holds would break
-    the recursive readers of messages later); other files are left to their format."""
-    content = spool.read()
-    spool.seek(0)
-    if content.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] not in (b"{", b"["):
-        return
-    try:
-        value = json.loads(content)
-    except RecursionError:
-        limit = max_json_depth()
-        raise InvalidInput(
-            f"the file nests JSON deeper than {limit} levels", field="body", maxDepth=limit
-        ) from None
-    except ValueError:
-        return  # the format's reader says what is wrong with it
-    check_depth(value, content)
 
 
 @router.get("/{jobId}", response={200: ImportJobOut, **ERRORS})

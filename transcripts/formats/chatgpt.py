@@ -123,6 +123,8 @@ def _time(value: JsonValue) -> str | None:
 def _conversation(
     value: object, path: str, problems: Problems, ctx: ExportContext
 ) -> TreeThread | None:
+    if ctx.archive is not None:
+        ctx.archive.new_conversation()
     conversation = problems.obj(value, path)
     if conversation is None:
         return None

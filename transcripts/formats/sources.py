@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import IO, BinaryIO, cast
 
 import ijson
 
-from transcripts.errors import FormatError
+from transcripts.errors import BodyTooLarge, FormatError, InvalidInput
 from transcripts.jsonvalue import (
     JsonObject,
     JsonValue,
@@ -291,3 +292,163 @@ def import_each(data: object, read: ReadOne, skips: Skips | None) -> list[TreeTh
             threads.append(thread)
     problems.raise_if_any()
     return threads
+
+
+@dataclass(frozen=True)
+class JsonLimits:
+    """How deeply a JSON file may nest and how long one of its strings may be (in bytes as
+    written), checked on the bytes before anything is parsed, and how large a document read
+    whole (not one item at a time) may be."""
+
+    depth: int = 64
+    string_bytes: int = 16 << 20
+    document_bytes: int = 32 << 20
+    # One item of the file, parsed whole: an object inside the outer container, or anything
+    # inside an array inside it (a conversation of `[...]` or `{"conversations": [...]}`).
+    item_bytes: int = 32 << 20
+
+
+# Outside a string: the next character that opens or closes a container or a string.
+_STRUCTURE = re.compile(rb'["\[\]{}]')
+# Inside a string: its characters up to the closing quote (escapes skipped as pairs).
+_STRING_BODY = re.compile(rb'(?:[^"\\]+|\\.)*', re.DOTALL)
+
+
+class JsonScan:
+    """A streaming check of JSON bytes fed in any pieces: the nesting outside strings, the
+    length of each string and of each item, refused (InvalidInput / BodyTooLarge naming the
+    limit) as soon as a piece goes past them. Linear time, constant memory: nothing is parsed."""
+
+    def __init__(self, limits: JsonLimits) -> None:
+        self.limits = limits
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False
+        self.string_bytes = 0
+        self.lines = 0  # in the pieces already checked
+        self.offset = 0  # bytes of the pieces already checked
+        self.item_start: int | None = None  # where the item open now starts
+        self.item_depth = 0
+
+    def feed(self, chunk: bytes) -> None:
+        """Check the next bytes of the file."""
+        pos, end = 0, len(chunk)
+        while pos < end:
+            if self.in_string:
+                pos = self._string(chunk, pos, end)
+                continue
+            found = _STRUCTURE.search(chunk, pos)
+            if found is None:
+                break
+            pos = found.end()
+            byte = chunk[found.start()]
+            if byte == 0x22:  # "
+                self.in_string, self.string_bytes = True, 0
+            elif byte in (0x5B, 0x7B):  # [ {
+                self.depth += 1
+                if self.depth > self.limits.depth:
+                    line = self._line(chunk, pos)
+                    raise InvalidInput(
+                        f"the file nests JSON deeper than {self.limits.depth} levels (line {line})",
+                        field="body",
+                        line=line,
+                        maxDepth=self.limits.depth,
+                        limit="TRANSCRIPTS_MAX_JSON_DEPTH",
+                    )
+                if self.item_start is None and (
+                    self.depth == 3 or (self.depth == 2 and byte == 0x7B)
+                ):
+                    self.item_start, self.item_depth = self.offset + found.start(), self.depth
+            else:
+                self.depth -= 1
+                if self.item_start is not None and self.depth < self.item_depth:
+                    self._check_item(chunk, pos)
+                    self.item_start = None
+        if self.item_start is not None:
+            self._check_item(chunk, end)
+        self.lines += chunk.count(b"\n")
+        self.offset += end
+
+    def _check_item(self, chunk: bytes, pos: int) -> None:
+        """Refuse the item open now when it has grown past its limit by pos in chunk."""
+        assert self.item_start is not None
+        limit = self.limits.item_bytes
+        if self.offset + pos - self.item_start > limit:
+            line = self._line(chunk, pos)
+            raise BodyTooLarge(
+                f"one item of the file (a conversation) has more than {limit} bytes (line {line})",
+                line=line,
+                maxBytes=limit,
+                limit="TRANSCRIPTS_MAX_IMPORT_ITEM_BYTES",
+            )
+
+    def _line(self, chunk: bytes, pos: int) -> int:
+        """The line (from 1) of the file at pos in chunk."""
+        return self.lines + chunk.count(b"\n", 0, pos) + 1
+
+    def _string(self, chunk: bytes, pos: int, end: int) -> int:
+        """Consume string bytes from pos; the position after them (past the closing quote)."""
+        start = pos
+        if self.escaped:  # the piece before ended on a backslash: this byte is escaped
+            self.escaped, pos = False, pos + 1
+        body = _STRING_BODY.match(chunk, pos)
+        stop = body.end() if body is not None else pos
+        self.string_bytes += stop - start
+        if self.string_bytes > self.limits.string_bytes:
+            line = self._line(chunk, stop)
+            raise BodyTooLarge(
+                f"the file holds a JSON string of more than {self.limits.string_bytes} bytes "
+                f"(line {line})",
+                line=line,
+                maxBytes=self.limits.string_bytes,
+                limit="TRANSCRIPTS_MAX_IMPORT_STRING_BYTES",
+            )
+        if stop >= end:
+            return end
+        if chunk[stop] == 0x5C:  # a backslash closing the piece: its pair comes next
+            self.escaped, self.string_bytes = True, self.string_bytes + 1
+            return stop + 1
+        self.in_string = False
+        return stop + 1
+
+
+def check_json_bytes(data: bytes, limits: JsonLimits) -> None:
+    """Refuse JSON bytes (a whole file, or several JSON values) past limits, before parsing."""
+    JsonScan(limits).feed(data)
+
+
+class Guarded:
+    """A binary reader that checks every byte it hands out with a JsonScan, so a parser
+    reading through it is stopped before it builds what is too deep or too long."""
+
+    def __init__(self, fp: IO[bytes], limits: JsonLimits) -> None:
+        self.fp = fp
+        self.scan = JsonScan(limits)
+
+    def read(self, size: int = -1) -> bytes:
+        """The next bytes of the file, checked; all the rest (size < 0) only up to the size
+        of a document read whole."""
+        if size < 0:
+            limit = self.scan.limits.document_bytes
+            data = self.fp.read(limit + 1)
+            if len(data) > limit:
+                raise document_too_large(limit, f"more than {limit}")
+        else:
+            data = self.fp.read(size)
+        self.scan.feed(data)
+        return data
+
+
+def document_too_large(limit: int, size: str) -> BodyTooLarge:
+    """The refusal of a document too large to be read whole."""
+    return BodyTooLarge(
+        f"a document read whole may have at most {limit} bytes; this one has {size} "
+        "(ChatGPT and Claude.ai exports are read one conversation at a time)",
+        maxBytes=limit,
+        limit="TRANSCRIPTS_MAX_IMPORT_DOCUMENT_BYTES",
+    )
+
+
+def guarded(fp: IO[bytes], limits: JsonLimits) -> BinaryIO:
+    """fp read through a Guarded reader (what the readers of a file take)."""
+    return cast(BinaryIO, Guarded(fp, limits))

@@ -3,7 +3,8 @@
 Nothing is extracted to disk; members are read through capped streams. An archive is refused
 whole (before anything is read) when a member name tries a path trick (absolute, `..`,
 backslashes, drive letters, NUL), is a symlink, is encrypted or appears twice, or when the
-sizes it declares add up past the limit (zip bombs): Python's reader never yields more than
+sizes it declares add up past the limit, or a large member inflates more than the ratio allows
+(zip bombs): Python's reader never yields more than
 a member declares, so the declared total bounds what an import can inflate to.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import IO, BinaryIO
 
-from transcripts.errors import BodyTooLarge, FormatError
+from transcripts.errors import BodyTooLarge, FormatError, InvalidInput
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 _SPLIT = re.compile(r"^conversations(?:-(\d+))?\.json$")
@@ -37,6 +38,13 @@ class ZipLimits:
     members: int = 100_000
     total_bytes: int = 4 << 30
     asset_bytes: int = 10 << 20
+    # A member over ratio_floor bytes may inflate at most ratio times its compressed size.
+    ratio: int = 200
+    ratio_floor: int = 1 << 20
+    # Per conversation: the bytes of files inlined (each reference counts), and how often
+    # one file may be inlined.
+    conversation_asset_bytes: int = 64 << 20
+    references: int = 10
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,15 @@ class Archive:
         self.members = _checked_members(self.zip, limits)
         self.files = {info.filename: info for info in self.members if not info.is_dir()}
         self.root = _export_root(list(self.files))
+        self._inlined: dict[str, Asset] = {}
+        self._references: dict[str, int] = {}
+        self._inlined_bytes = 0
+
+    def new_conversation(self) -> None:
+        """Start counting the files the next conversation inlines (and forget the last's)."""
+        self._inlined.clear()
+        self._references.clear()
+        self._inlined_bytes = 0
 
     def names_under(self, folder: str) -> list[str]:
         """Member names inside folder (relative to the export's root), sorted."""
@@ -120,7 +137,30 @@ class Archive:
         return best
 
     def asset(self, name: str, mime_hint: str | None = None) -> Asset | str:
-        """The member as a data URL, or why it is not inlined (too large, unreadable)."""
+        """The member as a data URL, or why it is not inlined (too large, unreadable); read
+        once per conversation. Refused (InvalidInput / BodyTooLarge naming the limit) when
+        the conversation inlines one file too often or too many bytes in all."""
+        self._references[name] = count = self._references.get(name, 0) + 1
+        if count > self.limits.references:
+            raise InvalidInput(
+                f"a conversation refers to {name} more than {self.limits.references} times",
+                maxReferences=self.limits.references,
+                limit="TRANSCRIPTS_MAX_IMPORT_FILE_REFERENCES",
+            )
+        found = self._inlined.get(name) or self._read_asset(name, mime_hint)
+        if isinstance(found, Asset):
+            self._inlined[name] = found
+            self._inlined_bytes += found.size
+            if self._inlined_bytes > self.limits.conversation_asset_bytes:
+                raise BodyTooLarge(
+                    "a conversation inlines more than "
+                    f"{self.limits.conversation_asset_bytes} bytes of files",
+                    maxBytes=self.limits.conversation_asset_bytes,
+                    limit="TRANSCRIPTS_MAX_CONVERSATION_FILE_BYTES",
+                )
+        return found
+
+    def _read_asset(self, name: str, mime_hint: str | None) -> Asset | str:
         info = self.files[name]
         if info.file_size > self.limits.asset_bytes:
             return (
@@ -178,6 +218,7 @@ def _checked_members(archive: zipfile.ZipFile, limits: ZipLimits) -> list[zipfil
         raise BodyTooLarge(
             f"the zip holds {len(members)} files, more than {limits.members}",
             maxMembers=limits.members,
+            limit="TRANSCRIPTS_MAX_ZIP_MEMBERS",
         )
     problems: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -201,8 +242,24 @@ def _checked_members(archive: zipfile.ZipFile, limits: ZipLimits) -> list[zipfil
         raise BodyTooLarge(
             f"the zip inflates to {total} bytes, more than the {limits.total_bytes} allowed",
             maxBytes=limits.total_bytes,
+            limit="TRANSCRIPTS_MAX_UNZIPPED_BYTES",
         )
+    for info in members:
+        _check_ratio(info, limits)
     return members
+
+
+def _check_ratio(info: zipfile.ZipInfo, limits: ZipLimits) -> None:
+    """Refuse a large member that inflates more than the ratio allows (a zip bomb)."""
+    if info.file_size <= limits.ratio_floor:
+        return
+    if info.file_size > limits.ratio * max(info.compress_size, 1):
+        raise InvalidInput(
+            f"{info.filename[:200]} inflates from {info.compress_size} to {info.file_size} "
+            f"bytes, more than {limits.ratio} times",
+            maxRatio=limits.ratio,
+            limit="TRANSCRIPTS_MAX_ZIP_RATIO",
+        )
 
 
 def _unsafe_name(name: str) -> str | None:

@@ -2,7 +2,8 @@
 
 A facade over `export.py` (a thread in any format), `imports.py` (documents into threads,
 through the ledger, with a report), `archives.py` (export zips), `files.py` (a file of any
-kind), `tasks.py` (large imports queued for a worker) and `jobs.py` (the worker's side).
+kind), `tasks.py` (large imports queued for a worker), `jobs.py` (the worker's side) and
+`limits.py` (the limits every import keeps).
 """
 
 from __future__ import annotations

@@ -7,13 +7,12 @@ from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
-from django.conf import settings
-
 from transcripts.errors import FormatError, InvalidInput
 from transcripts.formats import FORMATS, Skips, TreeThread, iter_chatgpt
 from transcripts.formats.chatgpt_parts import ExportContext
 from transcripts.formats.claude_ai import iter_claude_ai
-from transcripts.formats.zips import Archive, ZipLimits, detect_zip_source, single_document
+from transcripts.formats.sources import guarded
+from transcripts.formats.zips import Archive, detect_zip_source, single_document
 from transcripts.interchange.imports import (
     ImportResult,
     format_error,
@@ -21,6 +20,7 @@ from transcripts.interchange.imports import (
     import_trees,
     parse_document,
 )
+from transcripts.interchange.limits import check_document_size, json_limits, zip_limits
 from transcripts.models import Project
 
 # Files of a Claude.ai export that hold no conversation, and why they are not imported.
@@ -29,18 +29,6 @@ _CLAUDE_EXTRAS = {
     "users.json": "account details are not imported",
     "memories.json": "Claude's memory is not a conversation",
 }
-
-
-def zip_limits() -> ZipLimits:
-    """The limits an export zip must keep, from the settings."""
-    defaults = ZipLimits()
-    return ZipLimits(
-        members=int(getattr(settings, "TRANSCRIPTS_MAX_ZIP_MEMBERS", defaults.members)),
-        total_bytes=int(getattr(settings, "TRANSCRIPTS_MAX_UNZIPPED_BYTES", defaults.total_bytes)),
-        asset_bytes=int(
-            getattr(settings, "TRANSCRIPTS_MAX_IMPORT_ASSET_BYTES", defaults.asset_bytes)
-        ),
-    )
 
 
 def import_zip(
@@ -64,6 +52,7 @@ def import_zip(
                 "(or conversations-000.json, …) of a ChatGPT or Claude.ai export, or one JSON file",
                 files=sorted(archive.files)[:20],
             )
+        check_document_size(archive.files[name].file_size)
         try:
             raw = archive.read(name)
         except FormatError as exc:
@@ -90,7 +79,7 @@ def _chatgpt(archive: Archive) -> Callable[[Skips], Iterator[TreeThread]]:
         for name in files:
             ctx.source = PurePosixPath(name).name
             with archive.open(name) as stream:
-                yield from iter_chatgpt(stream, context=ctx)  # type: ignore[arg-type]
+                yield from iter_chatgpt(guarded(stream, json_limits()), context=ctx)
         for member in sorted(set(ctx.textdocs.values()) - ctx.used_textdocs):
             skips.add(member, "canvas document", "no message of the export names it")
 
@@ -104,7 +93,7 @@ def _claude_ai(archive: Archive) -> Callable[[Skips], Iterator[TreeThread]]:
         for name in files:
             with archive.open(name) as stream:
                 source = PurePosixPath(name).name
-                yield from iter_claude_ai(stream, skips, source)  # type: ignore[arg-type]
+                yield from iter_claude_ai(guarded(stream, json_limits()), skips, source)
         for extra, why in _CLAUDE_EXTRAS.items():
             if archive.at_root(extra):
                 skips.add(extra, extra.removesuffix(".json"), why)

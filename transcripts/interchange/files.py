@@ -9,6 +9,7 @@ from typing import BinaryIO
 from transcripts.errors import InvalidInput
 from transcripts.formats import Skips, TreeThread, iter_chatgpt
 from transcripts.formats.claude_ai import iter_claude_ai
+from transcripts.formats.sources import guarded
 from transcripts.formats.zips import is_zip
 from transcripts.interchange.archives import import_zip
 from transcripts.interchange.imports import (
@@ -17,6 +18,7 @@ from transcripts.interchange.imports import (
     import_trees,
     parse_document,
 )
+from transcripts.interchange.limits import check_document_size, json_limits
 from transcripts.models import Project
 
 # Formats whose files are read one conversation at a time.
@@ -51,9 +53,12 @@ def import_stream(
 
         def conversations(skips: Skips) -> Iterable[TreeThread]:
             fp.seek(0)
-            return reader(fp, skips)
+            return reader(guarded(fp, json_limits()), skips)
 
         return import_trees(fmt, conversations, project=project, progress=progress)
+    fp.seek(0, 2)
+    check_document_size(fp.tell())
+    fp.seek(0)
     result = import_data(parse_document(fp.read()), fmt, project=project)
     if progress is not None:
         progress(len(result.thread_ids))

@@ -14,6 +14,8 @@ from django.db.models import QuerySet
 from transcripts.errors import FormatError, InvalidInput
 from transcripts.formats import FORMATS, Skips, TreeThread, detect_format
 from transcripts.formats.document import leaves
+from transcripts.formats.sources import check_json_bytes
+from transcripts.interchange.limits import check_messages, json_limits
 from transcripts.interchange.threadprotocol import parse_json_lines, refuse_reimports
 from transcripts.ledger.importing import TreeWriter
 from transcripts.models import Project, Thread
@@ -102,7 +104,9 @@ def _in_conversation(exc: InvalidInput, index: int) -> InvalidInput:
 
 
 def parse_document(raw: bytes | str) -> object:
-    """Parse an uploaded JSON document, or raise InvalidInput saying where it breaks."""
+    """Parse an uploaded JSON document, or raise InvalidInput saying where it breaks (or
+    which limit it passes: checked on the bytes first)."""
+    check_json_bytes(raw.encode() if isinstance(raw, str) else raw, json_limits())
     try:
         value: object = json.loads(raw)
         return value
@@ -186,6 +190,7 @@ def import_trees(
         with transaction.atomic(), TreeWriter(project=project) as writer:
             for index, tree in enumerate(source(log)):
                 try:
+                    check_messages(tree)
                     thread = writer.add(tree)
                 except InvalidInput as exc:
                     if not locate:

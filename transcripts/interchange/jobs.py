@@ -9,6 +9,7 @@ from typing import BinaryIO, cast
 
 from transcripts.errors import DomainError
 from transcripts.interchange.files import import_stream
+from transcripts.interchange.limits import job_memory_bytes, memory_cap, too_much_memory
 from transcripts.ledger.import_jobs import ProgressRecorder, finish_import_job, mark_running
 from transcripts.models import ImportJob, ImportStatus
 
@@ -32,16 +33,20 @@ def run_import_job(job_id: str) -> ImportJob:
                 last_update = now
                 recorder.record(handle.tell())
 
+        budget = job_memory_bytes()
         try:
-            result = import_stream(
-                cast(BinaryIO, handle),
-                job.format or None,
-                project=job.project,
-                progress=progress,
-            )
+            with memory_cap(budget):
+                result = import_stream(
+                    cast(BinaryIO, handle),
+                    job.format or None,
+                    project=job.project,
+                    progress=progress,
+                )
+        except MemoryError:
+            # The cap was lifted on the way out: there is memory again to record the failure.
+            _failed(job, too_much_memory(budget))
         except DomainError as exc:
-            job.status = ImportStatus.FAILED
-            job.error = {"code": exc.code, "message": exc.message, "details": exc.details}
+            _failed(job, exc)
         except Exception:
             # Never leave a job "running" forever: the poller learns it failed.
             logger.exception("import job %s failed", job.pk)
@@ -58,3 +63,9 @@ def run_import_job(job_id: str) -> ImportJob:
     finish_import_job(job)
     job.file.delete(save=False)
     return job
+
+
+def _failed(job: ImportJob, exc: DomainError) -> None:
+    """Mark job failed with the refusal the poller shows."""
+    job.status = ImportStatus.FAILED
+    job.error = {"code": exc.code, "message": exc.message, "details": exc.details}
