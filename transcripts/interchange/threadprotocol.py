@@ -39,7 +39,9 @@ def refuse_reimports(trees: list[TreeThread], *, project: Project) -> None:
     """Conflict when a thread of trees came from a ThreadProtocol thread the project holds.
 
     A document names its thread: importing it again would make two threads that both export
-    as that one, so the second import is refused and names the thread that has it.
+    as that one, so the second import is refused. The answer names the document's thread only,
+    never the thread that holds it (which may be hidden from the importer): the same answer
+    whether the importer can see that thread or not.
     """
     for tree in trees:
         thread_id = document_thread_id(tree)
@@ -49,11 +51,9 @@ def refuse_reimports(trees: list[TreeThread], *, project: Project) -> None:
         ours = uuid_to_ulid(thread_id)
         if ours is not None:
             same |= Q(pk=ours)
-        existing = Thread.objects.filter(same, project=project).values_list("pk", flat=True)
-        for found in existing[:1]:
+        if Thread.objects.filter(same, project=project).exists():
             raise Conflict(
-                f"the ThreadProtocol thread {thread_id} is already imported in this project "
-                f"as thread {found}; delete that thread to import it again",
-                threadId=found,
+                f"the ThreadProtocol thread {thread_id} is already imported in this project; "
+                "delete that thread to import it again",
                 documentThreadId=thread_id,
             )
