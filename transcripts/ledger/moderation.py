@@ -11,10 +11,12 @@ read it: a new action is an entry there and its function.
 
 Redaction replaces a message's or a closed run's content by the marker wherever it is stored,
 keeping structure only, as the scrub rules of `transcripts.events` define it (one allow-list
-for event data, message metadata, usage and errors): the events the content came from, the
-message row (parts, metadata, and so its search vector), the run's usage totals and error, and
-a thread title taken from the message. The run's projection snapshot is dropped; commit and
-the workers' sweep rebuild it from the scrubbed events.
+for event data, message metadata, usage and errors): the events the content came from and
+those of its run that no message holds (errors, data-* and system.* events), the message row
+(parts, metadata, and so its search vector) and the tool messages answering it, the run's
+usage totals and error, and a thread title made from the text. The run's projection snapshot
+is dropped; commit and the workers' sweep rebuild it from the scrubbed events, and the sweep
+vacuums the rewritten tables (`ledger/vacuum.py`).
 """
 
 from __future__ import annotations
@@ -446,8 +448,10 @@ ACTIONS = {
             offered_when=("redacted_at", False),
             confirmation=Confirmation(
                 title="Redact messages",
-                warning="The content of these messages, shown below, and of the events they "
-                "were projected from, is replaced by a redaction marker. This cannot be undone.",
+                warning="The content of these messages, shown below, of the events they "
+                "were projected from, of what their runs hold outside messages (errors, data "
+                "events) and of the tool results answering them is replaced by a redaction "
+                "marker; a title made from their text too. This cannot be undone.",
                 needs="redaction",
                 shows=redaction_preview,
             ),
