@@ -660,7 +660,8 @@ def test_the_sweep_after_a_redaction_leaves_no_dead_rows_and_vacuums_once(team: 
         ("message-end", {}),
         ("error", {"message": SECRET}),
     )
-    assert sweep().vacuumed == []  # no redaction yet
+    sweep()  # a database never vacuumed by hand is vacuumed once
+    assert sweep().vacuumed == []  # no redaction since
     for message in run.messages.order_by("position"):
         moderation.redact_message(user=team.owner, message=message, reason="a leaked secret")
     dead = _dead_rows()

@@ -4,7 +4,8 @@ the dead row versions and the planner's statistics.
 An UPDATE leaves the row version it replaces in the table (and its TOAST table and indexes)
 until a VACUUM; ANALYZE replaces the sampled values `pg_statistic` keeps. The worker's sweep
 (`transcripts.worker.sweeps`) calls `vacuum_after_redaction` every beat: it vacuums when a
-redaction was recorded since the tables' last VACUUM and they hold dead rows.
+redaction was recorded since the tables' last VACUUM and they hold dead rows. No marker of its
+own: the audit record of the redaction and PostgreSQL's `pg_stat_user_tables` say it all.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.db import connection
-from django.db.models import Max
 
 from transcripts.models import AuditRecord, Event, Message, Run, Thread
 
@@ -40,13 +40,17 @@ def _last_vacuum_and_dead_rows() -> tuple[datetime | None, int]:
 
 
 def vacuum_due() -> bool:
-    """Whether a redaction was recorded since the redacted tables' last VACUUM (or shortly
-    before it, see IN_FLIGHT) and they hold dead rows."""
-    redacted = AuditRecord.objects.filter(action="redact").aggregate(at=Max("created_at"))["at"]
-    if redacted is None:
-        return False
+    """Whether the redacted tables hold dead rows and a redaction was recorded since their last
+    VACUUM (or shortly before it, see IN_FLIGHT); when none is known (statistics reset, or
+    never vacuumed by hand), whether they hold dead rows. Cheap enough for every beat: the
+    statistics first, then the audit records since that VACUUM only."""
     last_vacuum, dead = _last_vacuum_and_dead_rows()
-    return dead > 0 and (last_vacuum is None or redacted > last_vacuum - IN_FLIGHT)
+    if dead == 0:
+        return False
+    if last_vacuum is None:
+        return True
+    since = AuditRecord.objects.filter(created_at__gt=last_vacuum - IN_FLIGHT)
+    return since.filter(action="redact").exists()
 
 
 def vacuum_after_redaction() -> list[str]:
