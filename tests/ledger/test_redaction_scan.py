@@ -8,6 +8,10 @@ kind and its extra fields, custom usage keys, data-* and system.* events, error 
 run's error. It stays out of what redaction keeps (ids, kinds, timestamps) and out of what a
 thread or a run is given when created (a chosen title, metadata), which is no message's
 content; a title an import takes from the first message does hold it.
+
+A second test puts the secret only after, between and beside messages and in titles every
+path makes from a first message, and redacts only the messages holding it; a third checks that
+the worker's sweep vacuums the rewritten tables, once.
 """
 
 from __future__ import annotations
