@@ -24,6 +24,7 @@ from transcripts.events import (
     scrubbed_usage,
 )
 from transcripts.ledger import moderation
+from transcripts.ledger.vacuum import vacuum_after_redaction
 from transcripts.models import AuditRecord, Event, Message, Run, Thread
 from transcripts.projector import REDACTION_TEXT, project
 
@@ -395,3 +396,98 @@ def test_a_redacted_run_s_error_keeps_the_marker_and_our_own_code(
         "message-start", EXAMPLES["message-start"]
     )
     assert SECRET not in str(selectors.project_run(run.id))
+
+
+# --- what a run holds outside its messages, tool answers, titles ------------------------------
+
+
+def _asked_and_answered(team: Team, *after: tuple[str, dict[str, Any]]) -> tuple[Run, Message]:
+    """A committed run: a question, an answer holding SECRET that calls a tool, then after."""
+    thread = make_thread(project=team.alpha)
+    run = make_run(
+        thread,
+        user_message("a question"),
+        ("message-start", {"role": "assistant"}),
+        ("text-delta", {"delta": SECRET}),
+        ("tool-call", {"toolCallId": "c1", "toolName": "vault", "input": {}}),
+        ("message-end", {}),
+        *after,
+    )
+    return run, run.messages.get(position=1)
+
+
+@pytest.mark.django_db
+def test_what_the_run_holds_outside_messages_is_scrubbed_with_any_of_them(team: Team) -> None:
+    run, answer = _asked_and_answered(
+        team,
+        ("error", {"message": SECRET, "code": "abort"}),
+        ("data-note", {"n": SECRET}),
+        ("system.log", {"n": SECRET}),
+        ("message-start", {"role": "assistant"}),
+        ("text-delta", {"delta": "kept words"}),
+        ("message-end", {}),
+        ("error", {"message": SECRET}),
+    )
+    moderation.redact_message(user=team.owner, message=answer, reason="pii")
+    loose = Event.objects.filter(run=run, seq__in=[6, 7, 8, 12]).order_by("seq")
+    assert [event.data for event in loose] == [
+        {"redacted": True, "message": REDACTION_TEXT, "code": "abort"},
+        {"redacted": True},
+        {"redacted": True},
+        {"redacted": True, "message": REDACTION_TEXT},
+    ]
+    projection = selectors.project_run(run.id)
+    assert SECRET not in str((projection.errors, projection.annotations))
+    assert "kept words" in str(Message.objects.get(run=run, position=2).parts)
+    assert Message.objects.get(run=run, role="user").redacted_at is None
+
+
+@pytest.mark.django_db
+def test_the_tool_messages_answering_the_message_go_with_it_not_another_s(team: Team) -> None:
+    run, answer = _asked_and_answered(
+        team,
+        ("tool-result", {"toolCallId": "c1", "output": SECRET}),
+        ("message-start", {"role": "assistant"}),
+        ("tool-call", {"toolCallId": "c2", "toolName": "vault", "input": {}}),
+        ("message-end", {}),
+        ("tool-result", {"toolCallId": "c2", "output": "kept words"}),
+    )
+    moderation.redact_message(user=team.owner, message=answer, reason="pii")
+    first, second = Message.objects.filter(run=run, role="tool").order_by("position")
+    assert (first.parts, first.redacted_at is not None) == (REDACTED_PARTS, True)
+    assert second.redacted_at is None and "kept words" in str(second.parts)
+    audit = AuditRecord.objects.get(action="redact")
+    assert audit.details["toolMessages"] == [str(first.pk)]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "title",
+    [
+        f"{SECRET} please " + "word " * 10,  # chat: collapsed, cut at 80
+        f"{SECRET} please word\N{HORIZONTAL ELLIPSIS}",  # New thread: cut at a word, ellipsis
+        f"{SECRET}   please",  # OpenTelemetry: whitespace collapsed
+        f"{SECRET} please",  # an import: the first line
+    ],
+)
+def test_a_title_made_from_the_text_any_way_becomes_the_marker(team: Team, title: str) -> None:
+    thread = make_thread(title, project=team.alpha)
+    ask = make_run(thread, user_message(f"{SECRET}  please\n" + "word " * 30 + "\nmore"))
+    moderation.redact_message(user=team.owner, message=ask.messages.get(), reason="pii")
+    assert Thread.objects.get(pk=thread.pk).title == REDACTION_TEXT
+
+
+@pytest.mark.django_db
+def test_a_title_that_is_not_the_start_of_the_text_stays(team: Team) -> None:
+    for title in ("please", "Chosen title", ""):
+        thread = make_thread(title, project=team.alpha)
+        ask = make_run(thread, user_message(f"{SECRET} please"))
+        moderation.redact_message(user=team.owner, message=ask.messages.get(), reason="pii")
+        assert Thread.objects.get(pk=thread.pk).title == title
+
+
+@pytest.mark.django_db
+def test_inside_a_transaction_the_vacuum_waits_for_the_worker(team: Team) -> None:
+    _, answer = _asked_and_answered(team)
+    moderation.redact_message(user=team.owner, message=answer, reason="pii")
+    assert vacuum_after_redaction() == []

@@ -8,6 +8,10 @@ kind and its extra fields, custom usage keys, data-* and system.* events, error 
 run's error. It stays out of what redaction keeps (ids, kinds, timestamps) and out of what a
 thread or a run is given when created (a chosen title, metadata), which is no message's
 content; a title an import takes from the first message does hold it.
+
+A second test puts the secret only after, between and beside messages and in titles every
+path makes from a first message, and redacts only the messages holding it; a third checks that
+the worker's sweep vacuums the rewritten tables, once.
 """
 
 from __future__ import annotations
@@ -21,15 +25,22 @@ from typing import Any
 import httpx
 import pytest
 from django.db import connection
+from django.test import Client
+from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from tests.api.conftest import ApiClient
 from tests.api.sse_client import frames
 from tests.base import Team
+from tests.factories import make_run, make_thread, user_message
 from tests.live_server import LiveServer
+from tests.otel.spans import chat, request, text
 from transcripts import interchange
 from transcripts.ledger import moderation
 from transcripts.ledger.deletion import delete_threads
-from transcripts.models import Message, Project, Run, RunStatus
+from transcripts.ledger.shares import create_share
+from transcripts.ledger.vacuum import REDACTED_TABLES
+from transcripts.models import Message, Project, Run, RunStatus, Thread
+from transcripts.worker.sweeps import sweep
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -445,3 +456,222 @@ def test_redaction_leaves_the_secret_in_no_column_of_any_table_and_no_read(
     for run_id in run_ids:
         replay = _streamed(live_server_asgi, token, run_id)
         assert SECRET not in replay.lower(), run_id
+
+
+# --- what follows a message, and titles made from one ----------------------------------------
+#
+# The probe's shapes: content the run holds outside its messages (after the last one, between
+# two), a tool message answering the redacted one's call, an OpenTelemetry span's error
+# status, and titles every path makes from a first message too long or too many lines for the
+# old rule. Only the messages that hold the secret are redacted, one by one.
+
+QUESTION = {"role": "user", "parts": [{"type": "text", "text": "What is the answer?"}]}
+ANSWER: list[tuple[str, dict[str, Any]]] = [
+    ("message-start", {"role": "assistant"}),
+    ("text-delta", {"delta": f"the answer {SECRET}"}),
+    ("message-end", {}),
+]
+# A first message whose title holds the secret, though the old rule (first line cut at 79 and
+# an ellipsis) did not recognise it: long, on many lines.
+LONG_FIRST = f"Tell me about {SECRET}  and  " + "many other words " * 8 + "\nand a second line"
+
+TRAILING_SHAPES: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "error after": [*ANSWER, ("error", {"message": f"trailing {SECRET}"})],
+    "data-* after": [*ANSWER, ("data-note", {"n": SECRET})],
+    "system.* after": [*ANSWER, ("system.log", {"n": [SECRET]})],
+    "annotation in the message": [
+        *ANSWER[:2],
+        ("data-note", {"n": SECRET}),
+        ANSWER[2],
+    ],
+    "tool result after": [
+        *ANSWER[:2],
+        ("tool-call", {"toolCallId": "call-t", "toolName": "lookup", "input": {}}),
+        ANSWER[2],
+        ("tool-result", {"toolCallId": "call-t", "output": {"found": SECRET}}),
+    ],
+    "between messages": [
+        *ANSWER,
+        ("error", {"message": f"between {SECRET}", "code": "E1"}),
+        ("data-note", {"n": SECRET}),
+        ("system.log", {"n": SECRET}),
+        ("message-start", {"role": "assistant"}),
+        ("text-delta", {"delta": "a later answer"}),
+        ("message-end", {}),
+    ],
+}
+
+
+def _trailing_thread(api: ApiClient, shape: str) -> str:
+    thread_id = _new_thread(api, shape)
+    run_id = _begin_run(api, thread_id)
+    events = _numbered(("message", QUESTION), *TRAILING_SHAPES[shape])
+    assert api.post(f"/runs/{run_id}/events", events).status_code == 200
+    assert api.post(f"/runs/{run_id}/commit").status_code == 200
+    return thread_id
+
+
+def _through_otlp(token: str) -> str:
+    """A conversation sent as a span whose status is an error holding the secret."""
+    span = chat(
+        trace="5b8efff798038103d269b633813fc60c",
+        span_id="eee19b7ec3c1b174",
+        inputs=[text("user", LONG_FIRST)],
+        outputs=[text("assistant", f"an answer with {SECRET}")],
+        conversation="conv-redaction",
+    )
+    span.status.code = Status.STATUS_CODE_ERROR
+    span.status.message = f"the provider said {SECRET}"
+    response = Client().post(
+        "/api/v1/otlp/v1/traces",
+        request(span).SerializeToString(),
+        content_type="application/x-protobuf",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 200, response.content
+    return str(Thread.objects.get(external_id="conv-redaction").pk)
+
+
+def _through_chat(api: ApiClient) -> str:
+    message = {"id": "m-1", "role": "user", "parts": [{"type": "text", "text": LONG_FIRST}]}
+    payload = {"id": "chat-redaction", "messages": [message], "trigger": "submit-message"}
+    response = api.post("/chat", {**payload, "parameters": {"delayMs": 0}})
+    assert response.status_code == 200, response.content
+    return str(Thread.objects.get(external_id="chat-redaction").pk)
+
+
+def _through_new_thread(team: Team) -> str:
+    form = {"title": "", "text": LONG_FIRST, "choice": "demo:demo-1"}
+    response = team.client(team.owner).post("/new/", form)
+    assert response.status_code == 302, response.content
+    # Sent to /t/<id>/#run-<id>.
+    return str(response["Location"]).split("#")[0].strip("/").split("/")[-1]
+
+
+def _through_an_import(project: Project) -> str:
+    document = {"messages": [{"role": "user", "content": LONG_FIRST}]}
+    (thread_id,) = interchange.import_data(document, "openai", project=project).thread_ids
+    return thread_id
+
+
+def _page_reads(team: Team, thread_id: str) -> dict[str, str]:
+    """The HTML pages that show the thread: its page, the list, a share link's page, and the
+    admin lists of its threads, messages, runs and events."""
+    owner, root = team.client(team.owner), team.client(team.superuser)
+    _, secret = create_share(thread=Thread.objects.get(pk=thread_id), user=team.owner)
+    pages = {
+        "conversation": owner.get(f"/t/{thread_id}/"),
+        "thread list": owner.get("/"),
+        "share page": Client().get(f"/s/{secret}/"),
+    }
+    for model in ("thread", "message", "run", "event"):
+        pages[f"admin {model}s"] = root.get(f"/admin/transcripts/{model}/")
+    for name, response in pages.items():
+        assert response.status_code == 200, (name, response.status_code)
+    return {name: response.content.decode() for name, response in pages.items()}
+
+
+def _searches_finding(team: Team, api: ApiClient) -> set[str]:
+    """The searches for the secret that find something: the API's, the thread list's, the
+    admin's lists (a search shows the query it ran, so its results are what counts)."""
+    found = set()
+    if api.get("/threads", q=SECRET).json()["threads"]:
+        found.add("api")
+    listed = team.client(team.owner).get("/", {"q": SECRET})
+    if 'href="/t/' in listed.content.decode():
+        found.add("thread list")
+    for model in ("thread", "message", "run", "event"):
+        page = team.client(team.superuser).get(f"/admin/transcripts/{model}/", {"q": SECRET})
+        assert page.status_code == 200, model
+        if "0 results" not in page.content.decode():
+            found.add(f"admin {model}s")
+    return found
+
+
+def test_what_follows_a_message_and_titles_made_from_one_leave_with_it(
+    team: Team, live_server_asgi: LiveServer
+) -> None:
+    token = team.token(team.alpha, "ingest", "read")
+    api = ApiClient(token)
+    shapes = {shape: _trailing_thread(api, shape) for shape in TRAILING_SHAPES}
+    shapes["OTLP error status"] = _through_otlp(token)
+    titles = {
+        "chat": _through_chat(api),
+        "OTLP": shapes["OTLP error status"],
+        "new thread": _through_new_thread(team),
+        "import": _through_an_import(team.alpha),
+    }
+    for path, thread_id in titles.items():
+        assert SECRET in Thread.objects.get(pk=thread_id).title, path
+    thread_ids = sorted({*shapes.values(), *titles.values()})
+    # The replay of a closed run ends; the answers chat and New thread queued never start.
+    closed = Run.objects.filter(thread_id__in=thread_ids).exclude(status=RunStatus.QUEUED)
+    run_ids = list(closed.values_list("id", flat=True))
+    # Before: every shape's secret in the reads of its thread and the replay of its run.
+    for thread_id in thread_ids:
+        assert SECRET in "".join(_api_reads(api, thread_id).values()), thread_id
+    for shape, thread_id in shapes.items():
+        (run_id,) = Run.objects.filter(thread_id=thread_id).values_list("id", flat=True)
+        assert SECRET in _streamed(live_server_asgi, token, run_id), shape
+    assert {"api", "thread list", "admin messages"} <= _searches_finding(team, api)
+
+    holding = Message.objects.filter(thread_id__in=thread_ids, parts__icontains=SECRET)
+    assert holding.filter(role="user").exists() and holding.filter(role="assistant").exists()
+    for message in holding.exclude(role="tool").order_by("thread", "depth"):
+        message.refresh_from_db()
+        moderation.redact_message(user=team.owner, message=message, reason="a leaked secret")
+
+    assert columns_holding(SECRET) == {}
+    for thread_id in thread_ids:
+        for name, body in _api_reads(api, thread_id).items():
+            assert SECRET not in body.lower(), (thread_id, name)
+        for name, body in _page_reads(team, thread_id).items():
+            assert SECRET not in body.lower(), (thread_id, name)
+    assert _searches_finding(team, api) == set()
+    for run_id in run_ids:
+        assert SECRET not in _streamed(live_server_asgi, token, run_id).lower(), run_id
+
+
+# --- the worker vacuums what a redaction rewrote -----------------------------------------------
+
+
+def _flush_statistics() -> None:
+    """Send this connection's pending table statistics now (they go at most once a second)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+
+
+def _dead_rows() -> dict[str, int]:
+    """The dead row versions of the tables a redaction rewrites, as the statistics say."""
+    _flush_statistics()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, n_dead_tup FROM pg_stat_user_tables WHERE relname = ANY(%s)",
+            [list(REDACTED_TABLES)],
+        )
+        return dict(cursor.fetchall())
+
+
+def test_the_sweep_after_a_redaction_leaves_no_dead_rows_and_vacuums_once(team: Team) -> None:
+    thread = make_thread(f"{SECRET} please", project=team.alpha)
+    run = make_run(
+        thread,
+        user_message(f"{SECRET} please"),
+        ("message-start", {"role": "assistant"}),
+        ("text-delta", {"delta": SECRET}),
+        ("message-end", {}),
+        ("error", {"message": SECRET}),
+    )
+    sweep()  # a database never vacuumed by hand is vacuumed once
+    assert sweep().vacuumed == []  # no redaction since
+    for message in run.messages.order_by("position"):
+        moderation.redact_message(user=team.owner, message=message, reason="a leaked secret")
+    dead = _dead_rows()
+    assert all(dead[table] > 0 for table in REDACTED_TABLES), dead
+
+    assert sweep().vacuumed == list(REDACTED_TABLES)
+    assert _dead_rows() == dict.fromkeys(REDACTED_TABLES, 0)
+    assert sweep().vacuumed == []  # nothing dead is left: no second VACUUM
+    assert columns_holding(SECRET) == {}

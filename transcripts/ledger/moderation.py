@@ -11,10 +11,12 @@ read it: a new action is an entry there and its function.
 
 Redaction replaces a message's or a closed run's content by the marker wherever it is stored,
 keeping structure only, as the scrub rules of `transcripts.events` define it (one allow-list
-for event data, message metadata, usage and errors): the events the content came from, the
-message row (parts, metadata, and so its search vector), the run's usage totals and error, and
-a thread title taken from the message. The run's projection snapshot is dropped; commit and
-the workers' sweep rebuild it from the scrubbed events.
+for event data, message metadata, usage and errors): the events the content came from and
+those of its run that no message holds (errors, data-* and system.* events), the message row
+(parts, metadata, and so its search vector) and the tool messages answering it, the run's
+usage totals and error, and a thread title made from the text. The run's projection snapshot
+is dropped; commit and the workers' sweep rebuild it from the scrubbed events, and the sweep
+vacuums the rewritten tables (`ledger/vacuum.py`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from transcripts.events import (
     scrubbed_metadata,
     scrubbed_usage,
 )
-from transcripts.formats.document import derive_title
 from transcripts.ledger.audit import (
     API_READ_WINDOW,
     record_audit,
@@ -136,7 +137,7 @@ def _scrub(events: QuerySet[Event] | list[Event]) -> int:
     return len(scrubbed)
 
 
-def _events_of(message: Message) -> QuerySet[Event]:
+def _events_of(message: Message) -> Q:
     """The events a message's content came from: its seq range and, for an assistant message,
     the step ends after it that the projector still credits to it (usage, finish reason) up
     to the run's next assistant message."""
@@ -154,13 +155,71 @@ def _events_of(message: Message) -> QuerySet[Event]:
         if next_start is not None:
             trailing &= Q(seq__lt=next_start)
         source |= trailing
-    return Event.objects.filter(run_id=message.run_id).filter(source).order_by("seq")
+    return source
 
 
-def _title_taken_from(thread: Thread, message: Message) -> bool:
-    """Whether the thread's title is the message's first line, as imports name a thread."""
-    return bool(thread.title) and thread.title == derive_title(
-        [{"role": "user", "parts": message.parts}]
+def _outside_messages(messages: list[Message]) -> Q:
+    """The events of a run that no message's seq range holds: errors, data-* and system.*
+    events, step ends, message ends before, between and after its messages."""
+    outside = Q()
+    for message in messages:
+        outside &= ~Q(seq__gte=message.first_seq, seq__lte=message.last_seq)
+    return outside
+
+
+def _call_ids(message: Message, part_type: str) -> set[str]:
+    """The tool call ids of message's parts of part_type (tool-call or tool-result)."""
+    return {
+        str(part.get("toolCallId"))
+        for part in message.parts
+        if isinstance(part, dict) and part.get("type") == part_type
+    }
+
+
+def _answers_of(message: Message, messages: list[Message]) -> list[Message]:
+    """The unredacted tool messages of the run that answer message's tool calls, or no call
+    of another message of the run: their content is the outcome of message's or of none."""
+    calls = _call_ids(message, "tool-call")
+    others = set[str]().union(
+        *(_call_ids(other, "tool-call") for other in messages if other.pk != message.pk)
+    )
+    return [
+        other
+        for other in messages
+        if other.role == "tool"
+        and other.pk != message.pk
+        and other.redacted_at is None
+        and (results := _call_ids(other, "tool-result"))
+        and (results & calls or not results & others)
+    ]
+
+
+def _redact_row(message: Message) -> None:
+    """Store a message as its scrubbed events project it: the marker and its structure."""
+    message.parts = copy.deepcopy(REDACTED_PARTS)
+    message.metadata = {**scrubbed_metadata(message.metadata), "redacted": True}
+    message.redacted_at = timezone.now()
+    message.save(update_fields=["parts", "metadata", "redacted_at"])
+
+
+def _texts(parts: list[object]) -> list[str]:
+    """The texts of a message's parts, whitespace collapsed: each, and all joined."""
+    texts = [
+        " ".join(part["text"].split())
+        for part in parts
+        if isinstance(part, dict) and isinstance(part.get("text"), str)
+    ]
+    return [*texts, " ".join(texts), "".join(texts)]
+
+
+def _title_taken_from(title: str, messages: list[Message]) -> bool:
+    """Whether title was made from one of messages' text: whitespace collapsed and without a
+    final ellipsis, it starts one of their texts, as every path that names a thread after its
+    first message makes it (chat, New thread, OpenTelemetry, imports: their first line or
+    first words, cut)."""
+    words = " ".join(title.split()).removesuffix("\N{HORIZONTAL ELLIPSIS}").rstrip()
+    return bool(words) and any(
+        text.startswith(words) for message in messages for text in _texts(message.parts)
     )
 
 
@@ -168,28 +227,46 @@ def redact_message(*, user: User, message: Message, reason: str) -> bool:
     """Replace a message's content, and the events it came from, by a redaction marker;
     whether it held content (an already redacted message is left as it is).
 
-    Irreversible: the content cannot come back through replay, compare, export or search.
+    What its run holds outside any message (errors, data-* and system.* events before,
+    between or after the messages, the run's error) is scrubbed with it, and so are the tool
+    messages answering its tool calls (or no call of another message); a thread title made
+    from the text becomes the marker. Irreversible: the content cannot come back through
+    replay, compare, export or search.
     """
     require(member_access(user, thread_id=message.thread_id).can_administer, "redact messages")
     reason = clean_reason(reason, required=True)
     with transaction.atomic():
-        # Thread, run, then message: the order commit and begin_run lock in.
+        # Thread, run, then messages: the order commit and begin_run lock in.
         run, thread = lock_run_and_thread(message.run_id)
-        stored = Message.objects.select_for_update().get(pk=message.pk)
+        messages = list(
+            Message.objects.select_for_update().filter(run_id=run.pk).order_by("position")
+        )
+        stored = next(m for m in messages if m.pk == message.pk)
         message.parts, message.metadata = stored.parts, stored.metadata
         message.redacted_at = stored.redacted_at
         if message.redacted_at is not None:
             return False
-        scrubbed = _scrub(_events_of(message).select_for_update())
-        retitle = _title_taken_from(thread, message)
-        message.parts = copy.deepcopy(REDACTED_PARTS)
-        message.metadata = {**scrubbed_metadata(message.metadata), "redacted": True}
-        message.redacted_at = timezone.now()
-        message.save(update_fields=["parts", "metadata", "redacted_at"])
+        redacted = [message, *_answers_of(stored, messages)]
+        source = _outside_messages(messages)
+        for each in redacted:
+            source |= _events_of(each)
+        scrubbed = _scrub(
+            Event.objects.select_for_update()
+            .filter(run_id=run.pk)
+            .filter(source)
+            .exclude(data__contains={"redacted": True})
+            .order_by("seq")
+        )
+        retitle = _title_taken_from(thread.title, redacted)
+        for each in redacted:
+            _redact_row(each)
         # The run's usage totals add this message's usage to the others' past telling them
         # apart, so they keep token counts only; the snapshot holds the old content.
         Run.objects.filter(pk=run.pk).update(
-            usage=scrubbed_usage(run.usage), snapshot=None, snapshot_seq=0
+            usage=scrubbed_usage(run.usage),
+            error=None if run.error is None else scrubbed_error(run.error),
+            snapshot=None,
+            snapshot_seq=0,
         )
         if retitle:
             Thread.objects.filter(pk=thread.pk).update(title=REDACTION_TEXT)
@@ -201,6 +278,7 @@ def redact_message(*, user: User, message: Message, reason: str) -> bool:
             reason=reason,
             scrubbedEvents=scrubbed,
             runId=message.run_id,
+            toolMessages=[str(each.pk) for each in redacted[1:]],
         )
     return True
 
@@ -370,8 +448,10 @@ ACTIONS = {
             offered_when=("redacted_at", False),
             confirmation=Confirmation(
                 title="Redact messages",
-                warning="The content of these messages, shown below, and of the events they "
-                "were projected from, is replaced by a redaction marker. This cannot be undone.",
+                warning="The content of these messages, shown below, of the events they "
+                "were projected from, of what their runs hold outside messages (errors, data "
+                "events) and of the tool results answering them is replaced by a redaction "
+                "marker; a title made from their text too. This cannot be undone.",
                 needs="redaction",
                 shows=redaction_preview,
             ),

@@ -1,6 +1,7 @@
 """The worker process's periodic chores, which no request does (a GET writes nothing): fail the
 runs of workers that died, give back their task rows, store the snapshots of long open runs,
-apply the projects' retention periods and audit expired share links."""
+apply the projects' retention periods, audit expired share links and vacuum the tables a
+redaction rewrote."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from transcripts import ledger
 from transcripts.db_availability import describe, forget_connection, is_outage
 from transcripts.generation.tasks import reap_expired_runs
 from transcripts.ledger.retention import Purge, purge_expired
+from transcripts.ledger.vacuum import vacuum_after_redaction
 from transcripts.worker.liveness import Liveness, beat_seconds, release_tasks_of_dead_workers
 
 logger = logging.getLogger(__name__)
@@ -24,14 +26,15 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Sweep:
     """What one sweep did: the runs it failed (or re-queued) and those it snapshotted, the task
-    rows of dead workers it gave back, the retention purges it ran and the share links whose
-    expiry it audited."""
+    rows of dead workers it gave back, the retention purges it ran, the share links whose
+    expiry it audited and the tables it vacuumed after a redaction."""
 
     expired: list[str]
     snapshotted: list[str]
     purges: list[Purge] = field(default_factory=list)
     released: list[str] = field(default_factory=list)
     expired_shares: list[str] = field(default_factory=list)
+    vacuumed: list[str] = field(default_factory=list)
 
 
 def sweep(*, purge: bool = False, release: bool = False) -> Sweep:
@@ -44,6 +47,7 @@ def sweep(*, purge: bool = False, release: bool = False) -> Sweep:
         snapshotted=ledger.store_due_snapshots(),
         purges=purge_expired() if purge else [],
         expired_shares=ledger.audit_expired_shares(),
+        vacuumed=vacuum_after_redaction(),
     )
 
 
