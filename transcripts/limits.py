@@ -1,10 +1,11 @@
 """Limits on every door: the API's quotas per token and per project, and the audit of login
 lockouts (django-axes locks the login pages; see docs/access.md).
 
-`QuotaMiddleware` charges each API request made with a bearer token to its token's and its
-project's minute (`ledger.quotas.charge`, counted in PostgreSQL so every process sees it) and
-answers 429 with Retry-After past a limit: the API's JSON error shape, or for an OTLP protobuf
-export a `google.rpc.Status` carrying the `RetryInfo` OTLP exporters read.
+Each API request made with a bearer token is charged to its token's and its project's minute
+(counted in PostgreSQL so every process sees it) after the token lookup of `api/auth.py`;
+past a limit `QuotaMiddleware` answers 429 with Retry-After: the API's JSON error shape, or for an
+OTLP protobuf export a `google.rpc.Status` carrying the `RetryInfo` OTLP exporters read.
+`charge_events` charges the events a request carries (OTLP spans).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from axes.signals import user_locked_out
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
@@ -21,26 +21,28 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 
 from transcripts.json_errors import error_body
 from transcripts.ledger.audit import record_login_lockout
-from transcripts.ledger.quotas import QuotaExceeded, charge, limits_enabled
+from transcripts.ledger.quotas import QuotaExceeded, charge
 from transcripts.middleware import SyncAsyncMiddleware
-from transcripts.models import ApiToken
+from transcripts.permissions import Principal
 
-API_PREFIX = "/api/"
 OTLP_PROTOBUF = "application/x-protobuf"
 
 
-def request_token(request: HttpRequest) -> str:
-    """The bearer token of request's Authorization header, '' when there is none."""
-    scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
-
-
-def charge_request(request: HttpRequest, *, requests: int = 1, events: int = 0) -> None:
-    """Charge requests and events to the caller's token and project (nothing without a
-    token); QuotaExceeded past a limit."""
-    token = request_token(request)
-    if token:
-        charge(ApiToken.hash_token(token), requests=requests, events=events)
+def charge_events(request: HttpRequest, events: int) -> None:
+    """Charge the events a request carries to its token and project (the request itself was
+    charged by api/auth.py); QuotaExceeded past a limit. A browser session is not charged."""
+    principal = getattr(request, "auth", None)
+    if (
+        isinstance(principal, Principal)
+        and principal.token_id is not None
+        and principal.project_id is not None
+    ):
+        charge(
+            token_id=principal.token_id,
+            project_id=principal.project_id,
+            requests=0,
+            events=events,
+        )
 
 
 def throttled_response(request: HttpRequest, exc: QuotaExceeded) -> HttpResponse:
@@ -64,24 +66,21 @@ def throttled_response(request: HttpRequest, exc: QuotaExceeded) -> HttpResponse
 
 
 class QuotaMiddleware(SyncAsyncMiddleware):
-    """Counts each API request against its token's and project's quotas; 429 past them."""
+    """Gives a request the API refused for a quota (api/auth.py charges each request with its
+    token lookup) the answer of throttled_response: Retry-After, RetryInfo for OTLP."""
 
     def handle(self, request: HttpRequest) -> HttpResponseBase:
-        return self._refusal(request) or self.get_response(request)
+        return self._answer(request, self.get_response(request))
 
     async def ahandle(self, request: HttpRequest) -> HttpResponseBase:
-        refusal = await sync_to_async(self._refusal)(request)
-        return refusal or await self.get_response(request)
+        return self._answer(request, await self.get_response(request))
 
     @staticmethod
-    def _refusal(request: HttpRequest) -> HttpResponse | None:
-        if not request.path_info.startswith(API_PREFIX) or not limits_enabled():
-            return None
-        try:
-            charge_request(request)
-        except QuotaExceeded as exc:
-            return throttled_response(request, exc)
-        return None
+    def _answer(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+        refusal = getattr(request, "quota_exceeded", None)
+        if isinstance(refusal, QuotaExceeded):
+            return throttled_response(request, refusal)
+        return response
 
 
 def _audit_lockout(

@@ -642,7 +642,9 @@ class WorkerBeat(models.Model):
 
 class RateWindow(models.Model):
     """What one token or project spent in the current minute of the API's quotas (one row per
-    scope, reset when a new minute begins; written by ledger/quotas.py in one statement)."""
+    scope, reset when a new minute begins; written by ledger/quotas.py in one statement). The
+    table is UNLOGGED (migration 0015): a crash empties it, and a count never waits for a
+    disk flush."""
 
     scope = models.CharField(max_length=40, primary_key=True)  # "token:ID" or "project:ID"
     window_start = models.DateTimeField()

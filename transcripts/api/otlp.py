@@ -30,7 +30,7 @@ from transcripts.formats.otlp.decode import (
     spans_of,
 )
 from transcripts.ledger.quotas import QuotaExceeded
-from transcripts.limits import charge_request, throttled_response
+from transcripts.limits import charge_events, throttled_response
 from transcripts.otel.ingest import ingest_spans
 from transcripts.permissions import INGEST
 
@@ -125,7 +125,7 @@ def export_traces(request: HttpRequest) -> HttpResponse:
     except _Refused as exc:
         return _refusal(exc, content_type)
     try:  # the spans count against the events a minute (429 with RetryInfo past them)
-        charge_request(request, requests=0, events=_span_count(export))
+        charge_events(request, _span_count(export))
     except QuotaExceeded as exc:
         return throttled_response(request, exc)
     result = ingest_spans(project=caller_project(request), spans=spans_of(export))

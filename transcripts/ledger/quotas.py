@@ -2,23 +2,25 @@
 PostgreSQL (one row per scope in RateWindow) so every web process on every machine sees the
 same counts.
 
-`charge` adds a request's cost to its token's and its project's windows and says whether a
-limit is passed, in one statement: the token is found by its hash, both counters are
-upserted (`INSERT … ON CONFLICT … DO UPDATE … RETURNING`), and a counter whose minute is over
-starts again from this request. The minute is the database's clock, shared by all.
+`charge` adds a request's cost to its token's and its project's windows in one statement:
+both counters are upserted (`INSERT … ON CONFLICT … DO UPDATE … RETURNING`, with the
+project's own limits), and a counter whose minute is over starts again from this request. The
+minute is the database's clock, shared by all. `api/auth.py` charges each request after its
+token lookup; the endpoints that take events charge those.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cache
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from transcripts.errors import DomainError
-from transcripts.models import ApiToken, Project, RateWindow
+from transcripts.models import Project, RateWindow
 
 WINDOW_SECONDS = 60
 
@@ -59,22 +61,23 @@ def limits_enabled() -> bool:
     return bool(settings.TRANSCRIPTS_RATE_LIMITS)
 
 
+# A project's own requests and events a minute (None: the settings' default).
+ProjectLimits = tuple[int | None, int | None]
+
+
 @cache
-def _charge_sql() -> str:
-    """The one statement of a charge (written out: it runs on every API call)."""
+def _charge_sql(*, with_project_limits: bool) -> str:
+    """The one statement of a charge (written out: it runs on every API call); it also reads
+    the project's own limits when the caller does not have them."""
     window = "date_trunc('minute', statement_timestamp())"
+    project = Project._meta.db_table
+    own = (
+        f", (SELECT requests_per_minute FROM {project} WHERE id = %s),"
+        f" (SELECT events_per_minute FROM {project} WHERE id = %s)"
+    )
     return (
-        "WITH caller AS ("
-        " SELECT t.id AS token_id, t.project_id,"
-        " p.requests_per_minute, p.events_per_minute"
-        f" FROM {ApiToken._meta.db_table} t"
-        f" JOIN {Project._meta.db_table} p ON p.id = t.project_id"
-        " WHERE t.token_hash = %s AND t.revoked_at IS NULL"
-        "), charged AS ("
-        f" INSERT INTO {RateWindow._meta.db_table} AS w (scope, window_start, requests, events)"
-        f" SELECT s.scope, {window}, %s, %s FROM caller,"
-        " LATERAL (VALUES ('token:' || caller.token_id), ('project:' || caller.project_id))"
-        " AS s(scope)"
+        f"INSERT INTO {RateWindow._meta.db_table} AS w (scope, window_start, requests, events)"
+        f" VALUES (%s, {window}, %s, %s), (%s, {window}, %s, %s)"
         " ON CONFLICT (scope) DO UPDATE SET"
         " requests = CASE WHEN w.window_start >= EXCLUDED.window_start"
         " THEN w.requests + EXCLUDED.requests ELSE EXCLUDED.requests END,"
@@ -83,24 +86,43 @@ def _charge_sql() -> str:
         " window_start = GREATEST(w.window_start, EXCLUDED.window_start)"
         " RETURNING w.scope, w.requests, w.events,"
         f" EXTRACT(EPOCH FROM w.window_start + interval '{WINDOW_SECONDS} seconds'"
-        " - statement_timestamp())"
-        ")"
-        " SELECT c.*, caller.requests_per_minute, caller.events_per_minute"
-        " FROM charged c, caller"
+        " - statement_timestamp())" + (own if with_project_limits else "")
     )
 
 
-def charge(token_hash: str, *, requests: int = 1, events: int = 0) -> None:
-    """Count requests and events against the token of token_hash and its project; raise
-    QuotaExceeded (after counting) when either passes a limit. An unknown or revoked token
-    costs nothing here (authentication refuses it)."""
+def charge(
+    *,
+    token_id: int,
+    project_id: int,
+    requests: int = 1,
+    events: int = 0,
+    project_limits: ProjectLimits | None = None,
+) -> None:
+    """Count requests and events against a token and its project in one statement (both
+    counters upserted, `INSERT … ON CONFLICT … DO UPDATE … RETURNING`); raise QuotaExceeded
+    (after counting) when either passes its limit. project_limits, when the caller read them
+    already (the token lookup does), spare the statement reading them."""
     if not limits_enabled():
         return
+    token, project = f"token:{token_id}", f"project:{project_id}"
+    params: list[str | int] = [token, requests, events, project, requests, events]
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute(_charge_sql(), [token_hash, requests, events])
-        rows = cursor.fetchall()
+        if project_limits is None:
+            cursor.execute(_charge_sql(with_project_limits=True), [*params, project_id, project_id])
+            rows = cursor.fetchall()
+            project_limits = rows[0][4:6]
+        else:
+            cursor.execute(_charge_sql(with_project_limits=False), params)
+            rows = cursor.fetchall()
+    check([row[:4] for row in rows], project_limits)
+
+
+def check(spent: list[tuple[str, int, int, Decimal]], project_limits: ProjectLimits) -> None:
+    """Raise QuotaExceeded if a scope's spending passes its limit; spent holds, per scope,
+    (scope, requests, events, seconds left in the minute), as the charge statement answers."""
     limits = site_limits()
-    for scope, spent_requests, spent_events, seconds_left, own_requests, own_events in rows:
+    own_requests, own_events = project_limits
+    for scope, spent_requests, spent_events, seconds_left in spent:
         kind = scope.partition(":")[0]
         if kind == "token":
             caps = (limits.token_requests, limits.token_events)
