@@ -15,7 +15,9 @@ from google.rpc import error_details_pb2, status_pb2
 from tests.api.conftest import ApiClient, error_of
 from tests.base import Team
 from tests.otel.spans import chat, request, text
-from transcripts.models import Project, RateWindow
+from transcripts.errors import InvalidInput, PermissionDenied
+from transcripts.ledger.quotas import set_project_limits
+from transcripts.models import AuditRecord, Project, RateWindow
 
 pytestmark = pytest.mark.django_db
 OTLP = "/api/v1/otlp/v1/traces"
@@ -64,7 +66,9 @@ def assert_throttled(response: Any, *, limit: int, scope: str) -> None:
 
 
 def test_a_project_limit_is_honoured_and_other_projects_are_not_touched(team: Team) -> None:
-    Project.objects.filter(pk=team.alpha.pk).update(requests_per_minute=3)
+    set_project_limits(
+        project=team.alpha, requests_per_minute=3, events_per_minute=None, actor=team.owner
+    )
     first, second = ApiClient(team.token(team.alpha, "read")), ApiClient(team.token(team.alpha))
     assert [first.get("/threads").status_code for _ in range(2)] == [200, 200]
     assert second.get("/threads").status_code == 200
@@ -147,3 +151,19 @@ def test_writes_are_counted_as_requests(api: ApiClient) -> None:
     window = RateWindow.objects.get(scope__startswith="project:")
     assert window.requests == 2
     assert run["id"]
+
+
+def test_only_a_project_admin_sets_its_limits_and_it_is_audited(team: Team) -> None:
+    with pytest.raises(PermissionDenied):
+        set_project_limits(
+            project=team.alpha, requests_per_minute=1, events_per_minute=1, actor=team.moderator
+        )
+    with pytest.raises(InvalidInput):
+        set_project_limits(project=team.alpha, requests_per_minute=-1, events_per_minute=None)
+    set_project_limits(
+        project=team.alpha, requests_per_minute=100, events_per_minute=5000, actor=team.owner
+    )
+    team.alpha.refresh_from_db()
+    assert (team.alpha.requests_per_minute, team.alpha.events_per_minute) == (100, 5000)
+    record = AuditRecord.objects.get(action="set_limits")
+    assert record.details == {"requestsPerMinute": 100, "eventsPerMinute": 5000}

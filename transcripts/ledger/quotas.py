@@ -17,10 +17,13 @@ from decimal import Decimal
 from functools import cache
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
-from transcripts.errors import DomainError
+from transcripts.errors import DomainError, InvalidInput
+from transcripts.ledger.audit import record_audit
+from transcripts.ledger.rights import require
 from transcripts.models import Project, RateWindow
+from transcripts.permissions import User, project_access
 
 WINDOW_SECONDS = 60
 
@@ -150,3 +153,38 @@ def check(spent: list[tuple[str, int, int, Decimal]], project_limits: ProjectLim
                 limit=caps[1],
                 per="events a minute",
             )
+
+
+def set_project_limits(
+    *,
+    project: Project,
+    requests_per_minute: int | None,
+    events_per_minute: int | None,
+    actor: User | None = None,
+) -> Project:
+    """Give project its own requests and events a minute (None: the settings' default);
+    actor, when given, must administer the project (None is the command line)."""
+    for field, value in (
+        ("requests_per_minute", requests_per_minute),
+        ("events_per_minute", events_per_minute),
+    ):
+        if value is not None and (not isinstance(value, int) or not 0 <= value < 2**31):
+            raise InvalidInput(f"{field} must be a whole number from 0, or empty", field=field)
+    if actor is not None:
+        require(project_access(actor, project).can_administer, "change the project's limits")
+    with transaction.atomic():
+        Project.objects.filter(pk=project.pk).update(
+            requests_per_minute=requests_per_minute, events_per_minute=events_per_minute
+        )
+        project.requests_per_minute = requests_per_minute
+        project.events_per_minute = events_per_minute
+        if actor is not None:
+            record_audit(
+                actor,
+                "set_limits",
+                project,
+                project=project,
+                requestsPerMinute=requests_per_minute,
+                eventsPerMinute=events_per_minute,
+            )
+    return project
