@@ -202,8 +202,10 @@ AXES_COOLOFF_TIME = timedelta(
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-# Failures only: successful logins are not logged a second time.
+# Failures only: successful logins are not logged a second time. Lockouts are lifted with
+# `manage.py axes_reset…`, not from the admin (which stays per project).
 AXES_DISABLE_ACCESS_LOG = True
+AXES_ENABLE_ADMIN = False
 # The address is the connection's: a client-sent X-Forwarded-For would pick its own.
 AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
 LOGIN_URL = "login"
