@@ -26,6 +26,8 @@ from transcripts.middleware import SyncAsyncMiddleware
 from transcripts.permissions import Principal
 
 OTLP_PROTOBUF = "application/x-protobuf"
+# The lockout's length when AXES_COOLOFF_TIME is not a timedelta (settings.py sets one).
+DEFAULT_COOLOFF = timedelta(minutes=15)
 
 
 def charge_events(request: HttpRequest, events: int) -> None:
@@ -66,7 +68,7 @@ def throttled_response(request: HttpRequest, exc: QuotaExceeded) -> HttpResponse
 
 
 class QuotaMiddleware(SyncAsyncMiddleware):
-    """Gives a request the API refused for a quota (api/auth.py charges each request with its
+    """Gives a request the API refused for a quota (api/auth.py charges each request after its
     token lookup) the answer of throttled_response: Retry-After, RetryInfo for OTLP."""
 
     def handle(self, request: HttpRequest) -> HttpResponseBase:
@@ -86,13 +88,13 @@ class QuotaMiddleware(SyncAsyncMiddleware):
 def _audit_lockout(
     sender: Any, request: HttpRequest, username: str | None, ip_address: str | None, **_: Any
 ) -> None:
-    """Record django-axes's lockout in the audit log."""
+    """Record django-axes's lockout in the audit log (once per cool-off)."""
     cooloff = settings.AXES_COOLOFF_TIME
     record_login_lockout(
         username=username or "",
         ip_address=ip_address or "",
         path=request.path,
-        within=cooloff if isinstance(cooloff, timedelta) else timedelta(hours=float(cooloff)),
+        within=cooloff if isinstance(cooloff, timedelta) else DEFAULT_COOLOFF,
     )
 
 
