@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -100,6 +101,7 @@ INSTALLED_APPS = [
     "template_partials",
     "django_tasks",
     "django_tasks_db",
+    "axes",
     "transcripts",
 ]
 
@@ -115,6 +117,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Limits (docs/access.md): the API's quotas per token and project, and, last as
+    # django-axes asks, the lockout page of a login locked after too many failures.
+    "transcripts.limits.QuotaMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -192,6 +198,27 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# django-axes counts failed logins in the database (shared by every process) and locks a
+# username from one address after AXES_FAILURE_LIMIT failures for AXES_COOLOFF_TIME, on
+# /accounts/login/ and /admin/login/ alike (429 and the page registration/locked_out.html).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = _env_bool("TRANSCRIPTS_LOGIN_LOCKOUT", True)
+AXES_FAILURE_LIMIT = int(os.environ.get("TRANSCRIPTS_LOGIN_FAILURE_LIMIT", "10"))
+AXES_COOLOFF_TIME = timedelta(
+    minutes=int(os.environ.get("TRANSCRIPTS_LOGIN_LOCKOUT_MINUTES", "15"))
+)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Failures only: successful logins are not logged a second time. Lockouts are lifted with
+# `manage.py axes_reset…`, not from the admin (which stays per project).
+AXES_DISABLE_ACCESS_LOG = True
+AXES_ENABLE_ADMIN = False
+# The address is the connection's: a client-sent X-Forwarded-For would pick its own.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 
@@ -241,6 +268,23 @@ TRANSCRIPTS_OTLP_MAX_BYTES = int(
     os.environ.get("TRANSCRIPTS_OTLP_MAX_BYTES", str(10 * 1024 * 1024))
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = TRANSCRIPTS_MAX_BODY_BYTES
+# The API's quotas (transcripts/limits.py, counted in PostgreSQL per minute): requests and
+# events (appended events, imported messages, OTLP spans) per token, and per project (a
+# project's own requests_per_minute / events_per_minute replace the project defaults).
+# Past one: 429 with Retry-After. TRANSCRIPTS_RATE_LIMITS=0 turns them off.
+TRANSCRIPTS_RATE_LIMITS = _env_bool("TRANSCRIPTS_RATE_LIMITS", True)
+TRANSCRIPTS_TOKEN_REQUESTS_PER_MINUTE = int(
+    os.environ.get("TRANSCRIPTS_TOKEN_REQUESTS_PER_MINUTE", "6000")
+)
+TRANSCRIPTS_TOKEN_EVENTS_PER_MINUTE = int(
+    os.environ.get("TRANSCRIPTS_TOKEN_EVENTS_PER_MINUTE", "600000")
+)
+TRANSCRIPTS_PROJECT_REQUESTS_PER_MINUTE = int(
+    os.environ.get("TRANSCRIPTS_PROJECT_REQUESTS_PER_MINUTE", "30000")
+)
+TRANSCRIPTS_PROJECT_EVENTS_PER_MINUTE = int(
+    os.environ.get("TRANSCRIPTS_PROJECT_EVENTS_PER_MINUTE", "3000000")
+)
 
 # Generation: leases, re-queueing and the OpenAI-compatible generator (key only from the env).
 TRANSCRIPTS_LEASE_SECONDS = float(os.environ.get("TRANSCRIPTS_LEASE_SECONDS", "30"))

@@ -42,6 +42,16 @@ class Project(models.Model):
         help_text="Delete threads with no activity for this many days (empty: keep forever).",
     )
     settings = models.JSONField(default=dict, blank=True)
+    requests_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="API requests a minute for the whole project (empty: the site's default).",
+    )
+    events_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Events and spans a minute for the whole project (empty: the site's default).",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -628,3 +638,18 @@ class WorkerBeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} (seen {self.seen_at:%Y-%m-%d %H:%M:%S})"
+
+
+class RateWindow(models.Model):
+    """What one token or project spent in the current minute of the API's quotas (one row per
+    scope, reset when a new minute begins; written by ledger/quotas.py in one statement). The
+    table is UNLOGGED (migration 0015): a crash empties it, and a count never waits for a
+    disk flush."""
+
+    scope = models.CharField(max_length=40, primary_key=True)  # "token:ID" or "project:ID"
+    window_start = models.DateTimeField()
+    requests = models.BigIntegerField(default=0)
+    events = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.scope} since {self.window_start:%H:%M}"

@@ -14,8 +14,9 @@ from django.utils import timezone
 from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
 
+from transcripts.ledger.quotas import QuotaExceeded, charge
 from transcripts.ledger.tokens import record_token_use
-from transcripts.models import ApiToken
+from transcripts.models import ApiToken, Project
 from transcripts.permissions import READ, Principal, User
 
 # Recording every use would add a write to every append; a minute of precision is plenty.
@@ -29,26 +30,31 @@ def _token_sql() -> str:
     """The token lookup, written out: every API call runs it, and the ORM's query building
     cost several times the query itself (bench_api.py's single-event appends)."""
     return (
-        "SELECT t.id, t.name, t.scopes, t.last_used_at, u.is_active, t.project_id"
+        "SELECT t.id, t.name, t.scopes, t.last_used_at, u.is_active, t.project_id,"
+        " p.requests_per_minute, p.events_per_minute"
         f" FROM {ApiToken._meta.db_table} t"
+        f" JOIN {Project._meta.db_table} p ON p.id = t.project_id"
         f" LEFT JOIN {get_user_model()._meta.db_table} u ON u.id = t.user_id"
         " WHERE t.token_hash = %s AND t.revoked_at IS NULL"
     )
 
 
 def token_principal(raw_token: str) -> Principal | None:
-    """The principal of a live (unrevoked) token, recording its use; None when unknown."""
+    """The principal of a live (unrevoked) token, recording its use and charging the request
+    to its quotas (QuotaExceeded past one); None when unknown."""
     # Who may call is read from the primary, as db_router.ACCESS_MODELS says of tokens.
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         cursor.execute(_token_sql(), [ApiToken.hash_token(raw_token)])
         row = cursor.fetchone()
     if row is None:
         return None
-    pk, name, scopes, last_used_at, user_is_active, project_id = row
+    pk, name, scopes, last_used_at, user_is_active, project_id, own_requests, own_events = row
     if isinstance(scopes, str):  # Django reads jsonb as text, for JSONField to parse
         scopes = json.loads(scopes)
     if user_is_active is False:
         return None  # the token of a deactivated user stops working with the account
+    # QuotaExceeded past a limit (docs/access.md).
+    charge(token_id=pk, project_id=project_id, project_limits=(own_requests, own_events))
     now = timezone.now()
     if last_used_at is None or now - last_used_at > LAST_USED_PRECISION:
         record_token_use(token_id=pk, at=now)
@@ -82,7 +88,11 @@ def authenticate(request: HttpRequest, *, writes: bool) -> Principal:
     outside the token's project an object does not exist, whatever the scopes."""
     token = bearer_token(request)
     if token is not None:
-        principal = token_principal(token) if token else None
+        try:
+            principal = token_principal(token) if token else None
+        except QuotaExceeded as exc:
+            request.quota_exceeded = exc  # type: ignore[attr-defined]  # limits.QuotaMiddleware
+            raise
     else:
         principal = session_principal(getattr(request, "user", None))
     if principal is None:

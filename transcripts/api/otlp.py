@@ -3,8 +3,9 @@
 Answers as the OTLP specification says: 200 with an `ExportTraceServiceResponse` in the
 request's encoding (with `partial_success` naming the spans refused), 400 for a body that is
 not a request, 413 past `TRANSCRIPTS_OTLP_MAX_BYTES` (compressed or not), 415 for another
-content type or encoding. Refusals of protobuf requests carry a `google.rpc.Status`, those of
-JSON requests the API's error shape.
+content type or encoding, 429 with Retry-After (and a `RetryInfo` in the `google.rpc.Status`)
+past the caller's quota of requests or spans a minute (docs/access.md). Refusals of protobuf
+requests carry a `google.rpc.Status`, those of JSON requests the API's error shape.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from google.rpc import status_pb2
 from ninja import Router
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from transcripts.api.access import append_reach, caller_project, require_scope
 from transcripts.api.auth import ingest_auth
@@ -27,6 +29,8 @@ from transcripts.formats.otlp.decode import (
     parse_request,
     spans_of,
 )
+from transcripts.ledger.quotas import QuotaExceeded
+from transcripts.limits import charge_events, throttled_response
 from transcripts.otel.ingest import ingest_spans
 from transcripts.permissions import INGEST
 
@@ -84,6 +88,13 @@ def _refusal(exc: _Refused, content_type: str) -> HttpResponse:
     return error_response(exc.status, exc.code, exc.message)
 
 
+def _span_count(export: ExportTraceServiceRequest) -> int:
+    """How many spans the export holds."""
+    return sum(
+        len(scope.spans) for resource in export.resource_spans for scope in resource.scope_spans
+    )
+
+
 # Outside the OpenAPI schema: its bodies are OTLP protobuf or OTLP JSON, specified by
 # OpenTelemetry (docs/otel.md), not JSON objects of this API.
 @router.post("/v1/traces", include_in_schema=False)
@@ -113,6 +124,10 @@ def export_traces(request: HttpRequest) -> HttpResponse:
             raise _Refused(400, "bad_request", str(exc)) from None
     except _Refused as exc:
         return _refusal(exc, content_type)
+    try:  # the spans count against the events a minute (429 with RetryInfo past them)
+        charge_events(request, _span_count(export))
+    except QuotaExceeded as exc:
+        return throttled_response(request, exc)
     result = ingest_spans(
         project=caller_project(request),
         spans=spans_of(export),

@@ -110,3 +110,28 @@ def record_hidden_api_read(*, principal: Principal, thread_id: str, path: str) -
         project_id=_project_id_of(thread_id),
         details={**caller, "path": path[:500]},
     )
+
+
+def record_login_lockout(
+    *, username: str, ip_address: str, path: str, within: timedelta
+) -> AuditRecord | None:
+    """Record that too many failed logins from ip_address locked username out (django-axes's
+    lockout, on the login page at path), once per lockout: attempts during a lockout already
+    recorded (within the cool-off) add nothing. The one who tried is known only by address."""
+    details = {"username": username[:150], "ipAddress": ip_address}
+    recent = AuditRecord.objects.filter(
+        action="login_locked_out",
+        created_at__gte=timezone.now() - within,
+        details__contains=details,
+    )
+    if recent.exists():
+        return None
+    account = AuthUser.objects.filter(username=username).first() if username else None
+    return AuditRecord.objects.create(
+        actor=None,
+        actor_name=ip_address[:150],
+        action="login_locked_out",
+        target_type="user",
+        target_id=str(account.pk) if account is not None else username[:64],
+        details={**details, "path": path[:500]},
+    )
