@@ -32,19 +32,24 @@ DEFAULT_COOLOFF = timedelta(minutes=15)
 
 def charge_events(request: HttpRequest, events: int) -> None:
     """Charge the events a request carries to its token and project (the request itself was
-    charged by api/auth.py); QuotaExceeded past a limit. A browser session is not charged."""
+    charged by api/auth.py); QuotaExceeded past a limit, remembered on the request so that
+    QuotaMiddleware gives the answer its Retry-After. A browser session is not charged."""
     principal = getattr(request, "auth", None)
     if (
         isinstance(principal, Principal)
         and principal.token_id is not None
         and principal.project_id is not None
     ):
-        charge(
-            token_id=principal.token_id,
-            project_id=principal.project_id,
-            requests=0,
-            events=events,
-        )
+        try:
+            charge(
+                token_id=principal.token_id,
+                project_id=principal.project_id,
+                requests=0,
+                events=events,
+            )
+        except QuotaExceeded as exc:
+            request.quota_exceeded = exc  # type: ignore[attr-defined]
+            raise
 
 
 def throttled_response(request: HttpRequest, exc: QuotaExceeded) -> HttpResponse:

@@ -167,3 +167,18 @@ def test_only_a_project_admin_sets_its_limits_and_it_is_audited(team: Team) -> N
     assert (team.alpha.requests_per_minute, team.alpha.events_per_minute) == (100, 5000)
     record = AuditRecord.objects.get(action="set_limits")
     assert record.details == {"requestsPerMinute": 100, "eventsPerMinute": 5000}
+
+
+def test_appended_events_count_against_the_events_a_minute(team: Team, settings: Any) -> None:
+    settings.TRANSCRIPTS_TOKEN_EVENTS_PER_MINUTE = 3
+    api = ApiClient(team.token(team.alpha, "ingest", "read"))
+    thread = api.post("/threads", {"title": "t"}).json()
+    run = api.post(f"/threads/{thread['id']}/runs", {}).json()
+    batch = [{"seq": seq, "kind": "text-delta", "data": {"delta": "x"}} for seq in (1, 2)]
+    assert api.post(f"/runs/{run['id']}/events", {"events": batch}).status_code == 200
+    more = [{"seq": seq, "kind": "text-delta", "data": {"delta": "x"}} for seq in (3, 4)]
+    refused = api.post(f"/runs/{run['id']}/events", {"events": more})
+    assert_throttled(refused, limit=3, scope="token")
+    # Nothing of the refused batch was stored.
+    reader = ApiClient(team.token(team.alpha, "read"))
+    assert [e["seq"] for e in reader.get(f"/runs/{run['id']}/events").json()["events"]] == [1, 2]

@@ -23,6 +23,7 @@ from transcripts.api.schemas import MAX_INT, AiSdkOut
 from transcripts.errors import InvalidInput, InvalidStream
 from transcripts.formats.ai_sdk.stream import answered_elsewhere, parse_stream, to_events
 from transcripts.ledger import AppendResult
+from transcripts.limits import charge_events
 from transcripts.models import Run
 from transcripts.permissions import INGEST
 from transcripts.selectors.ai_sdk import earlier_tool_names, run_status
@@ -98,6 +99,7 @@ def ai_sdk_stream(
         problems = [{"path": path, "message": message} for path, message in exc.problems]
         raise InvalidInput(f"not a UI message stream: {exc}", problems=problems) from None
     check_batch_length(len(events))
+    charge_events(request, len(events))
     # Append and commit together: a refused commit leaves no half-stored stream behind.
     with transaction.atomic():
         appended = ledger.append_events(run=run, events=events)

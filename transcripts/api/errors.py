@@ -49,7 +49,7 @@ HTTP_CODES = {
 }
 # The error responses every endpoint declares (for the OpenAPI schema).
 ERRORS: dict[int, type[ErrorOut]] = {
-    status: ErrorOut for status in (400, 401, 403, 404, 409, 413, 415, 422)
+    status: ErrorOut for status in (400, 401, 403, 404, 409, 413, 415, 422, 429)
 }
 # JSON escapes of what PostgreSQL cannot store: NUL, and UTF-16 surrogates (paired ones are
 # fine, and rare enough that finding one only costs a closer look).

@@ -14,6 +14,7 @@ from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import ERRORS, check_batch_length
 from transcripts.api.schemas import MAX_INT, AppendOut, EventBatchIn, EventPage
 from transcripts.ledger import AppendResult
+from transcripts.limits import charge_events
 from transcripts.models import Event
 from transcripts.permissions import INGEST, READ
 
@@ -39,6 +40,7 @@ class EventPageAnswer(TypedDict):
 def append_events(request: HttpRequest, runId: str, payload: EventBatchIn) -> AppendResult:
     """Append a batch after lastSeq, all or nothing; exact re-sends are no-ops."""
     check_batch_length(len(payload.events))
+    charge_events(request, len(payload.events))
     events = [{"seq": e.seq, "kind": e.kind, "data": e.data, "at": e.at} for e in payload.events]
     # The common append checks the caller's reach in the statement that stores it: one round
     # trip. Anything else (another project, a gap, a re-send, a closed run) takes the full
