@@ -24,7 +24,7 @@ def _append(client: ApiClient, run: Run, seq: int = 1) -> Any:
     return client.post(f"/runs/{run.id}/events", {"events": batch})
 
 
-def test_an_append_costs_the_token_lookup_and_one_statement(api):
+def test_an_append_costs_the_token_lookup_its_quota_charges_and_one_statement(api):
     run = make_run(make_thread(), commit=False)
     assert _append(api, run).status_code == 200  # the token's last use is recorded once
 
@@ -33,7 +33,13 @@ def test_an_append_costs_the_token_lookup_and_one_statement(api):
 
     assert response.status_code == 200
     assert response.json() == {"lastSeq": 2, "accepted": 1, "duplicates": 0}
-    assert len(queries) == 2, [q["sql"][:80] for q in queries.captured_queries]
+    statements = [q["sql"] for q in queries.captured_queries]
+    # The token lookup, the request's and then the events' quota charge (one upsert each, see
+    # docs/access.md), and the append itself in one statement.
+    assert len(statements) == 4, [sql[:80] for sql in statements]
+    assert statements[0].lstrip().startswith("SELECT t.id")
+    assert all("transcripts_ratewindow" in sql for sql in statements[1:3])
+    assert "transcripts_event" in statements[3]
     assert list(Event.objects.filter(run=run).values_list("seq", flat=True)) == [1, 2]
 
 
