@@ -172,7 +172,10 @@ if _env_bool("TRANSCRIPTS_DB_POOL", not os.environ.get("PYTEST_VERSION")):
 # connections (a read waits TRANSCRIPTS_STREAM_READ_TIMEOUT seconds for one); a waiting
 # stream holds no connection. A process holds TRANSCRIPTS_STREAMS_MAX run streams at most (the
 # next is answered 503 busy); a stream more than TRANSCRIPTS_STREAM_QUEUE_SIZE notifications
-# behind (a client too slow to read) is ended with a retry hint.
+# behind (a client too slow to read) is ended with a retry hint. TRANSCRIPTS_STREAM_OPENINGS
+# new streams at a time check their caller on the request pool; a burst of others waits its
+# turn, and the pool keeps connections for the writers.
+TRANSCRIPTS_STREAM_OPENINGS = int(os.environ.get("TRANSCRIPTS_STREAM_OPENINGS", "2"))
 TRANSCRIPTS_STREAM_READ_CONNECTIONS = int(
     os.environ.get("TRANSCRIPTS_STREAM_READ_CONNECTIONS", "4")
 )

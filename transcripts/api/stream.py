@@ -27,6 +27,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Hashable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Generic, TypeVar
 from uuid import UUID
 
@@ -63,8 +64,10 @@ def _event_name(kind: str) -> str:
     return kind.replace("\r", " ").replace("\n", " ")
 
 
+@lru_cache(maxsize=256)
 def event_frame(seq: int, kind: str, data_json: str, at: datetime) -> str:
-    """One event as an SSE frame: id = seq, event = kind, data = the event JSON."""
+    """One event as an SSE frame: id = seq, event = kind, data = the event JSON (remembered
+    for a while: every stream of the run sends the same frame)."""
     at_json = json.dumps(at, cls=DjangoJSONEncoder)
     body = f'{{"seq":{seq},"kind":{json.dumps(kind)},"data":{data_json},"at":{at_json}}}'
     return f"id: {seq}\nevent: {_event_name(kind)}\ndata: {body}\n\n"
@@ -229,6 +232,20 @@ async def _starting_with(first: str, rest: AsyncGenerator[str, None]) -> AsyncIt
         await rest.aclose()  # a client that left: the stream's connection closes now
 
 
+_openings: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+
+
+def _opening() -> asyncio.Semaphore:
+    """The turns of the streams checking their caller (TRANSCRIPTS_STREAM_OPENINGS at once, a
+    share of the request pool): a burst of new streams waits here, in line, instead of
+    emptying the pool the appends need."""
+    loop = asyncio.get_running_loop()
+    turns = _openings.get(loop)
+    if turns is None:
+        turns = _openings[loop] = asyncio.Semaphore(settings.TRANSCRIPTS_STREAM_OPENINGS)
+    return turns
+
+
 def _after_seq(request: HttpRequest) -> int:
     raw = request.headers.get("Last-Event-ID") or request.GET.get("afterSeq") or "0"
     raw = raw.strip()
@@ -253,7 +270,8 @@ async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
     if listener().subscribers() >= settings.TRANSCRIPTS_STREAMS_MAX:
         return busy_response(request, "this process holds as many live streams as it may")
     try:
-        found_id, after_seq = await sync_to_async(_open_stream)(request, run_id)
+        async with _opening():
+            found_id, after_seq = await sync_to_async(_open_stream)(request, run_id)
     except HttpError as exc:  # authentication (401) or the scope (403)
         code = "unauthorized" if exc.status_code == 401 else "forbidden"
         return error_response(exc.status_code, code, str(exc.message))
