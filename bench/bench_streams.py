@@ -19,6 +19,7 @@ import resource
 import sys
 import time
 from collections import Counter
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,23 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _setup import setup_django
 from bench_api import _free_port, _percentile, start_server, stop_server
+
+
+@dataclass
+class Tally:
+    """How many open streams each seq reached, and an event set when it reached them all."""
+
+    expected: int = 0
+    counts: Counter[int] = field(default_factory=Counter)
+    all_in: dict[int, asyncio.Event] = field(default_factory=dict)
+
+    def arrived(self, seq: int) -> None:
+        self.counts[seq] += 1
+        if self.counts[seq] >= self.expected:
+            self.event(seq).set()
+
+    def event(self, seq: int) -> asyncio.Event:
+        return self.all_in.setdefault(seq, asyncio.Event())
 
 
 @dataclass
@@ -39,7 +57,7 @@ class Stream:
     writer: asyncio.StreamWriter | None = None
 
 
-async def _follow(port: int, path: str, token: str, stream: Stream) -> None:
+async def _follow(port: int, path: str, token: str, stream: Stream, tally: Tally) -> None:
     """Open the stream and record the seq of each event frame as it arrives."""
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -60,7 +78,9 @@ async def _follow(port: int, path: str, token: str, stream: Stream) -> None:
             if line.startswith(b"retry:"):
                 stream.listening.set()
             elif line.startswith(b"id: "):
-                stream.arrivals[int(line[4:])] = time.perf_counter()
+                seq = int(line[4:])
+                stream.arrivals[seq] = time.perf_counter()
+                tally.arrived(seq)
     except (OSError, ValueError, IndexError):
         pass
     finally:
@@ -102,7 +122,12 @@ async def _append(client: httpx.AsyncClient, run_id: str, seq: int) -> tuple[flo
 
 
 async def _appends(
-    client: httpx.AsyncClient, run_id: str, first_seq: int, count: int, streams: list[Stream]
+    client: httpx.AsyncClient,
+    run_id: str,
+    first_seq: int,
+    count: int,
+    streams: list[Stream],
+    tally: Tally,
 ) -> tuple[list[float], list[float], int]:
     """count appends one after the other, each once the open streams got the last one:
     (append latencies, send -> last open stream latencies, appends refused)."""
@@ -116,9 +141,9 @@ async def _appends(
         if status != 200:
             refused += 1
             continue
-        deadline = time.perf_counter() + 10
-        while time.perf_counter() < deadline and any(seq not in s.arrivals for s in open_streams):
-            await asyncio.sleep(0.002)
+        if open_streams:
+            with suppress(TimeoutError):
+                await asyncio.wait_for(tally.event(seq).wait(), 10)
         arrived = [s.arrivals[seq] for s in open_streams if seq in s.arrivals]
         if arrived:
             fanouts.append(max(arrived) - sent)
@@ -134,20 +159,21 @@ async def bench_count(port: int, pid: int, token: str, count: int, appends: int)
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30
     ) as client:
-        without, _, refused_without = await _appends(client, run_id, 1, appends, [])
+        tally = Tally()
+        without, _, refused_without = await _appends(client, run_id, 1, appends, [], tally)
         rss_before = _rss_kb(pid)
         streams = [Stream() for _ in range(count)]
         path = f"/api/v1/runs/{run_id}/stream?afterSeq={appends}"
         started = time.perf_counter()
-        tasks = [asyncio.create_task(_follow(port, path, token, s)) for s in streams]
+        tasks = [asyncio.create_task(_follow(port, path, token, s, tally)) for s in streams]
         await asyncio.wait_for(asyncio.gather(*(s.listening.wait() for s in streams)), 120)
         opened_in = time.perf_counter() - started
         await asyncio.sleep(1)
-        open_count = sum(1 for s in streams if s.status == 200)
+        open_count = tally.expected = sum(1 for s in streams if s.status == 200)
         rss_delta = _rss_kb(pid) - rss_before
         backends = await sync_to_async(_backends)()
         with_streams, fanouts, refused_with = await _appends(
-            client, run_id, appends + 1, appends, streams
+            client, run_id, appends + 1, appends, streams, tally
         )
         for s in streams:
             if s.writer is not None:

@@ -151,12 +151,25 @@ async def _wake(sub: Subscription) -> str:
     KEEPALIVE_SECONDS pass without one. Notifications queued meanwhile are taken too: one
     read answers them all."""
     try:
-        notes = [await asyncio.wait_for(sub.queue.get(), KEEPALIVE_SECONDS)]
+        async with asyncio.timeout(KEEPALIVE_SECONDS):
+            notes = [await sub.queue.get()]
     except TimeoutError:
         return IDLE
     while not sub.queue.empty():
         notes.append(sub.queue.get_nowait())
     return next((note for note in notes if note in (DROPPED, LOST)), notes[-1])
+
+
+def _open_at_most(payload: str | None, after_seq: int) -> bool:
+    """Whether the notification payload says the run is open with nothing past after_seq (so
+    its state need not be read again); False for no payload or one not understood."""
+    try:
+        told = json.loads(payload) if payload else None
+        if not isinstance(told, dict):
+            return False
+        return bool(told.get("status") in OPEN_STATUSES and int(told["lastSeq"]) <= after_seq)
+    except (ValueError, TypeError, KeyError):
+        return False
 
 
 async def follow_events(run_id: str, after_seq: int) -> AsyncGenerator[RunItem, None]:
@@ -174,6 +187,7 @@ async def follow_events(run_id: str, after_seq: int) -> AsyncGenerator[RunItem, 
             events = await _events(sub, run, after_seq)
             listening = True
             yield LISTENING
+            woken: str | None = None
             while True:
                 for event in events:
                     after_seq = event.seq
@@ -181,12 +195,13 @@ async def follow_events(run_id: str, after_seq: int) -> AsyncGenerator[RunItem, 
                 if len(events) == BATCH:
                     events = await _events(sub, run, after_seq)
                     continue
-                state = await _state(sub, run)
-                if state is None:
-                    return
-                if state.status not in OPEN_STATUSES and after_seq >= state.last_seq:
-                    yield RunEnded(state.status, state.last_seq, state.error_json)
-                    return
+                if not _open_at_most(woken, after_seq):
+                    state = await _state(sub, run)
+                    if state is None:
+                        return
+                    if state.status not in OPEN_STATUSES and after_seq >= state.last_seq:
+                        yield RunEnded(state.status, state.last_seq, state.error_json)
+                        return
                 woken = await _wake(sub)
                 while woken == IDLE:
                     yield IDLE
