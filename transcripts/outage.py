@@ -8,9 +8,10 @@ whether it answers and why not.
 
 A request that finds every pooled connection in use while the database answers (a busy
 process, not an outage) waits TRANSCRIPTS_DB_POOL_TIMEOUT seconds, then is answered 503 with
-Retry-After: BUSY_RETRY_AFTER_SECONDS and the code `busy`; `/readyz` stays 200 meanwhile. What
-counts as an outage is `db_availability`'s, which the
-worker and the live stream use too, so they wait and retry instead of failing.
+Retry-After: BUSY_RETRY_AFTER_SECONDS and the code `busy`; `/readyz` stays 200 meanwhile.
+
+What counts as an outage (and as busy) is `db_availability`'s, which the worker and the live
+stream use too, so they wait and retry instead of failing.
 """
 
 from __future__ import annotations
