@@ -151,7 +151,9 @@ DATABASES["default"]["OPTIONS"].setdefault(
     "connect_timeout", int(os.environ.get("TRANSCRIPTS_DB_CONNECT_TIMEOUT", "2"))
 )
 # A connection pool per process (psycopg_pool): each request borrows a connection instead of
-# opening one. Off under pytest, whose test database is created after the settings load.
+# opening one (TRANSCRIPTS_DB_POOL_SIZE at most; a request that finds none free within
+# TRANSCRIPTS_DB_POOL_TIMEOUT seconds is answered 503 `busy`). Off under pytest, whose test
+# database is created after the settings load.
 if _env_bool("TRANSCRIPTS_DB_POOL", not os.environ.get("PYTEST_VERSION")):
     DATABASES["default"]["OPTIONS"]["pool"] = {
         "min_size": 1,
@@ -165,6 +167,21 @@ if _env_bool("TRANSCRIPTS_DB_POOL", not os.environ.get("PYTEST_VERSION")):
     # The pool checks a connection before handing it out (one empty round trip), so the
     # connections a database restart cut are replaced instead of failing the next requests.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Live streams (docs/scaling.md#live-streams): a web process listens on one connection for all
+# its streams and reads for them on a pool of its own, TRANSCRIPTS_STREAM_READ_CONNECTIONS
+# connections (a read waits TRANSCRIPTS_STREAM_READ_TIMEOUT seconds for one); a waiting
+# stream holds no connection. A process holds TRANSCRIPTS_STREAMS_MAX run streams at most (the
+# next is answered 503 busy); a stream more than TRANSCRIPTS_STREAM_QUEUE_SIZE notifications
+# behind (a client too slow to read) is ended with a retry hint. TRANSCRIPTS_STREAM_OPENINGS
+# new streams at a time check their caller on the request pool; a burst of others waits its
+# turn, and the pool keeps connections for the writers.
+TRANSCRIPTS_STREAM_OPENINGS = int(os.environ.get("TRANSCRIPTS_STREAM_OPENINGS", "2"))
+TRANSCRIPTS_STREAM_READ_CONNECTIONS = int(
+    os.environ.get("TRANSCRIPTS_STREAM_READ_CONNECTIONS", "4")
+)
+TRANSCRIPTS_STREAM_READ_TIMEOUT = float(os.environ.get("TRANSCRIPTS_STREAM_READ_TIMEOUT", "5"))
+TRANSCRIPTS_STREAMS_MAX = int(os.environ.get("TRANSCRIPTS_STREAMS_MAX", "10000"))
+TRANSCRIPTS_STREAM_QUEUE_SIZE = int(os.environ.get("TRANSCRIPTS_STREAM_QUEUE_SIZE", "100"))
 # A streaming read replica (DATABASE_REPLICA_URL): plain reads of the pages and the API go to
 # it, writes and a client's reads for TRANSCRIPTS_READ_PRIMARY_SECONDS after it wrote go to the
 # primary (transcripts/db_router.py, transcripts/read_your_writes.py); migrations only run on

@@ -3,12 +3,15 @@ statement), how to say what went wrong, and how to wait one out.
 
 Plain infrastructure: no HTTP here. The middleware that answers requests 503 during an outage
 is `transcripts.outage`; the worker and the live stream wait with `patiently` and `Backoff`.
+A pool with no connection free while the database answers is not an outage but a busy
+process (`is_busy`).
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -16,7 +19,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from django.conf import settings
-from django.db import Error, InterfaceError, connection
+from django.db import Error, InterfaceError, connection, connections
 from psycopg_pool import PoolTimeout
 
 logger = logging.getLogger("transcripts.outage")
@@ -66,6 +69,44 @@ def describe(exc: BaseException) -> str:
     # libpq says 'connection to server on socket "/path" failed: Connection refused'.
     _, found, reason = first_line.rpartition("failed: ")
     return (reason if found else first_line).strip() or type(cause).__name__
+
+
+def release_connections() -> None:
+    """Hand this thread's database connections back (to the pool, when there is one): for a
+    request that keeps running (a live stream) after its last query."""
+    connections.close_all()
+
+
+class _DirectCheck:
+    """Whether the database accepts a connection of its own (not from the pool), asked at most
+    once per interval: the pool's timeout alone cannot tell a busy pool from a dead server."""
+
+    def __init__(self, every_seconds: float) -> None:
+        self.every_seconds = every_seconds
+        self._checked_at = float("-inf")
+        self._problem = ""
+        self._lock = threading.Lock()
+
+    def problem(self) -> str:
+        """'' when a direct connection succeeds; else why not."""
+        with self._lock:
+            if time.monotonic() - self._checked_at >= self.every_seconds:
+                try:
+                    psycopg.connect(conninfo(), autocommit=True).close()
+                    self._problem = ""
+                except psycopg.Error as exc:
+                    self._problem = describe(exc)
+                self._checked_at = time.monotonic()
+            return self._problem
+
+
+_direct_check = _DirectCheck(every_seconds=1.0)
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether exc is the pool running out of connections while the database answers: every
+    pooled connection is in use (the process is busy), the database is not down."""
+    return isinstance(_cause(exc), PoolTimeout) and not _direct_check.problem()
 
 
 def forget_connection() -> None:
@@ -150,18 +191,15 @@ def patiently(action: Callable[[], T], *, what: str) -> T:
 
 
 def database_problem() -> str:
-    """'' when the database answers this process; else why not, in a line."""
+    """'' when the database answers this process (a pool with no connection free meanwhile
+    included: a busy process is still ready); else why not, in a line."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
     except Error as exc:
-        forget_connection()
         if isinstance(_cause(exc), PoolTimeout):
-            # The pool only says it waited: ask the server directly what is wrong.
-            try:
-                psycopg.connect(conninfo(), autocommit=True).close()
-            except psycopg.Error as direct:
-                return describe(direct)
-            return "the database answers, but no pooled connection came free in time"
+            # The pool only says it waited: ask the server directly whether it answers.
+            return _direct_check.problem()
+        forget_connection()
         return describe(exc)
     return ""

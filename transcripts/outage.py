@@ -4,8 +4,14 @@ While PostgreSQL is down or unreachable, a request that needs it fails within ab
 (libpq's `connect_timeout` and the pool's `timeout`, TRANSCRIPTS_DB_CONNECT_TIMEOUT and
 TRANSCRIPTS_DB_POOL_TIMEOUT) and is answered 503 with Retry-After: pages with a plain page,
 the API with its JSON error shape. `/healthz` never touches the database; `/readyz` says
-whether it answers and why not. What counts as an outage is `db_availability`'s, which the
-worker and the live stream use too, so they wait and retry instead of failing.
+whether it answers and why not.
+
+A request that finds every pooled connection in use while the database answers (a busy
+process, not an outage) waits TRANSCRIPTS_DB_POOL_TIMEOUT seconds, then is answered 503 with
+Retry-After: BUSY_RETRY_AFTER_SECONDS and the code `busy`; `/readyz` stays 200 meanwhile.
+
+What counts as an outage (and as busy) is `db_availability`'s, which the worker and the live
+stream use too, so they wait and retry instead of failing.
 """
 
 from __future__ import annotations
@@ -19,7 +25,13 @@ from contextlib import suppress
 from django.core.signals import got_request_exception, request_started
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 
-from transcripts.db_availability import describe, forget_connection, is_outage, open_pool
+from transcripts.db_availability import (
+    describe,
+    forget_connection,
+    is_busy,
+    is_outage,
+    open_pool,
+)
 from transcripts.db_router import current_routing
 from transcripts.json_errors import error_body
 from transcripts.middleware import SyncAsyncMiddleware
@@ -27,6 +39,7 @@ from transcripts.middleware import SyncAsyncMiddleware
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
+BUSY_RETRY_AFTER_SECONDS = 1
 API_PREFIX = "/api/"
 
 UNAVAILABLE_PAGE = """<!doctype html>
@@ -35,6 +48,16 @@ UNAVAILABLE_PAGE = """<!doctype html>
 <body>
 <h1>Transcripts is unavailable for a moment</h1>
 <p>Its database does not answer right now. Try again in a few seconds.</p>
+</body>
+</html>
+"""
+
+BUSY_PAGE = """<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>Busy · Transcripts</title></head>
+<body>
+<h1>Transcripts is busy</h1>
+<p>Every connection to its database is in use right now. Try again in a second.</p>
 </body>
 </html>
 """
@@ -60,9 +83,9 @@ class _Reporter:
 _reporter = _Reporter(every_seconds=10.0)
 
 
-def with_retry_after(response: HttpResponse) -> HttpResponse:
+def with_retry_after(response: HttpResponse, seconds: int = RETRY_AFTER_SECONDS) -> HttpResponse:
     """response marked as temporary: Retry-After, and not to be cached."""
-    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response["Retry-After"] = str(seconds)
     response["Cache-Control"] = "no-store"
     # The outage is reported once per interval (see _Reporter); Django would log every such
     # 503 as an error (and mail it to ADMINS when configured).
@@ -71,7 +94,10 @@ def with_retry_after(response: HttpResponse) -> HttpResponse:
 
 
 def unavailable_response(request: HttpRequest, exc: BaseException | None = None) -> HttpResponse:
-    """503 with Retry-After: the API's JSON error shape under /api/, a plain page elsewhere."""
+    """503 with Retry-After: the API's JSON error shape under /api/, a plain page elsewhere;
+    the `busy` answer instead when exc is a busy pool, not an outage."""
+    if exc is not None and is_busy(exc):
+        return busy_response(request)
     if exc is not None and not _replica_failed():
         _reporter.report(exc)
         forget_connection()
@@ -83,6 +109,21 @@ def unavailable_response(request: HttpRequest, exc: BaseException | None = None)
     else:
         response = HttpResponse(UNAVAILABLE_PAGE, status=503, content_type="text/html")
     return with_retry_after(response)
+
+
+def busy_response(
+    request: HttpRequest, why: str = "every database connection is in use"
+) -> HttpResponse:
+    """503 with a short Retry-After: the process is busy (the database is fine); the API's
+    JSON error shape with the code `busy` under /api/, a plain page elsewhere."""
+    response: HttpResponse
+    if request.path_info.startswith(API_PREFIX):
+        message = f"the server is busy ({why}); try again in {BUSY_RETRY_AFTER_SECONDS} s"
+        body = error_body("busy", message, {"retryAfter": BUSY_RETRY_AFTER_SECONDS})
+        response = JsonResponse(body, status=503)
+    else:
+        response = HttpResponse(BUSY_PAGE, status=503, content_type="text/html")
+    return with_retry_after(response, BUSY_RETRY_AFTER_SECONDS)
 
 
 def _replica_failed() -> bool:
@@ -109,6 +150,8 @@ class OutageMiddleware(SyncAsyncMiddleware):
     def _checked(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
         # An outage met outside a view (in another middleware) went to Django's 500 handler,
         # which told got_request_exception; the receiver below marked the request.
+        if response.status_code == 500 and getattr(request, "database_busy", False):
+            return busy_response(request)
         if response.status_code == 500 and getattr(request, "database_outage", False):
             return unavailable_response(request)
         return response
@@ -116,7 +159,9 @@ class OutageMiddleware(SyncAsyncMiddleware):
 
 def _mark_outage(sender: object, request: HttpRequest | None = None, **kwargs: object) -> None:
     exc = sys.exc_info()[1]
-    if request is not None and exc is not None and is_outage(exc) and not _replica_failed():
+    if request is not None and exc is not None and is_busy(exc):
+        request.database_busy = True  # type: ignore[attr-defined]
+    elif request is not None and exc is not None and is_outage(exc) and not _replica_failed():
         request.database_outage = True  # type: ignore[attr-defined]
         _reporter.report(exc)
         forget_connection()

@@ -11,8 +11,7 @@ import pytest
 
 from tests.api.sse_client import Frame, frames
 from tests.factories import events, make_thread
-from transcripts import ledger
-from transcripts.selectors import streams
+from transcripts import ledger, live
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -143,7 +142,7 @@ def test_a_client_that_disconnects_releases_its_database_connection(live_server_
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity"
                 " WHERE application_name = %s AND datname = current_database()",
-                [streams.APPLICATION_NAME],
+                [live.APPLICATION_NAME],
             )
             return int(cursor.fetchone()[0])
 

@@ -1,8 +1,9 @@
 """A run's event log as the AI SDK's UI message stream (what `useChat` reads), live.
 
 The translation (`UiChunker`) is `formats/ai_sdk/chat_stream.py`, pure; `ui_message_stream`
-feeds it from `api.stream.follow_events` (LISTEN/NOTIFY), so a stream follows the worker's
-appends as they are stored, on any web process.
+feeds it from `api.stream.follow_events` (LISTEN/NOTIFY, on the process's one listening
+connection), so a stream follows the worker's appends as they are stored, on any web process,
+and holds no database connection while it waits.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import AsyncGenerator
 
 import psycopg
 
-from transcripts.api.stream import IDLE, UNAVAILABLE, RunEnded, follow_events
+from transcripts.api.stream import IDLE, SLOW, UNAVAILABLE, RunEnded, follow_events
 from transcripts.db_availability import describe, is_outage
 from transcripts.formats.ai_sdk.chat_stream import (
     DONE_FRAME,
@@ -46,7 +47,7 @@ async def ui_message_stream(run_id: str, fork_from_id: str | None) -> AsyncGener
                 return
             elif item == IDLE:
                 yield KEEPALIVE_FRAME
-            elif item == UNAVAILABLE:
+            elif item in (UNAVAILABLE, SLOW):  # either way: reconnect and resume
                 yield frame(unavailable_chunk())
                 return
     except psycopg.Error as exc:
