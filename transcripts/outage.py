@@ -101,14 +101,8 @@ def unavailable_response(request: HttpRequest, exc: BaseException | None = None)
     if exc is not None and not _replica_failed():
         _reporter.report(exc)
         forget_connection()
-    response: HttpResponse
-    if request.path_info.startswith(API_PREFIX):
-        message = f"the database is unavailable; try again in {RETRY_AFTER_SECONDS} s"
-        body = error_body("unavailable", message, {"retryAfter": RETRY_AFTER_SECONDS})
-        response = JsonResponse(body, status=503)
-    else:
-        response = HttpResponse(UNAVAILABLE_PAGE, status=503, content_type="text/html")
-    return with_retry_after(response)
+    message = f"the database is unavailable; try again in {RETRY_AFTER_SECONDS} s"
+    return _temporary(request, "unavailable", message, UNAVAILABLE_PAGE, RETRY_AFTER_SECONDS)
 
 
 def busy_response(
@@ -116,14 +110,22 @@ def busy_response(
 ) -> HttpResponse:
     """503 with a short Retry-After: the process is busy (the database is fine); the API's
     JSON error shape with the code `busy` under /api/, a plain page elsewhere."""
+    message = f"the server is busy ({why}); try again in {BUSY_RETRY_AFTER_SECONDS} s"
+    return _temporary(request, "busy", message, BUSY_PAGE, BUSY_RETRY_AFTER_SECONDS)
+
+
+def _temporary(
+    request: HttpRequest, code: str, message: str, page: str, retry_after: int
+) -> HttpResponse:
+    """503 with Retry-After: the API's JSON error shape (code, message) under /api/, page
+    elsewhere."""
     response: HttpResponse
     if request.path_info.startswith(API_PREFIX):
-        message = f"the server is busy ({why}); try again in {BUSY_RETRY_AFTER_SECONDS} s"
-        body = error_body("busy", message, {"retryAfter": BUSY_RETRY_AFTER_SECONDS})
+        body = error_body(code, message, {"retryAfter": retry_after})
         response = JsonResponse(body, status=503)
     else:
-        response = HttpResponse(BUSY_PAGE, status=503, content_type="text/html")
-    return with_retry_after(response, BUSY_RETRY_AFTER_SECONDS)
+        response = HttpResponse(page, status=503, content_type="text/html")
+    return with_retry_after(response, retry_after)
 
 
 def _replica_failed() -> bool:
