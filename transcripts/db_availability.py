@@ -73,8 +73,12 @@ def describe(exc: BaseException) -> str:
 
 def release_connections() -> None:
     """Hand this thread's database connections back (to the pool, when there is one): for a
-    request that keeps running (a live stream) after its last query."""
-    connections.close_all()
+    request that keeps running (a live stream) after its last query. A connection inside a
+    transaction (a caller's atomic block, as in tests) is left alone: closing it would end
+    the transaction."""
+    for wrapper in connections.all(initialized_only=True):
+        if not wrapper.in_atomic_block:
+            wrapper.close()
 
 
 class _DirectCheck:
