@@ -117,9 +117,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    # Limits (docs/access.md): the API's quotas per token and project, and, last as
-    # django-axes asks, the lockout page of a login locked after too many failures.
-    "transcripts.limits.QuotaMiddleware",
+    # Last, as django-axes asks: the lockout page of a login locked after too many failures
+    # (docs/access.md).
     "axes.middleware.AxesMiddleware",
 ]
 

@@ -29,11 +29,6 @@ def nonempty(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def get_str(mapping: Mapping[str, object], key: str) -> str | None:
-    """mapping[key] when it is a non-empty string, else None."""
-    return nonempty(mapping.get(key))
-
-
 def text_of(value: object) -> str:
     """value when it is a string, else an empty string."""
     return value if isinstance(value, str) else ""
@@ -42,11 +37,6 @@ def text_of(value: object) -> str:
 def as_object(value: object) -> JsonObject | None:
     """value when it is a JSON object (a dict), else None."""
     return value if isinstance(value, dict) else None
-
-
-def as_list(value: object) -> JsonArray | None:
-    """value when it is a JSON array (a list), else None."""
-    return value if isinstance(value, list) else None
 
 
 def object_of(value: object) -> JsonObject:

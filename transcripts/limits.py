@@ -3,9 +3,10 @@ lockouts (django-axes locks the login pages; see docs/access.md).
 
 Each API request made with a bearer token is charged to its token's and its project's minute
 (counted in PostgreSQL so every process sees it) after the token lookup of `api/auth.py`;
-past a limit `QuotaMiddleware` answers 429 with Retry-After: the API's JSON error shape, or for an
-OTLP protobuf export a `google.rpc.Status` carrying the `RetryInfo` OTLP exporters read.
-`charge_events` charges the events a request carries (OTLP spans).
+past a limit the API's error handler answers 429 with Retry-After (`throttled_response`):
+the API's JSON error shape, or for an OTLP protobuf export a `google.rpc.Status` carrying the
+`RetryInfo` OTLP exporters read. `charge_events` charges the events a request carries
+(appends, AI SDK streams, OTLP spans).
 """
 
 from __future__ import annotations
@@ -15,14 +16,13 @@ from typing import Any
 
 from axes.signals import user_locked_out
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 
 from transcripts.json_errors import error_body
 from transcripts.ledger.audit import record_login_lockout
 from transcripts.ledger.quotas import QuotaExceeded, charge
-from transcripts.middleware import SyncAsyncMiddleware
 from transcripts.permissions import Principal
 
 OTLP_PROTOBUF = "application/x-protobuf"
@@ -32,24 +32,23 @@ DEFAULT_COOLOFF = timedelta(minutes=15)
 
 def charge_events(request: HttpRequest, events: int) -> None:
     """Charge the events a request carries to its token and project (the request itself was
-    charged by api/auth.py); QuotaExceeded past a limit, remembered on the request so that
-    QuotaMiddleware gives the answer its Retry-After. A browser session is not charged."""
+    charged by api/auth.py, with the project's limits read then); QuotaExceeded past a limit,
+    which the API's error handler answers with throttled_response. A browser session is not
+    charged."""
     principal = getattr(request, "auth", None)
     if (
-        isinstance(principal, Principal)
+        events > 0
+        and isinstance(principal, Principal)
         and principal.token_id is not None
         and principal.project_id is not None
     ):
-        try:
-            charge(
-                token_id=principal.token_id,
-                project_id=principal.project_id,
-                requests=0,
-                events=events,
-            )
-        except QuotaExceeded as exc:
-            request.quota_exceeded = exc  # type: ignore[attr-defined]
-            raise
+        charge(
+            token_id=principal.token_id,
+            project_id=principal.project_id,
+            requests=0,
+            events=events,
+            project_limits=principal.project_limits,
+        )
 
 
 def throttled_response(request: HttpRequest, exc: QuotaExceeded) -> HttpResponse:
@@ -70,24 +69,6 @@ def throttled_response(request: HttpRequest, exc: QuotaExceeded) -> HttpResponse
         response = JsonResponse(error_body(exc.code, exc.message, exc.details), status=429)
     response["Retry-After"] = str(exc.retry_after)
     return response
-
-
-class QuotaMiddleware(SyncAsyncMiddleware):
-    """Gives a request the API refused for a quota (api/auth.py charges each request after its
-    token lookup) the answer of throttled_response: Retry-After, RetryInfo for OTLP."""
-
-    def handle(self, request: HttpRequest) -> HttpResponseBase:
-        return self._answer(request, self.get_response(request))
-
-    async def ahandle(self, request: HttpRequest) -> HttpResponseBase:
-        return self._answer(request, await self.get_response(request))
-
-    @staticmethod
-    def _answer(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
-        refusal = getattr(request, "quota_exceeded", None)
-        if isinstance(refusal, QuotaExceeded):
-            return throttled_response(request, refusal)
-        return response
 
 
 def _audit_lockout(

@@ -181,6 +181,9 @@ class Principal:
     token_id: int | None = None
     project_id: int | None = None
     user: User | None = None
+    # The token's project's own quotas (requests, events a minute; None: the defaults), read
+    # with the token so that charging its events needs no second read.
+    project_limits: tuple[int | None, int | None] | None = None
 
     @property
     def is_session(self) -> bool:

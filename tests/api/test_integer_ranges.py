@@ -120,7 +120,14 @@ FIELDS = [
             "parameters": {"temperature": X},
         },
     ),
-    Field("stream afterSeq", "GET", "/runs/{run}/stream", "afterSeq", NEGATIVE + HUGE, "afterSeq"),
+    Field(
+        "stream afterSeq",
+        "GET",
+        "/runs/{run}/stream",
+        "afterSeq",
+        (*NEGATIVE, *HUGE, "\u00b2"),  # a digit to str.isdigit, not to int()
+        "afterSeq",
+    ),
 ]
 CASES = [
     pytest.param(field, value, id=f"{field.name}={value}")

@@ -157,3 +157,12 @@ def test_every_threadprotocol_violation_comes_back_in_one_422_with_its_path() ->
     assert f"{prefix}.actions[4].agent_id" in paths
     assert f"{prefix}.actions[{len(actions) - 1}].action_type" in paths
     assert Thread.objects.count() == 0
+
+
+def test_json_lines_that_are_not_utf8_are_a_clear_refusal() -> None:
+    from transcripts.errors import InvalidInput
+    from transcripts.interchange.imports import parse_document
+
+    utf16 = '{"a":"é"}\n{"b":1}\n'.encode("utf-16-le")
+    with pytest.raises(InvalidInput, match="not UTF-8 JSON"):
+        parse_document(utf16)

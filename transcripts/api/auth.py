@@ -14,7 +14,7 @@ from django.utils import timezone
 from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
 
-from transcripts.ledger.quotas import QuotaExceeded, charge
+from transcripts.ledger.quotas import charge
 from transcripts.ledger.tokens import record_token_use
 from transcripts.models import ApiToken, Project
 from transcripts.permissions import READ, Principal, User
@@ -54,7 +54,8 @@ def token_principal(raw_token: str) -> Principal | None:
     if user_is_active is False:
         return None  # the token of a deactivated user stops working with the account
     # QuotaExceeded past a limit (docs/access.md).
-    charge(token_id=pk, project_id=project_id, project_limits=(own_requests, own_events))
+    limits = (own_requests, own_events)
+    charge(token_id=pk, project_id=project_id, project_limits=limits)
     now = timezone.now()
     if last_used_at is None or now - last_used_at > LAST_USED_PRECISION:
         record_token_use(token_id=pk, at=now)
@@ -63,6 +64,7 @@ def token_principal(raw_token: str) -> Principal | None:
         scopes=frozenset(s for s in scopes if isinstance(s, str)),
         token_id=pk,
         project_id=project_id,
+        project_limits=limits,
     )
 
 
@@ -88,11 +90,7 @@ def authenticate(request: HttpRequest, *, writes: bool) -> Principal:
     outside the token's project an object does not exist, whatever the scopes."""
     token = bearer_token(request)
     if token is not None:
-        try:
-            principal = token_principal(token) if token else None
-        except QuotaExceeded as exc:
-            request.quota_exceeded = exc  # type: ignore[attr-defined]  # limits.QuotaMiddleware
-            raise
+        principal = token_principal(token) if token else None
     else:
         principal = session_principal(getattr(request, "user", None))
     if principal is None:

@@ -31,6 +31,8 @@ from transcripts.errors import (
 )
 from transcripts.events import max_json_depth, nests_deeper_than, to_storable_json
 from transcripts.json_errors import error_body
+from transcripts.ledger.quotas import QuotaExceeded
+from transcripts.limits import throttled_response
 from transcripts.outage import unavailable_response
 
 logger = logging.getLogger("transcripts.api")
@@ -200,6 +202,8 @@ def install_handlers(api: NinjaAPI) -> None:
         return api.create_response(request, body, status=status)
 
     def on_ledger_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
+        if isinstance(exc, QuotaExceeded):  # with Retry-After (RetryInfo for OTLP protobuf)
+            return throttled_response(request, exc)
         return respond(request, exc.status, error_body(exc.code, exc.message, exc.details))
 
     def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:

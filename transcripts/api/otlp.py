@@ -29,8 +29,7 @@ from transcripts.formats.otlp.decode import (
     parse_request,
     spans_of,
 )
-from transcripts.ledger.quotas import QuotaExceeded
-from transcripts.limits import charge_events, throttled_response
+from transcripts.limits import charge_events
 from transcripts.otel.ingest import ingest_spans
 from transcripts.permissions import INGEST
 
@@ -124,10 +123,8 @@ def export_traces(request: HttpRequest) -> HttpResponse:
             raise _Refused(400, "bad_request", str(exc)) from None
     except _Refused as exc:
         return _refusal(exc, content_type)
-    try:  # the spans count against the events a minute (429 with RetryInfo past them)
-        charge_events(request, _span_count(export))
-    except QuotaExceeded as exc:
-        return throttled_response(request, exc)
+    # The spans count against the events a minute (429 with RetryInfo past them).
+    charge_events(request, _span_count(export))
     result = ingest_spans(
         project=caller_project(request),
         spans=spans_of(export),

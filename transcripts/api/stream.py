@@ -47,6 +47,8 @@ from transcripts.errors import DomainError, InvalidInput
 from transcripts.ids import to_uuid
 from transcripts.json_errors import error_body
 from transcripts.ledger import run_channel
+from transcripts.ledger.quotas import QuotaExceeded
+from transcripts.limits import throttled_response
 from transcripts.live import DROPPED, LOST, Subscription, listener
 from transcripts.models import OPEN_STATUSES
 from transcripts.outage import RETRY_AFTER_SECONDS, busy_response, unavailable_response
@@ -64,10 +66,24 @@ def _event_name(kind: str) -> str:
     return kind.replace("\r", " ").replace("\n", " ")
 
 
-@lru_cache(maxsize=256)
+# Frames of events up to this size are remembered (every stream of a run sends the same one);
+# larger ones are formatted each time, so the cache's memory stays bounded.
+CACHED_FRAME_BYTES = 64_000
+
+
 def event_frame(seq: int, kind: str, data_json: str, at: datetime) -> str:
-    """One event as an SSE frame: id = seq, event = kind, data = the event JSON (remembered
-    for a while: every stream of the run sends the same frame)."""
+    """One event as an SSE frame: id = seq, event = kind, data = the event JSON."""
+    if len(data_json) <= CACHED_FRAME_BYTES:
+        return _cached_frame(seq, kind, data_json, at)
+    return _frame(seq, kind, data_json, at)
+
+
+@lru_cache(maxsize=256)
+def _cached_frame(seq: int, kind: str, data_json: str, at: datetime) -> str:
+    return _frame(seq, kind, data_json, at)
+
+
+def _frame(seq: int, kind: str, data_json: str, at: datetime) -> str:
     at_json = json.dumps(at, cls=DjangoJSONEncoder)
     body = f'{{"seq":{seq},"kind":{json.dumps(kind)},"data":{data_json},"at":{at_json}}}'
     return f"id: {seq}\nevent: {_event_name(kind)}\ndata: {body}\n\n"
@@ -264,7 +280,7 @@ def _opening() -> asyncio.Semaphore:
 def _after_seq(request: HttpRequest) -> int:
     raw = request.headers.get("Last-Event-ID") or request.GET.get("afterSeq") or "0"
     raw = raw.strip()
-    if not raw.isdigit() or len(raw) > 10 or int(raw) > MAX_INT:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 10 or int(raw) > MAX_INT:
         raise InvalidInput("Last-Event-ID and afterSeq must be a seq (an integer ≥ 0)")
     return int(raw)
 
@@ -290,6 +306,8 @@ async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
     except HttpError as exc:  # authentication (401) or the scope (403)
         code = "unauthorized" if exc.status_code == 401 else "forbidden"
         return error_response(exc.status_code, code, str(exc.message))
+    except QuotaExceeded as exc:  # 429 with Retry-After
+        return throttled_response(request, exc)
     except DomainError as exc:
         return error_response(exc.status, exc.code, exc.message, exc.details)
     frames = follow_run(found_id, after_seq)

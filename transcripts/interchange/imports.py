@@ -116,7 +116,7 @@ def parse_document(raw: bytes | str) -> object:
         raise InvalidInput("the JSON is nested too deeply") from None
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":  # a value per line: JSON Lines (ThreadProtocol branches)
-            return parse_json_lines(raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw)
+            return parse_json_lines(_utf8(raw))
         raise InvalidInput(
             f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
             line=exc.lineno,
@@ -124,6 +124,16 @@ def parse_document(raw: bytes | str) -> object:
         ) from None
     except ValueError as exc:  # integers of thousands of digits, among others
         raise InvalidInput(f"the JSON holds a value that cannot be read: {exc}") from None
+
+
+def _utf8(raw: bytes | str) -> str:
+    """raw as text (UTF-8, a byte order mark dropped), or InvalidInput."""
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidInput("the file is not UTF-8 JSON") from None
 
 
 def resolve_format(data: object, fmt: str | None) -> str:

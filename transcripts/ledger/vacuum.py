@@ -39,30 +39,47 @@ def _last_vacuum_and_dead_rows() -> tuple[datetime | None, int]:
     return last_vacuum, int(dead)
 
 
-def vacuum_due() -> bool:
-    """Whether the redacted tables hold dead rows and a redaction was recorded since their last
-    VACUUM (or shortly before it, see IN_FLIGHT); when none is known (statistics reset, or
-    never vacuumed by hand), whether they hold dead rows. Cheap enough for every beat: the
-    statistics first, then the audit records since that VACUUM only."""
+# The redactions this process's last VACUUM came after: each asks for one VACUUM, not one a
+# beat while the busy tables keep making dead rows (every append updates its run's row).
+_covered: set[tuple[int, datetime]] = set()
+
+
+def _redactions_due() -> set[tuple[int, datetime]] | None:
+    """The redactions a VACUUM would cover now, or None when none is due: the redacted tables
+    hold dead rows and a redaction not yet covered was recorded since their last VACUUM (or
+    shortly before it, see IN_FLIGHT); when none is known (statistics reset, or never vacuumed
+    by hand), whenever they hold dead rows. Cheap enough for every beat: the statistics first,
+    then the audit records since that VACUUM only."""
     last_vacuum, dead = _last_vacuum_and_dead_rows()
     if dead == 0:
-        return False
+        return None
     if last_vacuum is None:
-        return True
-    since = AuditRecord.objects.filter(created_at__gt=last_vacuum - IN_FLIGHT)
-    return since.filter(action="redact").exists()
+        return set()
+    since = AuditRecord.objects.filter(created_at__gt=last_vacuum - IN_FLIGHT, action="redact")
+    redactions = set(since.values_list("pk", "created_at"))
+    return redactions if redactions - _covered else None
+
+
+def vacuum_due() -> bool:
+    """Whether a VACUUM of the redacted tables is due (see _redactions_due)."""
+    return _redactions_due() is not None
 
 
 def vacuum_after_redaction() -> list[str]:
-    """VACUUM (ANALYZE) the redacted tables when `vacuum_due`; the tables vacuumed.
+    """VACUUM (ANALYZE) the redacted tables when one is due; the tables vacuumed.
 
     VACUUM cannot run inside a transaction: inside one, nothing is done. `pg_statistic` is
     vacuumed after (the database skips it with a warning unless the role may).
     """
-    if connection.in_atomic_block or not vacuum_due():
+    if connection.in_atomic_block:
+        return []
+    due = _redactions_due()
+    if due is None:
         return []
     tables = ", ".join(connection.ops.quote_name(table) for table in REDACTED_TABLES)
     with connection.cursor() as cursor:
         cursor.execute(f"VACUUM (ANALYZE) {tables}")
         cursor.execute("VACUUM pg_catalog.pg_statistic")
+    _covered.clear()
+    _covered.update(due)
     return list(REDACTED_TABLES)

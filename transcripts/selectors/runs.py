@@ -149,11 +149,12 @@ class LiveRunFacts:
     worker_silence: float | None
 
 
-def live_run_facts(run: Run, thread: Thread) -> LiveRunFacts:
-    """The reads behind a run's live block (see LiveRunFacts)."""
+def live_run_facts(run: Run, thread: Thread, *, worker_needed: bool = True) -> LiveRunFacts:
+    """The reads behind a run's live block (see LiveRunFacts); worker_needed False (a run an
+    outside stream layer takes) skips asking when a worker was last seen."""
     requeued_as = retry_of(thread, run.id) if run.status == RunStatus.FAILED else None
     silence = None
-    if run.status == RunStatus.QUEUED:
+    if run.status == RunStatus.QUEUED and worker_needed:
         since = since_a_worker_was_seen()
         silence = math.inf if since is None else since.total_seconds()
     return LiveRunFacts(project_run(run), requeued_as, silence)

@@ -10,6 +10,7 @@ from django_htmx.http import HttpResponseLocation, push_url
 from django_htmx.middleware import HtmxDetails
 
 from transcripts import selectors
+from transcripts.generation.generators import EXTERNAL
 from transcripts.models import Run, Thread
 from transcripts.permissions import Access
 from transcripts.web.presenters.runs import live_run
@@ -63,6 +64,7 @@ def render_live_block(
 ) -> HttpResponse:
     """The live block's body of a run (its projection so far, its status and the actions the
     user's access allows)."""
-    live = live_run(run, thread, selectors.live_run_facts(run, thread), access=access)
+    facts = selectors.live_run_facts(run, thread, worker_needed=run.generator != EXTERNAL)
+    live = live_run(run, thread, facts, access=access)
     context = {"live": live, "thread": thread, "url": live.conversation_url}
     return render(request, "transcripts/generation.html#live-body", context)

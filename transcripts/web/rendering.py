@@ -107,19 +107,25 @@ def _image_placeholder(self: Any, tokens: list[Token], idx: int, options: Any, e
     src = str(token.attrGet("src") or "")
     alt = "".join(child.content for child in token.children or [])
     image = remote_image(src)
-    if image is None or _inside_link(tokens, idx):
+    if image is None or _inside_link(tokens, idx, env):
         host = f" from {image.host}" if image else ""
         named = alt or src[:URL_SHOWN_CHARS]
         return str(format_html("{} <span>(image{}, not loaded)</span>", named, host))
     return str(remote_image_html(image, alt))
 
 
-def _inside_link(tokens: list[Token], idx: int) -> bool:
-    """Whether tokens[idx] sits between a link's opening and closing tokens."""
-    depth = 0
-    for token in tokens[:idx]:
-        depth += {"link_open": 1, "link_close": -1}.get(token.type, 0)
-    return depth > 0
+def _inside_link(tokens: list[Token], idx: int, env: Any) -> bool:
+    """Whether tokens[idx] sits between a link's opening and closing tokens (worked out once
+    per list of inline tokens and kept in the render's env: linear, however many images)."""
+    known: dict[int, list[bool]] = env.setdefault("inside_link", {})
+    inside = known.get(id(tokens))
+    if inside is None:
+        inside, depth = [], 0
+        for token in tokens:
+            inside.append(depth > 0)
+            depth += {"link_open": 1, "link_close": -1}.get(token.type, 0)
+        known[id(tokens)] = inside
+    return inside[idx]
 
 
 def _link_attributes(element: str, attribute: str, value: str) -> str | None:
@@ -274,8 +280,14 @@ def remote_image(url: Any) -> RemoteImage | None:
     name = f"[{name}]" if ":" in name else name  # an IPv6 address
     default = 443 if parts.scheme.lower() == "https" else 80
     host = name if port in (None, default) else f"{name}:{port}"
-    listed = host in {h.lower() for h in settings.TRANSCRIPTS_IMAGE_HOSTS}
+    listed = host in _listed_hosts(tuple(settings.TRANSCRIPTS_IMAGE_HOSTS))
     return RemoteImage(url=url, host=host, listed=listed)
+
+
+@lru_cache(maxsize=4)
+def _listed_hosts(hosts: tuple[str, ...]) -> frozenset[str]:
+    """The hosts of TRANSCRIPTS_IMAGE_HOSTS, lower-cased, as a set (built once per setting)."""
+    return frozenset(host.lower() for host in hosts)
 
 
 def remote_image_html(image: RemoteImage, alt: str) -> SafeString:

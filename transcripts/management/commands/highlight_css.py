@@ -40,7 +40,7 @@ class Command(BaseCommand):
     def handle(self, *args: str, check: bool, **options: object) -> None:
         path, css = stylesheet_path(), highlight_css()
         if check:
-            if path.read_text(encoding="utf-8") != css:
+            if not path.exists() or path.read_text(encoding="utf-8") != css:
                 raise CommandError(f"{path} is out of date: run manage.py highlight_css")
             return
         path.write_text(css, encoding="utf-8")

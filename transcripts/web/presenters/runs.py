@@ -284,17 +284,10 @@ def live_run(run: Run, thread: Thread, facts: LiveRunFacts, *, access: Access) -
 
 
 def open_live_run(
-    run: Run | None,
-    facts: LiveRunFacts | None,
-    thread: Thread,
-    items: list[MessageItem],
-    *,
-    access: Access,
-) -> LiveRun | None:
+    run: Run, facts: LiveRunFacts, thread: Thread, items: list[MessageItem], *, access: Access
+) -> LiveRun:
     """The thread's open run (selectors.open_run_of, with selectors.live_run_facts) placed in
     the window: after its fork point, or at the top/bottom."""
-    if run is None or facts is None:
-        return None
     live = live_run(run, thread, facts, access=access)
     if run.fork_from_id is None:
         live.placement = "top"

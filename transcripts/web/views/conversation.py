@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 
 from transcripts import selectors
 from transcripts.formats import FORMATS
-from transcripts.generation.generators import CHOICES
+from transcripts.generation.generators import CHOICES, EXTERNAL
 from transcripts.ledger import moderation
 from transcripts.models import Message, Thread
 from transcripts.permissions import Access
@@ -25,7 +25,9 @@ from transcripts.web.presenters.threads import RecentThreads
 def _open_run(thread: Thread, items: list[MessageItem], access: Access) -> LiveRun | None:
     """The thread's open run, if any, as its live block placed in the window."""
     run = selectors.open_run_of(thread)
-    facts = selectors.live_run_facts(run, thread) if run is not None else None
+    if run is None:
+        return None
+    facts = selectors.live_run_facts(run, thread, worker_needed=run.generator != EXTERNAL)
     return open_live_run(run, facts, thread, items, access=access)
 
 
