@@ -1,0 +1,172 @@
+"""Every page on a phone and to a screen reader (issue 26): no sideways scrolling at 360, 390,
+768 and 1366 px, and no serious or critical axe-core violation in light and dark mode.
+
+Each page is shown in the state a person sees it: the demo threads plus a stopped and a failed
+answer in the haiku thread (so its switcher counts five alternatives), a report in the
+moderation queue, a share link; every `<details>` on the page open (the reply's Options, the
+Report menu, Compare's Prefer form, the filters, tool cards and reasoning). Screenshots at 390
+and 1366 px in both schemes land in test-artifacts/a11y/ for a person to look at, with one JSON
+file of figures per page (violations and overflow per width and scheme).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from tests.a11y import SCHEMES, WIDTHS, Violation, audit, explain, overflow
+from tests.base import make_user
+from tests.browser import ARTIFACTS, BROWSER_TESTS, open_page
+from tests.factories import make_run
+from transcripts import ledger
+from transcripts.demo import load_demo
+from transcripts.ledger.default_project import default_project
+from transcripts.ledger.projects import set_member
+from transcripts.ledger.reports import report_message
+from transcripts.ledger.shares import create_share
+from transcripts.models import Message, Run, Thread
+
+pytestmark = BROWSER_TESTS
+
+OUT = ARTIFACTS / "a11y"
+SHOT_WIDTHS = (390, 1366)
+
+
+@dataclass
+class Seeded:
+    """The URLs of the tour, by page name."""
+
+    urls: dict[str, str]
+
+
+def _thread(fragment: str) -> Thread:
+    return Thread.objects.get(title__icontains=fragment)
+
+
+def _path(thread: Thread) -> list[Message]:
+    return list(Message.objects.filter(thread=thread, active=True).order_by("depth"))
+
+
+def seed(admin: Any) -> Seeded:
+    """The demo threads, a stopped and a failed answer, a report and a share link."""
+    load_demo()
+    weather, haiku, agents = _thread("Weather"), _thread("Haiku"), _thread("agents")
+    prompt = Message.objects.get(thread=haiku, depth=0, active=False)
+    stopped = make_run(haiku, ("text-delta", {"delta": "Rows settle"}), fork_from=prompt.id,
+                       commit=False)  # fmt: skip
+    ledger.stop_run(run=stopped)
+    failed = make_run(haiku, ("text-delta", {"delta": "Vacuum"}), fork_from=prompt.id,
+                      commit=False)  # fmt: skip
+    ledger.fail_run(run=failed, error="The model provider answered 529 overloaded")
+    report_message(user=admin, message=_path(agents)[3], reason="harmful", note="a failing tool")
+    _, secret = create_share(thread=weather, user=admin)
+    answers = list(Run.objects.filter(thread=haiku, fork_from=prompt).order_by("created_at"))
+    last_weather = Run.objects.filter(thread=weather).order_by("-created_at").first()
+    assert last_weather is not None
+    return Seeded(
+        urls={
+            "threads": "/",
+            "threads-search": "/?q=haiku",
+            "new-thread": "/new/",
+            "import": "/import/",
+            "conversation-tools": f"/t/{weather.id}/",
+            "conversation-branches": f"/t/{haiku.id}/?leaf="
+            + Message.objects.get(run=answers[0]).id,
+            "conversation-agents": f"/t/{agents.id}/",
+            "tree-map": f"/t/{haiku.id}/tree/",
+            "run": f"/runs/{last_weather.id}/",
+            "compare": f"/t/{haiku.id}/fork/{prompt.id}/compare/",
+            "compare-runs": f"/compare/?a={answers[0].id}&b={answers[2].id}",
+            "moderation": "/moderation/",
+            "project": "/p/default/",
+            "audit": "/p/default/audit/",
+            "datasets": "/p/default/datasets/",
+            "shared": f"/s/{secret}/",
+            "login": "/accounts/login/",
+        }
+    )
+
+
+PAGES = (
+    "threads",
+    "threads-search",
+    "new-thread",
+    "import",
+    "conversation-tools",
+    "conversation-branches",
+    "conversation-agents",
+    "tree-map",
+    "run",
+    "compare",
+    "compare-runs",
+    "moderation",
+    "project",
+    "audit",
+    "datasets",
+    "shared",
+    "login",
+)
+ANONYMOUS = ("shared", "login")
+
+
+def _open_everything(page: Any) -> None:
+    """Open every disclosure the page has (menus, options, tool cards, reasoning)."""
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+
+
+def _visit(page: Any, url: str) -> None:
+    page.goto(url)
+    page.wait_for_load_state("networkidle")
+    _open_everything(page)
+
+
+def _opener(browser: Any, live_server: Any, admin: Any) -> Callable[..., Any]:
+    def opened(anonymous: bool, **options: Any) -> Any:
+        if anonymous:
+            context = browser.new_context(**options)
+            page = context.new_page()
+            page.set_default_timeout(10_000)
+            return page
+        return open_page(browser, live_server, admin, **options)
+
+    return opened
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_fits_a_phone_and_passes_axe(browser: Any, live_server: Any, name: str) -> None:
+    admin = make_user("a11y-admin", is_staff=True)
+    set_member(project=default_project(), user=admin, role="admin")
+    url = live_server.url + seed(admin).urls[name]
+    opened = _opener(browser, live_server, admin)
+    figures: dict[str, Any] = {}
+    failures: list[str] = []
+    for scheme in SCHEMES:
+        for width in WIDTHS:
+            page = opened(
+                name in ANONYMOUS,
+                viewport={"width": width, "height": 844 if width < 700 else 900},
+                color_scheme=scheme,
+            )
+            _visit(page, url)
+            sideways = overflow(page)
+            violations: list[Violation] = []
+            if width in SHOT_WIDTHS:
+                violations = audit(page)
+                OUT.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(OUT / f"{name}-{width}-{scheme}.png"), full_page=True)
+            figures[f"{scheme}-{width}"] = {
+                "overflow": sideways,
+                "violations": [str(v) for v in violations],
+            }
+            if sideways > 0 or violations:
+                failures.append(
+                    explain(f"{name} at {width}px, {scheme}", violations, sideways, page)
+                )
+            page.context.close()
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"{name}.json").write_text(json.dumps(figures, indent=1))
+    assert not failures, "\n".join(failures)
