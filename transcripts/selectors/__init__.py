@@ -82,9 +82,8 @@ from transcripts.selectors.shares import (
     shared_path,
     thread_shares,
 )
+from transcripts.selectors.snippets import HIT_START, HIT_STOP
 from transcripts.selectors.threads import (
-    HIT_START,
-    HIT_STOP,
     RECENT_FIRST,
     SearchHit,
     ThreadListFacts,

@@ -16,6 +16,7 @@ from transcripts.models import OPEN_STATUSES, Message, Run, RunRating, RunStatus
 from transcripts.pagination import Keyset, Position
 from transcripts.selectors.messages import first_user_previews
 from transcripts.selectors.pages import keyset_page
+from transcripts.selectors.snippets import HIT_START, HIT_STOP, SOURCE_CHARS, plain_snippets
 
 # The API's thread list: most recently updated first.
 RECENT_FIRST = Keyset("updated_at", desc=True)
@@ -218,39 +219,43 @@ class SearchHit:
     snippet: str
 
 
-# ts_headline marks hits with control characters; the view escapes the text, then marks them.
-HIT_START, HIT_STOP = "\x02", "\x03"
+# A message's text: its parts' texts joined.
+_MESSAGE_TEXT = (
+    "array_to_string(ARRAY(SELECT jsonb_array_elements_text("
+    "jsonb_path_query_array(transcripts_message.parts, '$[*].text'))), ' ')"
+)
 
 
 def search_hits(thread_ids: Sequence[str], query: str) -> dict[str, SearchHit]:
-    """For each thread, its newest message matching query (any branch) and a snippet."""
+    """For each thread, its newest message matching query (any branch) and a plain-text
+    snippet with the hits marked (see selectors.snippets)."""
     query = query.strip()
     if not query or not thread_ids:
         return {}
     search = SearchQuery(query, config="simple", search_type="websearch")
-    text = RawSQL(
-        "array_to_string(ARRAY(SELECT jsonb_array_elements_text("
-        "jsonb_path_query_array(transcripts_message.parts, '$[*].text'))), ' ')",
-        [],
-    )
-    rows = (
+    rows = list(
         Message.objects.filter(thread_id__in=thread_ids, search=search)
         .order_by("thread_id", "-id")
         .distinct("thread_id")
         .annotate(
-            snippet=SearchHeadline(
-                text,
+            source=RawSQL(f"left({_MESSAGE_TEXT}, %s)", [SOURCE_CHARS]),
+            raw=SearchHeadline(
+                RawSQL(_MESSAGE_TEXT, []),
                 search,
                 config="simple",
                 start_sel=HIT_START,
                 stop_sel=HIT_STOP,
                 max_words=24,
                 min_words=8,
-            )
+            ),
         )
-        .values_list("thread_id", "id", "snippet")
+        .values_list("thread_id", "id", "source", "raw")
     )
-    return {ulid_of(t): SearchHit(ulid_of(m), s or "") for t, m, s in rows}
+    snippets = plain_snippets([r[2] or "" for r in rows], [r[3] or "" for r in rows], query)
+    return {
+        ulid_of(t): SearchHit(ulid_of(m), snippet)
+        for (t, m, _, _), snippet in zip(rows, snippets, strict=True)
+    }
 
 
 def recent_threads(readable: QuerySet[Thread], limit: int) -> list[Thread]:

@@ -1,0 +1,112 @@
+"""Search snippets as plain text: a message's Markdown read down to its words, then cut by
+PostgreSQL's ts_headline around the hits, which it marks with control characters (the view
+escapes the text, then turns the marks into <mark>)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from django.db import connection
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+HIT_START, HIT_STOP = "\x02", "\x03"
+# How much of a message's text is read back for its snippet (a hit further on falls back to
+# the snippet of the raw text, read down to words in the same way).
+SOURCE_CHARS = 20_000
+HEADLINE_OPTIONS = f"StartSel={HIT_START}, StopSel={HIT_STOP}, MaxWords=24, MinWords=8"
+# The block tokens whose content is text as it stands (code).
+_CODE_BLOCKS = {"fence", "code_block"}
+
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    """The messages' Markdown dialect (CommonMark with tables and strikethrough, no raw HTML)."""
+    return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(
+        ["table", "strikethrough"]
+    )
+
+
+def _inline_words(children: Sequence[Token]) -> list[str]:
+    """The text of inline tokens: words, code, image descriptions; breaks as spaces."""
+    words = []
+    for child in children:
+        if child.type in ("text", "code_inline"):
+            words.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            words.append(" ")
+        elif child.type == "image":
+            words.extend(_inline_words(child.children or []))
+    return words
+
+
+def markdown_text(text: str) -> str:
+    """The words of Markdown text without its syntax (fences, emphasis, headings, table pipes,
+    link targets), one line per block, the hit marks removed so only ts_headline's remain."""
+    text = text.replace(HIT_START, " ").replace(HIT_STOP, " ")
+    lines = []
+    for token in _parser().parse(text):
+        if token.type == "inline":
+            lines.append("".join(_inline_words(token.children or [])))
+        elif token.type in _CODE_BLOCKS:
+            lines.append(token.content)
+    return "\n".join(line for line in lines if line.strip())
+
+
+def one_line(snippet: str) -> str:
+    """snippet with each run of whitespace (line breaks too) made one space."""
+    return " ".join(snippet.split())
+
+
+def headlines(texts: Sequence[str], query: str) -> list[str]:
+    """ts_headline of each text for the search query, in order (one query, no table read).
+
+    PostgreSQL's parser takes `<...>` for an HTML tag (and `&...;` for an entity) and leaves
+    it out of a headline: those characters go through as placeholders, so text shows whole."""
+    if not texts:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT ts_headline('simple', t, websearch_to_tsquery('simple', %s), %s) "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n",
+            [query, HEADLINE_OPTIONS, [_hide_markup(text) for text in texts]],
+        )
+        return [_show_markup(row[0] or "") for row in cursor.fetchall()]
+
+
+# Characters PostgreSQL's parser reads markup by, and the private-use ones standing in for them.
+_MARKUP = {"<": "\ue002", "&": "\ue003"}
+
+
+def _hide_markup(text: str) -> str:
+    """text with < and & replaced by placeholders (any placeholder in it dropped first)."""
+    for char, placeholder in _MARKUP.items():
+        text = text.replace(placeholder, "").replace(char, placeholder)
+    return text
+
+
+def _show_markup(text: str) -> str:
+    """The placeholders of _hide_markup turned back into < and &."""
+    for char, placeholder in _MARKUP.items():
+        text = text.replace(placeholder, char)
+    return text
+
+
+def plain_snippets(sources: Sequence[str], raw: Sequence[str], query: str) -> list[str]:
+    """One plain-text snippet per message: the headline of its text read down to words
+    (sources, the first SOURCE_CHARS of each), or, when no hit is in that, its raw
+    headline (raw, cut from the Markdown) read down to words the same way."""
+    cut = headlines([markdown_text(source) for source in sources], query)
+    return [
+        one_line(plain if HIT_START in plain else _marked_text(fallback))
+        for plain, fallback in zip(cut, raw, strict=True)
+    ]
+
+
+def _marked_text(headline: str) -> str:
+    """A raw headline read down to words, its hit marks kept (they pass through the parser as
+    private placeholders, since markdown_text removes real ones)."""
+    start, stop = "\ue000", "\ue001"
+    marked = headline.replace(HIT_START, start).replace(HIT_STOP, stop)
+    return markdown_text(marked).replace(start, HIT_START).replace(stop, HIT_STOP)
