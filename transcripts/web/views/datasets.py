@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import HttpResponse
@@ -16,6 +15,7 @@ from transcripts.datasets.query import BRANCHES, DATED, PREFERENCES
 from transcripts.errors import InvalidInput
 from transcripts.web.access import get_project_for_user, login_required
 from transcripts.web.http import HtmxHttpRequest
+from transcripts.web.presenters.datasets import preview_table
 
 TEMPLATE = "transcripts/datasets.html"
 PREVIEW_ROWS = 5
@@ -56,7 +56,7 @@ def datasets_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             query=query,
             summary=summary,
             skipped=sorted(summary.skipped.items()),
-            preview=[json.dumps(r, indent=2, ensure_ascii=False) for r in summary.preview],
+            preview=preview_table(query.kind, query.format, summary.preview),
             download_url=_download_url(project.slug, query, values),
         )
     template = f"{TEMPLATE}#results" if request.htmx else TEMPLATE
