@@ -26,15 +26,19 @@ ASSETS = {
     "favicon.svg": "image/svg+xml",
     "favicon.png": "image/png",
 }
+# The bar on top is Swagger UI's own (its stylesheet styles it): a way back to the app.
 PAGE = """<!DOCTYPE html>
-<html>
+<html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <link rel="stylesheet" href="{assets}swagger-ui.css">
 <link rel="icon" href="{assets}favicon.svg" type="image/svg+xml">
 </head>
 <body>
+<header class="swagger-ui"><nav class="topbar" aria-label="Transcripts"><div class="wrapper">
+<div class="topbar-wrapper"><a href="{home}">← Back to Transcripts</a></div></div></nav></header>
 <script type="application/json" id="swagger-settings">{settings}</script>
 <div id="swagger-ui"></div>
 <script src="{assets}swagger-ui-bundle.js"></script>
@@ -57,6 +61,7 @@ class LocalSwagger(Swagger):
             PAGE.format(
                 title=escape(api.title),
                 assets=assets,
+                home=reverse("thread_list"),
                 settings=json.dumps(settings).replace("<", "\\u003c"),
             )
         )
