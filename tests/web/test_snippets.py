@@ -86,5 +86,5 @@ def test_markup_in_a_message_shows_as_text(viewer_client: Client) -> None:
 def test_a_hit_past_the_text_read_back_still_gets_a_plain_snippet() -> None:
     source = "word " * 10
     raw = f"**{HIT_START}faraway{HIT_STOP}** hit in [a link](https://x.test)"
-    [snippet] = plain_snippets([source], [raw], "faraway")
+    [snippet] = plain_snippets([source], [raw], "faraway", using="default")
     assert snippet == f"{HIT_START}faraway{HIT_STOP} hit in a link"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from django.db import connection
+from django.db import connections
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
@@ -59,14 +59,15 @@ def one_line(snippet: str) -> str:
     return " ".join(snippet.split())
 
 
-def headlines(texts: Sequence[str], query: str) -> list[str]:
-    """ts_headline of each text for the search query, in order (one query, no table read).
+def headlines(texts: Sequence[str], query: str, using: str) -> list[str]:
+    """ts_headline of each text for the search query, in order (one query on the database
+    using, no table read).
 
     PostgreSQL's parser takes `<...>` for an HTML tag (and `&...;` for an entity) and leaves
     it out of a headline: those characters go through as placeholders, so text shows whole."""
     if not texts:
         return []
-    with connection.cursor() as cursor:
+    with connections[using].cursor() as cursor:
         cursor.execute(
             "SELECT ts_headline('simple', t, websearch_to_tsquery('simple', %s), %s) "
             "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n",
@@ -93,11 +94,11 @@ def _show_markup(text: str) -> str:
     return text
 
 
-def plain_snippets(sources: Sequence[str], raw: Sequence[str], query: str) -> list[str]:
+def plain_snippets(sources: Sequence[str], raw: Sequence[str], query: str, using: str) -> list[str]:
     """One plain-text snippet per message: the headline of its text read down to words
     (sources, the first SOURCE_CHARS of each), or, when no hit is in that, its raw
     headline (raw, cut from the Markdown) read down to words the same way."""
-    cut = headlines([markdown_text(source) for source in sources], query)
+    cut = headlines([markdown_text(source) for source in sources], query, using)
     return [
         one_line(plain if HIT_START in plain else _marked_text(fallback))
         for plain, fallback in zip(cut, raw, strict=True)

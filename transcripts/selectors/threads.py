@@ -233,9 +233,9 @@ def search_hits(thread_ids: Sequence[str], query: str) -> dict[str, SearchHit]:
     if not query or not thread_ids:
         return {}
     search = SearchQuery(query, config="simple", search_type="websearch")
+    matches = Message.objects.filter(thread_id__in=thread_ids, search=search)
     rows = list(
-        Message.objects.filter(thread_id__in=thread_ids, search=search)
-        .order_by("thread_id", "-id")
+        matches.order_by("thread_id", "-id")
         .distinct("thread_id")
         .annotate(
             source=RawSQL(f"left({_MESSAGE_TEXT}, %s)", [SOURCE_CHARS]),
@@ -251,7 +251,8 @@ def search_hits(thread_ids: Sequence[str], query: str) -> dict[str, SearchHit]:
         )
         .values_list("thread_id", "id", "source", "raw")
     )
-    snippets = plain_snippets([r[2] or "" for r in rows], [r[3] or "" for r in rows], query)
+    sources, raw = [r[2] or "" for r in rows], [r[3] or "" for r in rows]
+    snippets = plain_snippets(sources, raw, query, using=matches.db)
     return {
         ulid_of(t): SearchHit(ulid_of(m), snippet)
         for (t, m, _, _), snippet in zip(rows, snippets, strict=True)
