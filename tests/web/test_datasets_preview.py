@@ -81,7 +81,7 @@ def test_a_missing_or_odd_value_shows_as_no_messages() -> None:
 def test_the_page_shows_a_table_not_json(team: Team) -> None:
     regenerated_thread(team)
     page = team.client(team.viewer).get("/p/alpha/datasets/").content.decode()
-    assert '<table class="dataset-table">' in page
+    assert '<table class="dataset-table dataset-table-wide">' in page
     headings = re.findall(r'<th scope="col">([^<]+)</th>', page)
     assert headings == ["Row", "Prompt", "Chosen", "Rejected"]
     assert '"role"' not in page and "&quot;role&quot;" not in page
