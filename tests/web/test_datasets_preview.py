@@ -8,7 +8,14 @@ import re
 from tests.base import Team
 from tests.datasets.conftest import answer, regenerated_thread
 from tests.factories import ask, make_thread
-from transcripts.web.presenters.datasets import CLIP_CHARS, Cell, Said, cell, preview_table
+from transcripts.web.presenters.datasets import (
+    CLIP_CHARS,
+    Cell,
+    PreviewRow,
+    Said,
+    cell,
+    preview_table,
+)
 
 LONG = "A long answer " * 40
 
@@ -18,16 +25,20 @@ def test_a_trl_row_is_prompt_chosen_rejected() -> None:
         "prompt": [{"role": "user", "content": "Hi"}],
         "chosen": [{"role": "assistant", "content": "Hello"}],
         "rejected": [{"role": "assistant", "content": "Go away"}],
-        "metadata": {"threadId": "x"},
+        "metadata": {"threadId": "T1", "forkMessageId": "M1"},
     }
     table = preview_table("preferences", "trl", [record])
     assert table.headings == ("Prompt", "Chosen", "Rejected")
     assert table.rows == [
-        [
-            Cell([Said("user", "Hi")], ""),
-            Cell([Said("assistant", "Hello")], ""),
-            Cell([Said("assistant", "Go away")], ""),
-        ]
+        PreviewRow(
+            [
+                Cell([Said("user", "Hi")], ""),
+                Cell([Said("assistant", "Hello")], ""),
+                Cell([Said("assistant", "Go away")], ""),
+            ],
+            "/t/T1/fork/M1/compare/",
+            "Compare",
+        )
     ]
 
 
@@ -37,7 +48,9 @@ def test_an_openai_preference_row_reads_its_input_and_outputs() -> None:
         "preferred_output": [{"role": "assistant", "content": "Yes"}],
         "non_preferred_output": [{"role": "assistant", "content": None}],
     }
-    [[prompt, chosen, rejected]] = preview_table("preferences", "openai", [record]).rows
+    [row] = preview_table("preferences", "openai", [record]).rows
+    prompt, chosen, rejected = row.cells
+    assert row.source == ""  # no metadata: no link
     assert prompt.messages == [Said("user", "Hi")]
     assert chosen.messages == [Said("assistant", "Yes")]
     assert rejected.messages == [Said("assistant", "")]
@@ -53,11 +66,13 @@ def test_a_chat_row_shows_its_messages_tool_calls_in_words() -> None:
                 "tool_calls": [{"function": {"name": "look", "arguments": '{"at": 1}'}}],
             },
             {"role": "tool", "content": "seen", "tool_call_id": "c1"},
-        ]
+        ],
+        "metadata": {"threadId": "T1", "leafMessageId": "M9"},
     }
     table = preview_table("sft", "openai", [record])
     assert table.headings == ("Messages",)
-    assert table.rows[0][0].messages == [
+    assert table.rows[0].source == "/t/T1/?leaf=M9#m-M9"
+    assert table.rows[0].cells[0].messages == [
         Said("user", "See\n\n[image_url]"),
         Said("assistant", '→ look({"at": 1})'),
         Said("tool", "seen"),
@@ -74,7 +89,7 @@ def test_a_long_cell_is_clipped_a_short_one_is_not() -> None:
 
 
 def test_a_missing_or_odd_value_shows_as_no_messages() -> None:
-    assert preview_table("preferences", "trl", [{}]).rows[0][0] == Cell([], "")
+    assert preview_table("preferences", "trl", [{}]).rows[0] == PreviewRow([Cell([], "")] * 3)
     assert cell([7]).messages == [Said("?", "7")]
 
 
@@ -86,6 +101,7 @@ def test_the_page_shows_a_table_not_json(team: Team) -> None:
     assert headings == ["Row", "Prompt", "Chosen", "Rejected"]
     assert '"role"' not in page and "&quot;role&quot;" not in page
     assert "Four." in page and "2 + 2 = 4" in page and "What is two plus two?" in page
+    assert re.search(r'<a class="dataset-source" href="/t/\w+/fork/\w+/compare/">Compare</a>', page)
 
 
 def test_a_long_cell_expands_without_a_script(team: Team) -> None:

@@ -1,5 +1,6 @@
 """The datasets page's preview as a table: a preference row's prompt, chosen and rejected
-answers, or a chat row's messages, each cell's messages as text, clipped when long."""
+answers, or a chat row's messages, each cell's messages as text, clipped when long, and a
+link to where the row comes from (its fork point's Compare, or its branch)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from django.urls import reverse
 
 from transcripts.datasets.query import PREFERENCES
 
@@ -21,6 +24,9 @@ _SOURCES: dict[str, tuple[tuple[str, ...], ...]] = {
     "openai-preferences": (("input", "messages"), ("preferred_output",), ("non_preferred_output",)),
     "chat": (("messages",),),
 }
+
+# The metadata keys naming a row's thread, fork point (preferences) and leaf (chat).
+_SOURCE_KEYS = ("threadId", "forkMessageId", "leafMessageId")
 
 
 @dataclass(frozen=True)
@@ -40,11 +46,20 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class PreviewRow:
+    """A dataset row's cells, and where it comes from ('' when its row has no metadata)."""
+
+    cells: list[Cell]
+    source: str = ""
+    source_label: str = ""
+
+
+@dataclass(frozen=True)
 class PreviewTable:
-    """The headings and, per dataset row, its cells."""
+    """The headings and the rows."""
 
     headings: tuple[str, ...]
-    rows: list[list[Cell]]
+    rows: list[PreviewRow]
 
 
 def _content_text(content: Any) -> str:
@@ -97,6 +112,19 @@ def _dig(record: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     return value
 
 
+def _source(record: Mapping[str, Any]) -> tuple[str, str]:
+    """The page a row comes from, and its link's words: the Compare view of a preference
+    row's fork point, the branch of a chat row; ('', '') without the row's metadata."""
+    thread, fork, leaf = (_dig(record, ("metadata", key)) for key in _SOURCE_KEYS)
+    if not isinstance(thread, str):
+        return "", ""
+    if isinstance(fork, str):
+        return reverse("compare", args=[thread, fork]), "Compare"
+    if isinstance(leaf, str):
+        return f"{reverse('conversation', args=[thread])}?leaf={leaf}#m-{leaf}", "Thread"
+    return "", ""
+
+
 def preview_table(kind: str, fmt: str, records: Sequence[Mapping[str, Any]]) -> PreviewTable:
     """The preview rows of a dataset of kind in format fmt, as a table."""
     if kind == PREFERENCES:
@@ -104,5 +132,8 @@ def preview_table(kind: str, fmt: str, records: Sequence[Mapping[str, Any]]) -> 
         headings, sources = PREFERENCE_COLUMNS, _SOURCES[shape]
     else:
         headings, sources = CHAT_COLUMNS, _SOURCES["chat"]
-    rows = [[cell(_dig(record, path)) for path in sources] for record in records]
+    rows = [
+        PreviewRow([cell(_dig(record, path)) for path in sources], *_source(record))
+        for record in records
+    ]
     return PreviewTable(headings, rows)
