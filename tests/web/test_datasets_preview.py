@@ -32,9 +32,9 @@ def test_a_trl_row_is_prompt_chosen_rejected() -> None:
     assert table.rows == [
         PreviewRow(
             [
-                Cell([Said("user", "Hi")], ""),
-                Cell([Said("assistant", "Hello")], ""),
-                Cell([Said("assistant", "Go away")], ""),
+                Cell([Said("user", "Hi")], "", "Prompt"),
+                Cell([Said("assistant", "Hello")], "", "Chosen"),
+                Cell([Said("assistant", "Go away")], "", "Rejected"),
             ],
             "/t/T1/fork/M1/compare/",
             "Compare",
@@ -89,7 +89,8 @@ def test_a_long_cell_is_clipped_a_short_one_is_not() -> None:
 
 
 def test_a_missing_or_odd_value_shows_as_no_messages() -> None:
-    assert preview_table("preferences", "trl", [{}]).rows[0] == PreviewRow([Cell([], "")] * 3)
+    [row] = preview_table("preferences", "trl", [{}]).rows
+    assert row == PreviewRow([Cell([], "", h) for h in ("Prompt", "Chosen", "Rejected")])
     assert cell([7]).messages == [Said("?", "7")]
 
 

@@ -39,10 +39,12 @@ class Said:
 
 @dataclass(frozen=True)
 class Cell:
-    """A column's messages, and the short text shown until it is expanded ('' when it fits)."""
+    """A column's messages, the short text shown until it is expanded ('' when it fits), and
+    its column's heading (a phone shows it above the cell, the table stacked)."""
 
     messages: list[Said]
     clipped: str
+    heading: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,13 +97,13 @@ def said(message: Any) -> Said:
     return Said(str(message.get("role") or "?"), "\n".join(line for line in lines if line))
 
 
-def cell(messages: Any) -> Cell:
-    """A cell of messages, with its clipped start when it is long."""
+def cell(messages: Any, heading: str = "") -> Cell:
+    """A cell of messages under heading, with its clipped start when it is long."""
     spoken = [said(m) for m in messages] if isinstance(messages, list) else []
     whole = " · ".join(f"{s.role}: {' '.join(s.text.split())}" for s in spoken)
     if len(whole) <= CLIP_CHARS and len(spoken) <= CLIP_MESSAGES:
-        return Cell(spoken, "")
-    return Cell(spoken, whole[: CLIP_CHARS - 1].rstrip() + "…")
+        return Cell(spoken, "", heading)
+    return Cell(spoken, whole[: CLIP_CHARS - 1].rstrip() + "…", heading)
 
 
 def _dig(record: Mapping[str, Any], path: tuple[str, ...]) -> Any:
@@ -133,7 +135,10 @@ def preview_table(kind: str, fmt: str, records: Sequence[Mapping[str, Any]]) -> 
     else:
         headings, sources = CHAT_COLUMNS, _SOURCES["chat"]
     rows = [
-        PreviewRow([cell(_dig(record, path)) for path in sources], *_source(record))
+        PreviewRow(
+            [cell(_dig(record, path), h) for h, path in zip(headings, sources, strict=True)],
+            *_source(record),
+        )
         for record in records
     ]
     return PreviewTable(headings, rows)
