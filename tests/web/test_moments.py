@@ -59,6 +59,11 @@ def test_a_relative_time_keeps_the_exact_time_on_hover() -> None:
     assert ">3 hours ago</time>" in _render(recent, relative=True)
 
 
+def test_the_datetime_value_stops_at_milliseconds() -> None:
+    when = datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=UTC)
+    assert _render(when).startswith('<time datetime="2024-02-29T23:59:58.123Z"')
+
+
 def test_no_moment_renders_nothing() -> None:
     assert _render(None) == ""
 
