@@ -10,7 +10,13 @@ from django.test import Client
 
 from tests.factories import ask, make_run, make_thread
 from transcripts.models import Thread
-from transcripts.selectors.snippets import HIT_START, HIT_STOP, markdown_text, plain_snippets
+from transcripts.selectors.snippets import (
+    HIT_START,
+    HIT_STOP,
+    Snippet,
+    markdown_text,
+    plain_snippets,
+)
 
 MARKDOWN = """# Packing list
 
@@ -87,4 +93,16 @@ def test_a_hit_past_the_text_read_back_still_gets_a_plain_snippet() -> None:
     source = "word " * 10
     raw = f"**{HIT_START}faraway{HIT_STOP}** hit in [a link](https://x.test)"
     [snippet] = plain_snippets([source], [raw], "faraway", using="default")
-    assert snippet == f"{HIT_START}faraway{HIT_STOP} hit in a link"
+    assert snippet == Snippet(f"{HIT_START}faraway{HIT_STOP} hit in a link")
+
+
+@pytest.mark.django_db
+def test_an_ellipsis_shows_only_where_the_message_goes_on(viewer_client: Client) -> None:
+    answer(make_thread("Short"), "A **short** note")
+    assert _snippet(viewer_client, "short") == "A <mark>short</mark> note"
+    answer(make_thread("Long"), " ".join(f"w{n}" for n in range(60)) + " needle " + "tail " * 40)
+    snippet = _snippet(viewer_client, "needle")
+    assert snippet.startswith("…<mark>needle</mark>") and snippet.endswith("tail…")
+    answer(make_thread("End"), "word " * 60 + "**final**")
+    snippet = _snippet(viewer_client, "final")
+    assert snippet.startswith("…word") and snippet.endswith("<mark>final</mark>")

@@ -82,7 +82,7 @@ from transcripts.selectors.shares import (
     shared_path,
     thread_shares,
 )
-from transcripts.selectors.snippets import HIT_START, HIT_STOP
+from transcripts.selectors.snippets import HIT_START, HIT_STOP, Snippet
 from transcripts.selectors.threads import (
     RECENT_FIRST,
     SearchHit,
@@ -109,6 +109,7 @@ __all__ = [
     "UNMATERIALIZED",
     "BranchContents",
     "SearchHit",
+    "Snippet",
     "ThreadListFacts",
     "ThreadStats",
     "active_path",

@@ -5,6 +5,7 @@ escapes the text, then turns the marks into <mark>)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from django.db import connections
@@ -94,14 +95,38 @@ def _show_markup(text: str) -> str:
     return text
 
 
-def plain_snippets(sources: Sequence[str], raw: Sequence[str], query: str, using: str) -> list[str]:
+@dataclass(frozen=True)
+class Snippet:
+    """A plain-text snippet with its hits marked, and whether the message goes on before it
+    and after it (the page shows an ellipsis there)."""
+
+    text: str
+    cut_before: bool = True
+    cut_after: bool = True
+
+
+def _cut(plain: str, headline: str, *, truncated: bool) -> Snippet:
+    """headline of plain as a Snippet: cut where it does not reach plain's ends (always at
+    the end when plain was truncated)."""
+    shown, whole = one_line(headline), one_line(plain)
+    words = shown.replace(HIT_START, "").replace(HIT_STOP, "")
+    cut_after = truncated or not whole.endswith(words)
+    return Snippet(shown, cut_before=not whole.startswith(words), cut_after=cut_after)
+
+
+def plain_snippets(
+    sources: Sequence[str], raw: Sequence[str], query: str, using: str
+) -> list[Snippet]:
     """One plain-text snippet per message: the headline of its text read down to words
     (sources, the first SOURCE_CHARS of each), or, when no hit is in that, its raw
     headline (raw, cut from the Markdown) read down to words the same way."""
-    cut = headlines([markdown_text(source) for source in sources], query, using)
+    plains = [markdown_text(source) for source in sources]
+    cut = headlines(plains, query, using)
     return [
-        one_line(plain if HIT_START in plain else _marked_text(fallback))
-        for plain, fallback in zip(cut, raw, strict=True)
+        _cut(plain, headline, truncated=len(source) >= SOURCE_CHARS)
+        if HIT_START in headline
+        else Snippet(one_line(_marked_text(fallback)))
+        for source, plain, headline, fallback in zip(sources, plains, cut, raw, strict=True)
     ]
 
 

@@ -16,7 +16,13 @@ from transcripts.models import OPEN_STATUSES, Message, Run, RunRating, RunStatus
 from transcripts.pagination import Keyset, Position
 from transcripts.selectors.messages import first_user_previews
 from transcripts.selectors.pages import keyset_page
-from transcripts.selectors.snippets import HIT_START, HIT_STOP, SOURCE_CHARS, plain_snippets
+from transcripts.selectors.snippets import (
+    HIT_START,
+    HIT_STOP,
+    SOURCE_CHARS,
+    Snippet,
+    plain_snippets,
+)
 
 # The API's thread list: most recently updated first.
 RECENT_FIRST = Keyset("updated_at", desc=True)
@@ -216,7 +222,7 @@ class SearchHit:
     """The most recent message of a thread that matches a search, with a marked snippet."""
 
     message_id: str
-    snippet: str
+    snippet: Snippet
 
 
 # A message's text: its parts' texts joined.

@@ -31,11 +31,13 @@ class ThreadRow:
     preview: str = ""  # the first user message on the active branch
 
 
-def mark_hits(snippet: str) -> SafeString:
-    """A search snippet escaped, its hits wrapped in <mark>."""
-    marked = str(escape(snippet))
+def mark_hits(snippet: selectors.Snippet) -> SafeString:
+    """A search snippet escaped, its hits wrapped in <mark>, an ellipsis where the message
+    goes on."""
+    marked = str(escape(snippet.text))
     marked = marked.replace(selectors.HIT_START, "<mark>").replace(selectors.HIT_STOP, "</mark>")
-    return mark_safe(marked)
+    before, after = ("…" if cut else "" for cut in (snippet.cut_before, snippet.cut_after))
+    return mark_safe(f"{before}{marked}{after}")
 
 
 def thread_rows(threads: Sequence[Thread], facts: selectors.ThreadListFacts) -> list[ThreadRow]:
@@ -46,7 +48,7 @@ def thread_rows(threads: Sequence[Thread], facts: selectors.ThreadListFacts) -> 
         hit = facts.hits.get(thread.id)
         if hit is not None:
             url += f"?leaf={hit.message_id}#m-{hit.message_id}"
-        snippet = mark_hits(hit.snippet) if hit is not None and hit.snippet else None
+        snippet = mark_hits(hit.snippet) if hit is not None and hit.snippet.text else None
         rows.append(
             ThreadRow(
                 thread,
