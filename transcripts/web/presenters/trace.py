@@ -114,7 +114,7 @@ def usage_rows(usage: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def duration_label(seconds: float | None) -> str:
-    """340 ms, 1.24 s, 12.5 s, 2 min 5 s."""
+    """340 ms, 1.24 s, 12.5 s, 2 min 5 s; never below 0 ms."""
     if seconds is None:
         return "—"
     seconds = max(seconds, 0.0)
