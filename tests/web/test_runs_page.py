@@ -71,6 +71,17 @@ def test_the_fork_point_is_named_and_linked(viewer_client: Client) -> None:
     assert '<dd class="fork-point">starts the thread</dd>' in _page(viewer_client, first)
 
 
+def test_a_superseded_run_links_the_run_that_replaced_it_in_words(viewer_client: Client) -> None:
+    thread = make_thread("Replaced")
+    prompt = last_message(ask(thread, "Go"))
+    old = say(thread, "First", fork_from=prompt.id)
+    new = say(thread, "Second", fork_from=prompt.id)
+    Run.objects.filter(pk=old.pk).update(superseded_by=new)
+    html = _page(viewer_client, old)
+    assert f'<a href="/runs/{new.id}/">the run that replaced it</a>' in html
+    assert f"<code>{new.id}</code>" not in html
+
+
 def test_a_fork_label_clips_and_strips_markdown() -> None:
     assert plain_excerpt("## A `get_forecast` **call** > [docs](http://x)") == (
         "A get_forecast call docs"
