@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connection
@@ -36,6 +36,17 @@ OUTPUT_TOKEN_KEYS = (
 )
 # Events whose text is merged into the segment before it.
 TEXT_KINDS = {"text-delta": "text", "reasoning": "reasoning"}
+# Events no further apart than this share one instant: an import without timestamps, or a
+# batch posted without times of its own (the database stamps them all alike).
+ONE_INSTANT = timedelta(milliseconds=1)
+
+
+def carries_timing(first: datetime | None, last: datetime | None) -> bool:
+    """Whether events stamped from first to last were timed: False when they share one
+    instant (ONE_INSTANT); True when there are none (the run's start and end time it)."""
+    if first is None or last is None:
+        return True
+    return last - first > ONE_INSTANT
 
 
 def _count(usage: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
@@ -124,13 +135,15 @@ class Trace:
     axis_end: datetime | None
     # When the first text or reasoning arrived (the "first token").
     first_token_at: datetime | None = None
+    # False when every event shares one instant: the trace has no timing to draw.
+    timed: bool = True
 
     @property
     def time_to_first_token(self) -> float | None:
-        """Seconds from the start of the run to its first text or reasoning."""
+        """Seconds from the start of the run to its first text or reasoning (never below 0)."""
         if self.first_token_at is None or self.root.start is None:
             return None
-        return (self.first_token_at - self.root.start).total_seconds()
+        return max((self.first_token_at - self.root.start).total_seconds(), 0.0)
 
 
 class _Builder:
@@ -436,6 +449,7 @@ class _Builder:
             axis_start=min(times) if times else None,
             axis_end=max(times) if times else None,
             first_token_at=self.first_token_at,
+            timed=carries_timing(min(self.times, default=None), max(self.times, default=None)),
         )
 
 

@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString
 
 from transcripts import selectors
 from transcripts.models import Message, Run, RunRating, RunStatus, Thread
+from transcripts.selectors.trace import carries_timing
 from transcripts.web.presenters.compare_text import SIMILARITY_FLOOR, rendered_text, word_diff
 from transcripts.web.presenters.messages import (
     MessageItem,
@@ -23,7 +24,7 @@ from transcripts.web.presenters.messages import (
     projected_messages,
     restore_label,
 )
-from transcripts.web.presenters.runs import seconds_between
+from transcripts.web.presenters.runs import NO_TIMING, clamp_note, elapsed
 
 MAX_COLUMNS = 10
 NO_VALUE = "\N{EN DASH}"
@@ -112,6 +113,7 @@ class Metric:
     raw: Any = None
     delta: str = ""
     differs: bool = False
+    note: str = ""  # why a time shows as 0: it came out below 0
 
 
 @dataclass
@@ -294,10 +296,24 @@ def _tokens(cards: list[Card], usage: Any) -> tuple[int | None, int | None]:
     return (sum(inputs) if inputs else None, sum(outputs) if outputs else None)
 
 
-def _metrics(run: Run, cards: list[Card], usage: Any) -> list[Metric]:
+def _timings(run: Run) -> list[Metric]:
+    """First token and duration, never below 0 (a continued answer's copied text comes before
+    its run starts: flagged), or "no timing recorded" when the run started, had its first
+    event and finished at one instant (an import without timestamps)."""
     start = run.started_at or run.created_at
     end = run.finished_at or (timezone.now() if run.is_open else None)
-    ttft, duration = seconds_between(start, run.first_event_at), seconds_between(start, end)
+    moments = [t for t in (start, run.first_event_at, end) if t is not None]
+    if moments and not carries_timing(min(moments), max(moments)):
+        return [Metric("First token", NO_TIMING), Metric("Duration", NO_TIMING)]
+    ttft, early = elapsed(start, run.first_event_at)
+    duration, skewed = elapsed(start, end)
+    return [
+        Metric("First token", _duration(ttft), ttft, note=clamp_note(run) if early else ""),
+        Metric("Duration", _duration(duration), duration, note=clamp_note(run) if skewed else ""),
+    ]
+
+
+def _metrics(run: Run, cards: list[Card], usage: Any) -> list[Metric]:
     tokens_in, tokens_out = _tokens(cards, usage)
     finish = next(
         (c.item.finish_reason for c in reversed(cards) if c.item.message.role == "assistant"), ""
@@ -315,8 +331,7 @@ def _metrics(run: Run, cards: list[Card], usage: Any) -> list[Metric]:
         Metric("Input tokens", NO_VALUE if tokens_in is None else str(tokens_in), tokens_in),
         Metric("Output tokens", NO_VALUE if tokens_out is None else str(tokens_out), tokens_out),
         Metric("Finish reason", finish or NO_VALUE),
-        Metric("First token", _duration(ttft), ttft),
-        Metric("Duration", _duration(duration), duration),
+        *_timings(run),
         Metric("Events", str(run.last_seq), run.last_seq),
     ]
 

@@ -1,10 +1,11 @@
-"""Runs as the pages show them: the raw event log of the run page (its trace is in
-presenters/trace.py), the live block of an open run, and the generation options a thread
-offers."""
+"""Runs as the pages show them: the run page's heading, fork point, content and raw event
+log (its trace is in presenters/trace.py), times that are never negative, the live block of an
+open run, and the generation options a thread offers."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,11 +20,17 @@ from transcripts.generation.generators import CHOICES, EXTERNAL, GENERATORS
 from transcripts.generation.leases import lease_seconds
 from transcripts.models import Event, Run, RunStatus, Thread
 from transcripts.permissions import Access, may_stop
+from transcripts.projector import Projection
+from transcripts.selectors.run_page import ForkPoint, RunPlace
 from transcripts.selectors.runs import LiveRunFacts
 from transcripts.web import rendering
 from transcripts.web.presenters.messages import MessageItem, message_items, projected_messages
 
-# --- the raw event log --------------------------------------------------------------------
+# --- times ------------------------------------------------------------------------------
+
+NO_TIMING = "no timing recorded"
+CONTINUED = "continued: the stopped answer's text came first"
+CLOCK_SKEW = "≈0, clock skew"
 
 
 def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
@@ -31,6 +38,59 @@ def seconds_between(start: datetime | None, end: datetime | None) -> float | Non
     if start is None or end is None:
         return None
     return (end - start).total_seconds()
+
+
+def elapsed(start: datetime | None, end: datetime | None) -> tuple[float | None, bool]:
+    """Seconds from start to end never below 0 (None when a time is unknown), and whether
+    they were below 0 and so shown as 0."""
+    seconds = seconds_between(start, end)
+    if seconds is None or seconds >= 0:
+        return seconds, False
+    return 0.0, True
+
+
+def continues(run: Run) -> bool:
+    """Whether the run carries on a stopped answer (its events start with that text)."""
+    return isinstance(run.metadata, dict) and bool(run.metadata.get("continues"))
+
+
+def clamp_note(run: Run) -> str:
+    """Why a time of the run that came out below 0 is shown as 0."""
+    return CONTINUED if continues(run) else CLOCK_SKEW
+
+
+# --- the run page ------------------------------------------------------------------------
+
+# Links and images (kept: their text), emphasis, code, heading and quote marks; an underscore
+# inside a word (get_forecast) stays.
+_MARKUP = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|[*`#>~]+|(?<!\w)_+|_+(?!\w)")
+
+
+def plain_excerpt(text: str) -> str:
+    """A one-line excerpt without Markdown's marks: links become their text."""
+    return " ".join(_MARKUP.sub(lambda m: m.group(1) or "", text).split())
+
+
+def run_heading(run: Run, place: RunPlace) -> str:
+    """The run's heading: "Run 3 of 5 · demo-1" (its model, else its generator)."""
+    name = run.model or run.generator or "external"
+    return f"Run {place.ordinal} of {place.total} · {name}"
+
+
+def fork_label(fork: ForkPoint | None) -> str:
+    """Where the run starts: "after message 4 · user: Should I bike…", or the thread's start."""
+    if fork is None:
+        return "starts the thread"
+    excerpt = plain_excerpt(fork.excerpt)
+    return f"after message {fork.number} · {fork.role}{': ' + excerpt if excerpt else ''}"
+
+
+def content_items(thread: Thread, run: Run, projection: Projection) -> list[MessageItem]:
+    """The run's messages as they stand (selectors.run_projection), as conversation cards."""
+    return message_items(thread, projected_messages(thread, run, projection.messages))
+
+
+# --- the raw event log --------------------------------------------------------------------
 
 
 @dataclass
@@ -43,13 +103,14 @@ class EventRow:
     payload: SafeString
 
 
-def event_rows(run: Run, events: list[Event]) -> list[EventRow]:
-    """The log lines of events, timed from the start of the run."""
+def event_rows(run: Run, events: list[Event], *, timed: bool = True) -> list[EventRow]:
+    """The log lines of events, timed from the start of the run (never before it); no time
+    when the run's events carry none (timed False: they share one instant)."""
     origin = run.started_at or run.created_at
     return [
         EventRow(
             event=e,
-            offset=seconds_between(origin, e.at),
+            offset=elapsed(origin, e.at)[0] if timed else None,
             preview=rendering.json_preview(e.data, 140),
             payload=rendering.pretty_json(e.data),
         )

@@ -114,9 +114,10 @@ def usage_rows(usage: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def duration_label(seconds: float | None) -> str:
-    """340 ms, 1.24 s, 12.5 s, 2 min 5 s."""
+    """340 ms, 1.24 s, 12.5 s, 2 min 5 s; never below 0 ms."""
     if seconds is None:
         return "—"
+    seconds = max(seconds, 0.0)
     if seconds < 1:
         return f"{seconds * 1000:.0f} ms"
     if seconds < 10:
@@ -206,6 +207,11 @@ class TraceView:
     priced_all: bool
 
     @property
+    def timed(self) -> bool:
+        """Whether the events carry timing (else no bar, offset or duration is drawn)."""
+        return self.trace.timed
+
+    @property
     def total_cost_label(self) -> str:
         """The run's cost as shown."""
         return cost_label(self.total_cost)
@@ -217,13 +223,15 @@ def _seconds(start: datetime | None, end: datetime | None) -> float | None:
     return (end - start).total_seconds()
 
 
-def _offset_label(axis_start: datetime | None, moment: datetime | None) -> str:
-    seconds = _seconds(axis_start, moment)
-    return "" if seconds is None else f"+{seconds:.3f} s"
+def _offset_label(trace: Trace, moment: datetime | None) -> str:
+    seconds = _seconds(trace.axis_start, moment) if trace.timed else None
+    return "" if seconds is None else f"+{max(seconds, 0.0):.3f} s"
 
 
 def _row(span: Span, trace: Trace, length: float) -> SpanRow:
-    if length:
+    if not trace.timed:  # no bar at a made-up offset
+        x, width = 0, 0
+    elif length:
         start = _seconds(trace.axis_start, span.start) or 0.0
         x = round(start / length * AXIS_WIDTH)
         width = max(round((span.seconds or 0.0) / length * AXIS_WIDTH), MIN_BAR_WIDTH)
@@ -235,8 +243,8 @@ def _row(span: Span, trace: Trace, length: float) -> SpanRow:
         span=span,
         x=x,
         width=width,
-        offset=_offset_label(trace.axis_start, span.start),
-        duration=duration_label(span.seconds),
+        offset=_offset_label(trace, span.start),
+        duration=duration_label(span.seconds if trace.timed else None),
         cost=cost,
     )
 
@@ -259,7 +267,7 @@ def _item(segment: Segment, trace: Trace, names: dict[str, str]) -> SegmentItem:
     item = SegmentItem(
         segment=segment,
         span_name=names.get(segment.span_key, ""),
-        offset=_offset_label(trace.axis_start, segment.start),
+        offset=_offset_label(trace, segment.start),
         text=segment.text,
     )
     if segment.kind in ("tool-call", "tool-result", "annotation"):
@@ -293,6 +301,8 @@ def trace_view(trace: Trace) -> TraceView:
         total = None
     rows[0].cost = total
     ticks = [duration_label(length * i / TICKS) if i else "0 s" for i in range(TICKS + 1)]
+    if not trace.timed:
+        ticks = []
     return TraceView(
         trace=trace,
         rows=rows,

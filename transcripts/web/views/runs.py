@@ -12,10 +12,19 @@ from django.views.decorators.http import require_GET
 
 from transcripts import selectors
 from transcripts.models import Run, RunStatus
+from transcripts.selectors.run_page import events_carry_timing, run_place, run_projection
 from transcripts.selectors.trace import run_trace
 from transcripts.web.access import get_run_for_user, login_required
 from transcripts.web.http import HtmxHttpRequest, render_live_block, to_conversation
-from transcripts.web.presenters.runs import event_rows
+from transcripts.web.presenters.runs import (
+    CONTINUED,
+    NO_TIMING,
+    content_items,
+    continues,
+    event_rows,
+    fork_label,
+    run_heading,
+)
 from transcripts.web.presenters.trace import trace_view, usage_rows
 
 TEMPLATE = "transcripts/run.html"
@@ -25,8 +34,9 @@ EVENTS_PER_PAGE = 100
 @login_required
 @require_GET
 def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    """A run as a trace (spans on a waterfall, readable content) with its raw event log behind
-    a toggle; live over SSE while it streams.
+    """A run as a trace (its place in the thread, spans on a waterfall, its messages rendered
+    like the conversation with their raw text behind a toggle) with its raw event log behind
+    another; live over SSE while it streams.
 
     htmx asks for parts by their target: "live" (the trace, on each event while the run is
     open), "run-trace" (everything, once the run's final status arrives) or a page of the raw
@@ -41,16 +51,24 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
         return HttpResponseBadRequest("after: a sequence number (0 or more) was expected.")
     context: dict[str, Any] = {"run": run, "thread": run.thread, "after": after}
     if request.htmx and after:
-        return render(request, f"{TEMPLATE}#events", {**context, **_log_page(run, after)})
+        page = _log_page(run, after, timed=events_carry_timing(run))
+        return render(request, f"{TEMPLATE}#events", {**context, **page})
     part = ""
     if request.htmx:
         part = "#trace" if request.htmx.target == "run-trace" else "#live"
-    if part != "#live":  # the trace alone needs no page of the log
-        context.update(_log_page(run, after))
     trace = run_trace(run, now=timezone.now())
+    if part != "#live":  # the trace alone needs no page of the log
+        context.update(_log_page(run, after, timed=trace.timed))
+    place = run_place(run)
     shown = {"Input tokens", "Output tokens"}  # the facts show these already
     context.update(
         trace=trace_view(trace),
+        heading=run_heading(run, place),
+        fork=place.fork,
+        fork_label=fork_label(place.fork),
+        items=content_items(run.thread, run, run_projection(run)),
+        no_timing=NO_TIMING,
+        ttft_note=CONTINUED if continues(run) else "",
         ttft=trace.time_to_first_token,
         duration=trace.root.seconds,
         conversation_url=reverse("conversation", args=[run.thread_id]),
@@ -60,13 +78,14 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     return render(request, TEMPLATE + part, context)
 
 
-def _log_page(run: Run, after: int) -> dict[str, Any]:
-    """A page of the raw event log after seq `after`, and where the next one starts."""
+def _log_page(run: Run, after: int, *, timed: bool) -> dict[str, Any]:
+    """A page of the raw event log after seq `after` (timed False: the events carry no
+    timing), and where the next one starts."""
     events = selectors.event_page(run, after=after, limit=EVENTS_PER_PAGE + 1)
     more = len(events) > EVENTS_PER_PAGE
     events = events[:EVENTS_PER_PAGE]
     return {
-        "rows": event_rows(run, events),
+        "rows": event_rows(run, events, timed=timed),
         "next_after": events[-1].seq if more and events else None,
     }
 
