@@ -50,7 +50,7 @@ def _outline(team: Team, thread_id: str) -> str:
     response = team.client(team.viewer).get(f"/t/{thread_id}/tree/")
     assert response.status_code == 200
     html = response.content.decode()
-    start = html.index('<ol class="tree-outline tree-root">')
+    start = html.index('<ol class="tree-outline tree-root"')
     return html[start : html.index("</section>", start)]
 
 
