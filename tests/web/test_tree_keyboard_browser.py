@@ -130,3 +130,19 @@ def test_a_fork_point_opened_with_the_mouse_says_so_on_its_line(
     assert group.locator('[role="treeitem"]').first.is_visible()
     # The summary gave way to the toggle: nothing in the tree but its lines takes the focus.
     assert page.locator('[role="tree"] summary:visible').count() == 0
+
+
+def test_without_javascript_every_line_is_a_link_and_a_summary_folds_the_branches(
+    browser: Any, live_server: Any, viewer: Any
+) -> None:
+    load_demo()
+    thread = Thread.objects.get(title__startswith="Haiku")
+    page = open_page(browser, live_server, viewer, java_script_enabled=False)
+    page.goto(f"{live_server.url}/t/{thread.id}/tree/")
+    assert page.locator('[role="tree"] [tabindex]').count() == 0
+    assert page.locator(".fork-toggle").count() == 0
+    summary = page.locator('[role="tree"] summary').first
+    first_branch = page.locator(".tree-branch .tree-row a").first
+    assert first_branch.is_visible()
+    summary.click()
+    assert not first_branch.is_visible()

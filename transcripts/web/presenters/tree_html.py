@@ -56,21 +56,18 @@ def _places(lines: list[TreeLine]) -> list[_Place | None]:
     places: list[_Place | None] = [None] * len(lines)
     groups: list[list[_Place]] = [[]]
     for index, line in enumerate(lines):
-        if line.kind == "fork":
-            group = f"tree-fork-{index}"
-            if groups[-1]:
-                groups[-1][-1].owns, groups[-1][-1].expanded = group, line.open
-            groups.append([])
-        elif line.kind == "end-fork" and len(groups) > 1:
+        if line.kind == "end-fork" and len(groups) > 1:
             _close(groups.pop())
-            continue
-        elif line.kind not in ("start", "row", "cut", "more"):
-            continue
-        place = _Place(level=len(groups), pos=len(groups[-1]) + 1)
-        if line.kind == "fork":
-            place.group = group
-        groups[-1].append(place)
-        places[index] = place
+        elif line.kind == "fork":
+            place = _Place(level=len(groups) + 1, pos=1, group=f"tree-fork-{index}")
+            if groups[-1]:
+                groups[-1][-1].owns, groups[-1][-1].expanded = place.group, line.open
+            groups.append([place])
+            places[index] = place
+        elif line.kind in ("start", "row", "cut", "more"):
+            place = _Place(level=len(groups), pos=len(groups[-1]) + 1)
+            groups[-1].append(place)
+            places[index] = place
     for rest in groups:
         _close(rest)
     return places
