@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.a11y import SCHEMES, audit
 from tests.browser import BROWSER_TESTS, open_page, screenshot
 from transcripts.demo import load_demo
 from transcripts.models import Message, Thread
@@ -146,3 +147,26 @@ def test_without_javascript_every_line_is_a_link_and_a_summary_folds_the_branche
     assert first_branch.is_visible()
     summary.click()
     assert not first_branch.is_visible()
+
+
+def test_hovered_and_focused_lines_stay_readable_in_light_and_dark(
+    browser: Any, live_server: Any, viewer: Any
+) -> None:
+    load_demo()
+    thread = Thread.objects.get(title__startswith="Haiku")
+    for scheme in SCHEMES:
+        page = open_page(browser, live_server, viewer, color_scheme=scheme)
+        page.goto(f"{live_server.url}/t/{thread.id}/tree/")
+        for selector in (
+            ".tree-row.is-alternative > a",
+            ".tree-row.is-active > a",
+            ".fork-actions > a",
+            ".fork-toggle",
+        ):
+            target = page.locator(selector).first
+            target.hover()
+            assert audit(page, include=selector) == [], f"{selector} hovered, {scheme}"
+            if selector != ".fork-toggle":  # the toggle is the mouse's; keys use the line
+                target.focus()
+                assert audit(page, include=selector) == [], f"{selector} focused, {scheme}"
+        page.context.close()
