@@ -49,7 +49,7 @@
   // way to the same words for the mouse, out of the tab order and the accessibility tree; the
   // keyboard and screen readers open the fork point from its line (aria-expanded).
   function mouseToggle(fold) {
-    var summary = fold.querySelector("summary");
+    var summary = fold.querySelector(":scope > summary");
     if (!summary || summary.hidden) return;
     var toggle = document.createElement("span");
     toggle.className = "fork-toggle" + (fold.open ? " is-open" : "");
