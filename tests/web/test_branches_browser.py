@@ -129,12 +129,14 @@ def test_the_tree_map_reads_at_fifty_branches(
     alternative = page.locator(f".tree-row a[href*='leaf={answers[0].id}']")
     assert not alternative.is_visible()  # folded below its fork point
     screenshot(page, "84-tree-map-50-folded")
-    # Keyboard only: the fork point's summary opens with Enter.
-    summary = page.locator(".tree-branches > summary")
-    assert summary.inner_text() == "49 other branches here"
-    summary.focus()
-    page.keyboard.press("Enter")
+    # Keyboard only: the fork point's line (a tree view's item) opens its branches with →.
+    assert page.locator(".tree-fork .fork-toggle").inner_text() == "49 other branches here"
+    fork_point = page.locator(".tree-row.is-active > a").first
+    assert fork_point.get_attribute("aria-expanded") == "false"
+    fork_point.focus()
+    page.keyboard.press("ArrowRight")
     alternative.wait_for(state="visible")
+    assert fork_point.get_attribute("aria-expanded") == "true"
     assert page.locator(".tree-row.is-alternative").count() == 49
     screenshot(page, "85-tree-map-50-open")
     alternative.focus()

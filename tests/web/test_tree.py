@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 
 import pytest
 from django.db import connection
@@ -95,3 +96,65 @@ def test_an_outsider_gets_404_and_a_viewer_reads_it(team: Team) -> None:
     assert team.client(team.outsider).get(f"/t/{thread.id}/tree/").status_code == 404
     assert team.client(team.viewer).get(f"/t/{thread.id}/tree/").status_code == 200
     assert Client().get(f"/t/{thread.id}/tree/").status_code == 302
+
+
+class _Tree(HTMLParser):
+    """The tree map's ARIA tree: each treeitem with its attributes and the group it sits in,
+    each group's id, and the roles of the lists in between."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[tuple[str, dict[str, str]]] = []
+        self.items: list[tuple[dict[str, str], str]] = []
+        self.groups: dict[str, bool] = {}  # id: whether its <details> is open
+        self.list_roles: set[str] = set()
+        self.trees = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {k: v or "" for k, v in attrs}
+        inside = any(a.get("role") == "tree" for _, a in self.stack)
+        self.trees += values.get("role") == "tree"
+        if inside and tag in ("ol", "li"):
+            self.list_roles.add(values.get("role", f"{tag} without a role"))
+        if inside and tag == "details":
+            self.groups[self.stack[-1][1]["id"]] = "open" in values
+        if values.get("role") == "treeitem":
+            groups = [a["id"] for _, a in self.stack if a.get("role") == "group"]
+            self.items.append((values, groups[-1] if groups else ""))
+        if tag not in ("rect", "svg"):
+            self.stack.append((tag, values))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in ("rect", "svg") and self.stack:
+            self.stack.pop()
+
+
+def test_the_tree_map_is_an_aria_tree_of_links_with_levels_and_states(team: Team) -> None:
+    thread, prompt = _regenerated(team.alpha, 2)
+    # The first message edited and answered: a "Start" line, the active path a new branch.
+    edited = last_message(ask(thread, "Another prompt", fork_from=None))
+    say(thread, "Another answer")
+    thread.refresh_from_db()
+    html, _ = _get(team.client(team.viewer), thread)
+    tree = _Tree()
+    tree.feed(html)
+    assert tree.trees == 1 and '<ol class="tree-outline tree-root" role="tree"' in html
+    # The lists in between have no semantics of their own (a tree holds lines and groups).
+    assert tree.list_roles == {"none"}
+    owners = {a["aria-owns"]: a for a, _ in tree.items if "aria-owns" in a}
+    assert set(owners) == set(tree.groups) and len(owners) == 2
+    for group, is_open in tree.groups.items():
+        assert owners[group]["aria-expanded"] == ("true" if is_open else "false")
+    for attrs, group in tree.items:
+        siblings = [a for a, g in tree.items if g == group]
+        assert attrs["aria-setsize"] == str(len(siblings))
+        assert attrs["aria-posinset"] == str(siblings.index(attrs) + 1)
+        level = int(owners[group]["aria-level"]) + 1 if group else 1
+        assert attrs["aria-level"] == str(level)
+    # Without JavaScript every line is a plain link, except the "Start" line that owns a fork.
+    start, *lines = [a for a, _ in tree.items]
+    assert "href" not in start and start["aria-owns"] and all(a.get("href") for a in lines)
+    # The line the conversation shows is the selected one: the end of the active path.
+    [shown] = [a for a in lines if a.get("aria-selected") == "true"]
+    assert f"leaf={edited.id}" in shown["href"] and prompt.id not in shown["href"]
+    assert html.count("on the </span>") == html.count('class="tag tag-active"') - 1  # legend

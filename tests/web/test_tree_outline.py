@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from html.parser import HTMLParser
 
@@ -17,6 +18,7 @@ from transcripts.web.presenters.tree_layout import Segment, TreeNode
 pytestmark = pytest.mark.django_db
 
 VOID = {"rect", "input", "meta", "link", "br", "img"}
+ARIA_PLACE = re.compile(r'aria-level="(\d+)" aria-setsize="(\d+)" aria-posinset="(\d+)"')
 
 
 class _Nesting(HTMLParser):
@@ -50,7 +52,7 @@ def _outline(team: Team, thread_id: str) -> str:
     response = team.client(team.viewer).get(f"/t/{thread_id}/tree/")
     assert response.status_code == 200
     html = response.content.decode()
-    start = html.index('<ol class="tree-outline tree-root">')
+    start = html.index('<ol class="tree-outline tree-root"')
     return html[start : html.index("</section>", start)]
 
 
@@ -113,3 +115,36 @@ def test_a_row_shows_its_depth_span_role_bar_and_badges() -> None:
     assert "(no text)" in html
     assert '<span class="tag tag-muted">alternative</span><span class="tag tag-failed">' in html
     assert 'class="tree-row is-alternative st-failed"' in html
+
+
+def test_a_fork_inside_a_branch_is_a_group_one_level_down_owned_by_its_fork_point() -> None:
+    seg = _segment(1)
+    fork = TreeLine(kind="fork", count=2, open=False, compare_url="/c/")
+    lines = [
+        TreeLine(kind="row", segment=seg, url="/a", label="User"),
+        fork,
+        TreeLine(kind="branch"),
+        TreeLine(kind="row", segment=seg, url="/b", label="User"),
+        fork,
+        TreeLine(kind="branch"),
+        TreeLine(kind="row", segment=seg, url="/c", label="User"),
+        TreeLine(kind="end-branch"),
+        TreeLine(kind="more", count=4, compare_url="/m/"),
+        TreeLine(kind="end-fork"),
+        TreeLine(kind="end-branch"),
+        TreeLine(kind="end-fork"),
+        TreeLine(kind="cut", segment=seg, count=3, url="/d"),
+    ]
+    html = str(outline_html(lines))
+    parser = _Nesting()
+    parser.feed(html)
+    assert parser.problems == [] and parser.open == []
+    assert ARIA_PLACE.findall(html) == [
+        ("1", "2", "1"),  # the first row, owning the outer fork
+        ("2", "2", "1"), ("2", "2", "2"),  # its Compare link and its branch's row
+        ("3", "3", "1"), ("3", "3", "2"), ("3", "3", "3"),  # Compare, the row, "4 more"
+        ("1", "2", "2"),  # the cut line, back on the first level
+    ]  # fmt: skip
+    assert html.count('aria-expanded="false"') == 2
+    assert 'aria-owns="tree-fork-1"' in html and 'id="tree-fork-1"' in html
+    assert 'aria-owns="tree-fork-4"' in html and 'id="tree-fork-4"' in html
