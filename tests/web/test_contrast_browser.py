@@ -1,7 +1,8 @@
 """Hover and focus pass too (issue 26): each primary action, hovered and then focused, keeps its
 contrast (axe-core on that element alone), and focus shows a ring of at least 3:1 against what
-is behind it. Status is never carried by colour alone: Compare's diff marks insertions with an
-underline and deletions with a strike-through.
+is behind it; a text field's edge reads at 3:1 too (WCAG 1.4.11). Status is never carried by
+colour alone: Compare's diff marks insertions with an underline and deletions with a
+strike-through.
 
 The pages are the accessibility tour's (tests/web/test_a11y_browser.py), in light and dark:
 the demo weather conversation (message actions, the reply's Send and Options, the header), the
@@ -65,9 +66,8 @@ UNFOLD = """(el) => {
     return false;
 }"""
 
-# The focus ring: whether :focus-visible applies, the outline or shadow drawn, and the
-# outline's contrast against the first opaque background behind the element.
-RING = """(el) => {
+# WCAG's contrast of a computed colour against the first opaque background behind an element.
+RATIO = """
     const rgb = (value) => {
         const m = value.match(/rgba?\\(([^)]+)\\)/);
         if (!m) return null;
@@ -77,23 +77,44 @@ RING = """(el) => {
     const lum = ([r, g, b]) => [r, g, b].map(v => v / 255)
         .map(v => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
         .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+    const ratio = (el, value) => {
+        const fore = rgb(value);
+        if (!fore) return null;
+        let back = null;
+        for (let up = el.parentElement; up && !back; up = up.parentElement) {
+            const b = rgb(getComputedStyle(up).backgroundColor);
+            if (b && b.a === 1) back = b.c;
+        }
+        const [hi, lo] = [lum(fore.c), lum(back || [255, 255, 255])].sort((x, y) => y - x);
+        return Math.round((hi + 0.05) / (lo + 0.05) * 100) / 100;
+    };
+"""
+
+# The focus ring: whether :focus-visible applies, the outline or shadow drawn, and the
+# outline's contrast against what is behind the element.
+RING = (
+    "(el) => {"
+    + RATIO
+    + """
     const style = getComputedStyle(el);
     const outlined = style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0;
-    let back = null;
-    for (let up = el.parentElement; up && !back; up = up.parentElement) {
-        const b = rgb(getComputedStyle(up).backgroundColor);
-        if (b && b.a === 1) back = b.c;
-    }
-    back = back || [255, 255, 255];
-    const ring = rgb(style.outlineColor);
-    let ratio = null;
-    if (outlined && ring) {
-        const [hi, lo] = [lum(ring.c), lum(back)].sort((x, y) => y - x);
-        ratio = Math.round((hi + 0.05) / (lo + 0.05) * 100) / 100;
-    }
     return {visible: el.matches(':focus-visible'), outlined, shadow: style.boxShadow !== 'none',
-            ratio};
+            ratio: outlined ? ratio(el, style.outlineColor) : null};
 }"""
+)
+
+# Each visible text field and select: its name and its edge's contrast against the page.
+EDGES = (
+    "() => {"
+    + RATIO
+    + """
+    const fields = document.querySelectorAll(
+        'input[type=text], input[type=search], input[type=password], input[type=number], '
+        + 'select, textarea');
+    return [...fields].filter(el => el.getClientRects().length).map(el => ({
+        name: el.name || el.id, ratio: ratio(el, getComputedStyle(el).borderTopColor)}));
+}"""
+)
 
 
 @dataclass(frozen=True)
@@ -196,3 +217,19 @@ def test_compare_diff_marks_changes_beyond_colour(
         expected = "underline" if cue["tag"] == "ins" else "line-through"
         assert expected in cue["line"], cue
     assert not audit(page, include=".legend-diff")
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_text_fields_show_their_edge(browser: Any, live_server: Any, scheme: str) -> None:
+    admin = make_user("contrast-fields", is_staff=True)
+    set_member(project=default_project(), user=admin, role="admin")
+    urls = seed(admin).urls
+    page = open_page(browser, live_server, admin, color_scheme=scheme)
+    faint: list[str] = []
+    for name in ("new-thread", "conversation-tools", "threads"):
+        page.goto(live_server.url + urls[name])
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        edges = page.evaluate(EDGES)
+        assert edges, f"{name} shows no text field"
+        faint += [f"{name} {e['name']}: {e['ratio']}:1" for e in edges if e["ratio"] < 3]
+    assert not faint, "text fields' edges under 3:1:\n  " + "\n  ".join(faint)
