@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from transcripts import ledger
@@ -10,6 +11,17 @@ from transcripts.ledger.default_project import default_project
 from transcripts.models import Message, Run, Thread
 
 DEMO_MARKER = "demo"
+
+# Seconds each kind of event takes to arrive, so the demo runs carry timings like a real
+# stream (the run page draws their waterfall); a kind not listed takes the default.
+_PACE = {
+    "text-delta": 0.035,
+    "reasoning": 0.03,
+    "step-started": 0.25,
+    "tool-call": 0.15,
+    "tool-result": 0.8,
+}
+_DEFAULT_PACE = 0.02
 
 
 def _words(text: str) -> Iterator[str]:
@@ -58,8 +70,19 @@ def _run(
     model: str = "demo-1",
 ) -> Run:
     run, _ = ledger.begin_run(thread=thread, fork_from=fork_from, generator="demo", model=model)
-    ledger.append_events(run=run, events=script.events)
+    ledger.append_events(run=run, events=_paced(script.events))
     return ledger.commit_run(run=run)
+
+
+def _paced(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events stamped with when they happened: paced by kind, ending now."""
+    steps = [_PACE.get(event["kind"], _DEFAULT_PACE) for event in events]
+    moment = datetime.now(UTC) - timedelta(seconds=sum(steps))
+    paced = []
+    for event, step in zip(events, steps, strict=True):
+        moment += timedelta(seconds=step)
+        paced.append({**event, "at": moment.isoformat()})
+    return paced
 
 
 def _last_message(run: Run) -> Message:
