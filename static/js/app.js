@@ -369,8 +369,19 @@
     }, 400);
   }
 
-  // Runs seen open on this page, by id: "open" until their end has been announced.
+  // Runs seen open on this page, by id: "open" (or "mine": started by this reader here, so its
+  // end takes the focus) until their end has been announced, then "done".
   var runsSeen = {};
+  // A generation form was sent: the next run to appear is the reader's.
+  var expectingRun = false;
+  var STARTS_RUN = "form.gen-quick, form.gen-form, form.reply-box, .run-live-head form.gen-inline:not(.stop-form)";
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    if (elt && elt.closest && elt.closest(STARTS_RUN)) expectingRun = true;
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (event.detail && event.detail.failed) expectingRun = false;  // refused: no run started
+  });
   var OPEN = { queued: true, streaming: true };
   var ENDED = { failed: true, cancelled: true };
 
@@ -390,30 +401,38 @@
       var body = section.querySelector(".run-live-body");
       var status = body ? body.getAttribute("data-status") : "";
       if (OPEN[status]) {
-        if (!runsSeen[id]) { runsSeen[id] = "open"; announce("Assistant is answering…"); }
+        if (!runsSeen[id]) {
+          runsSeen[id] = expectingRun ? "mine" : "open";
+          expectingRun = false;
+          announce("Assistant is answering…");
+        }
         return;
       }
-      if (runsSeen[id] !== "open" || !ENDED[status]) return;
+      var seen = runsSeen[id];
+      if ((seen !== "open" && seen !== "mine") || !ENDED[status]) return;
       runsSeen[id] = "done";
       announce(runEnd(status, body));
       var error = body.querySelector(".run-failed");
-      if (error) error.focus();
+      if (error && seen === "mine") error.focus();
     });
   }
 
-  // A watched run whose live block gave way to committed messages: focus its last answer.
+  // A watched run whose live block gave way to committed messages: announce it, and focus
+  // its last answer when the reader started it.
   function watchCommits() {
     Object.keys(runsSeen).forEach(function (id) {
-      if (runsSeen[id] !== "open" || document.getElementById("run-" + id)) return;
+      var seen = runsSeen[id];
+      if ((seen !== "open" && seen !== "mine") || document.getElementById("run-" + id)) return;
       var made = Array.prototype.filter.call(
         document.querySelectorAll('#conversation article.msg[data-run="' + id + '"]'),
         function (m) { return !m.closest(".run-live"); });
       if (!made.length) return;
       runsSeen[id] = "done";
       var answers = made.filter(function (m) { return m.classList.contains("role-assistant"); });
-      var answer = (answers.length ? answers : made)[(answers.length ? answers : made).length - 1];
+      if (answers.length) made = answers;
+      var answer = made[made.length - 1];
       announce(answer.classList.contains("is-stopped") ? "Stopped" : "Answer finished");
-      if (!answer.contains(document.activeElement)) select(answer);
+      if (seen === "mine" && !answer.contains(document.activeElement)) select(answer);
     });
   }
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from tests.base import make_user
 from tests.browser import BROWSER_TESTS, open_page, screenshot
+from tests.factories import events, make_run
 from tests.generation.support import wait_for
 from tests.web.test_a11y_browser import seed
 from transcripts import ledger
@@ -219,3 +220,19 @@ def test_the_shortcuts_overlay_and_each_shortcut(browser: Any, live_server: Any)
     page.evaluate("document.activeElement.blur()")
     page.keyboard.press("/")
     assert page.evaluate("document.activeElement.id") == "id_q"
+
+
+def test_a_run_the_reader_did_not_start_is_announced_but_takes_no_focus(
+    browser: Any, live_server_asgi: Any, editor: Any
+) -> None:
+    thread, first = _weather()
+    run = make_run(thread, ("text-delta", {"delta": "An agent"}), commit=False)
+    page = open_page(browser, live_server_asgi, editor)
+    page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
+    page.wait_for_selector(".run-live.is-open")
+    page.evaluate(LISTEN)
+    page.locator(f"#m-{first.id}").focus()
+    ledger.append_events(run=run, events=events(("text-delta", {"delta": " answers."}), start=2))
+    ledger.commit_run(run=run)
+    page.wait_for_function("window.said.includes('Answer finished')", timeout=20_000)
+    assert page.evaluate("document.activeElement.id") == f"m-{first.id}"
