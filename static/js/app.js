@@ -417,20 +417,25 @@
     });
   }
 
+  // The last answer a committed run made (its last message if it made none), or null.
+  function lastAnswerOf(id) {
+    var made = Array.prototype.filter.call(
+      document.querySelectorAll('#conversation article.msg[data-run="' + id + '"]'),
+      function (m) { return !m.closest(".run-live"); });
+    var answers = made.filter(function (m) { return m.classList.contains("role-assistant"); });
+    if (answers.length) made = answers;
+    return made.length ? made[made.length - 1] : null;
+  }
+
   // A watched run whose live block gave way to committed messages: announce it, and focus
   // its last answer when the reader started it.
   function watchCommits() {
     Object.keys(runsSeen).forEach(function (id) {
       var seen = runsSeen[id];
       if ((seen !== "open" && seen !== "mine") || document.getElementById("run-" + id)) return;
-      var made = Array.prototype.filter.call(
-        document.querySelectorAll('#conversation article.msg[data-run="' + id + '"]'),
-        function (m) { return !m.closest(".run-live"); });
-      if (!made.length) return;
+      var answer = lastAnswerOf(id);
+      if (!answer) return;
       runsSeen[id] = "done";
-      var answers = made.filter(function (m) { return m.classList.contains("role-assistant"); });
-      if (answers.length) made = answers;
-      var answer = made[made.length - 1];
       announce(answer.classList.contains("is-stopped") ? "Stopped" : "Answer finished");
       if (seen === "mine" && !answer.contains(document.activeElement)) select(answer);
     });
