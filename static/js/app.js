@@ -152,6 +152,8 @@
     if (message) {
       message.classList.add("is-current");
       message.focus({ preventScroll: true });
+      var count = message.querySelector(".sib-count");
+      if (count) announce("Alternative " + count.textContent.trim().replace("/", " of "));
     }
   });
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tests.a11y import audit
 from tests.base import make_user
 from tests.browser import BROWSER_TESTS, open_page, screenshot
 from tests.factories import events, make_run
@@ -90,11 +91,14 @@ def test_every_message_action_is_reachable_and_usable_by_keyboard(
     answer.first.locator(".report-slot form").wait_for()
 
     # Enter on a switcher link shows the next alternative, and the focus follows it.
+    page.evaluate(LISTEN)
     answer.first.locator("a.sib-next").focus()
     page.keyboard.press("Enter")
     page.wait_for_function(
         "/leaf=/.test(location.search) && document.activeElement.matches('article.msg')"
     )
+    # A screen reader hears where it landed.
+    page.wait_for_function("window.said.some(s => /^Alternative \\d+ of \\d+$/.test(s))")
     screenshot(page, "kb-01-switched-by-keyboard", full_page=False)
 
 
@@ -190,6 +194,15 @@ def test_the_shortcuts_overlay_and_each_shortcut(browser: Any, live_server: Any)
     assert dialog.evaluate("d => d.contains(document.activeElement)")
     page.keyboard.press("j")  # no shortcut while the help is open
     screenshot(page, "kb-04-shortcuts", full_page=False)
+    # It passes axe in both schemes and fits a phone.
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert not audit(page, include="#shortcuts"), scheme
+    page.set_viewport_size({"width": 360, "height": 740})
+    box = dialog.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 360
+    screenshot(page, "kb-05-shortcuts-360-dark", full_page=False)
+    page.emulate_media(color_scheme="light")
     page.keyboard.press("Escape")
     assert not dialog.is_visible()
     assert message.evaluate("m => m === document.activeElement")
