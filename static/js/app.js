@@ -415,7 +415,7 @@
       runsSeen[id] = "done";
       announce(runEnd(status, body));
       var error = body.querySelector(".run-failed");
-      if (error && seen === "mine") error.focus();
+      if (error && seen === "mine" && !typing(document.activeElement)) error.focus();
     });
   }
 
@@ -430,7 +430,7 @@
   }
 
   // A watched run whose live block gave way to committed messages: announce it, and focus
-  // its last answer when the reader started it.
+  // its last answer when the reader started it (and is not typing somewhere meanwhile).
   function watchCommits() {
     Object.keys(runsSeen).forEach(function (id) {
       var seen = runsSeen[id];
@@ -439,7 +439,7 @@
       if (!answer) return;
       runsSeen[id] = "done";
       announce(answer.classList.contains("is-stopped") ? "Stopped" : "Answer finished");
-      if (seen === "mine" && !answer.contains(document.activeElement)) select(answer);
+      if (seen === "mine" && !answer.contains(document.activeElement) && !typing(document.activeElement)) select(answer);
     });
   }
 
