@@ -32,8 +32,19 @@
     return target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
   }
 
+  // The control a shortcut acts on: in the current message, else (from) the nearest message
+  // above it that has one (an answer's "e" edits the question before it). Null when none.
+  function nearest(list, index, selector) {
+    for (var i = index; i >= 0; i--) {
+      var found = list[i].querySelector(selector);
+      if (found) return found;
+    }
+    return null;
+  }
+
+  // Shortcuts on the messages: j/k move, ←/→ switch alternatives, r/e/c act on the current one.
   document.addEventListener("keydown", function (event) {
-    if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) return;
+    if (!plainKey(event)) return;
     var list = messages();
     if (!list.length) return;
     var current = currentMessage();
@@ -52,6 +63,83 @@
           return;
         }
       }
+    } else if (MESSAGE_KEYS[event.key]) {
+      event.preventDefault();
+      var action = MESSAGE_KEYS[event.key];
+      var control = index < 0 ? null : action.pick(list, index);
+      if (control) action.run(control); else announce(action.none);
+    }
+  });
+
+  var MESSAGE_KEYS = {
+    r: {
+      pick: function (list, index) { return list[index].querySelector("button.btn-regenerate"); },
+      run: function (button) { button.click(); },
+      none: "This message cannot be regenerated."
+    },
+    e: {
+      pick: function (list, index) { return nearest(list, index, "details.gen-pop:not(.gen-more)"); },
+      run: function (pop) { pop.open = true; },
+      none: "There is no message to edit here."
+    },
+    c: {
+      pick: function (list, index) { return nearest(list, index, "a.sib-compare"); },
+      run: function (link) { link.click(); },
+      none: "This message has no alternatives to compare."
+    }
+  };
+
+  // A key press meant as a shortcut: no modifier, not typed into a field, no dialog open.
+  function plainKey(event) {
+    return !(event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || typing(event.target) ||
+      document.querySelector("dialog[open]"));
+  }
+
+  /* --- keyboard (issue 26): the shortcuts overlay, "/" search, "g t" tree map --- */
+  var shortcutsOpener = null;
+  function showShortcuts() {
+    var dialog = document.getElementById("shortcuts");
+    if (!dialog || dialog.open || typeof dialog.showModal !== "function") return;
+    shortcutsOpener = document.activeElement;
+    dialog.showModal();
+  }
+  document.addEventListener("close", function (event) {
+    if (event.target.id !== "shortcuts") return;
+    if (shortcutsOpener && shortcutsOpener.isConnected && shortcutsOpener.focus) shortcutsOpener.focus({ preventScroll: true });
+    shortcutsOpener = null;
+  }, true);
+
+  // The page's search box, else the thread list (whose search box takes the focus on arrival).
+  var SEARCH_HASH = "#search";
+  function focusSearch() {
+    var box = document.querySelector("input[type=search]");
+    if (box) { box.focus(); box.select(); return; }
+    var home = document.querySelector("a.brand");
+    window.location.assign((home ? home.getAttribute("href") : "/") + SEARCH_HASH);
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    if (window.location.hash !== SEARCH_HASH) return;
+    var box = document.querySelector("input[type=search]");
+    if (box) box.focus();
+  });
+
+  var pendingG = 0;
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "?" && !(event.ctrlKey || event.metaKey || event.altKey) && !typing(event.target)) {
+      if (!document.querySelector("dialog[open]")) { showShortcuts(); event.preventDefault(); }
+      return;
+    }
+    if (!plainKey(event)) return;
+    var afterG = pendingG && Date.now() - pendingG < 1500;
+    pendingG = 0;
+    if (event.key === "/") {
+      focusSearch();
+      event.preventDefault();
+    } else if (event.key === "g") {
+      pendingG = Date.now();
+    } else if (event.key === "t" && afterG) {
+      var tree = document.querySelector("a[data-shortcut=tree]");
+      if (tree) { tree.click(); event.preventDefault(); } else announce("This page has no tree map.");
     }
   });
 
@@ -64,6 +152,8 @@
     if (message) {
       message.classList.add("is-current");
       message.focus({ preventScroll: true });
+      var count = message.querySelector(".sib-count");
+      if (count) announce("Alternative " + count.textContent.trim().replace("/", " of "));
     }
   });
 
@@ -80,7 +170,8 @@
     return Promise.resolve();
   }
 
-  // Generation forms: one popover open at a time, Escape closes it, Ctrl+Enter sends.
+  // Generation forms: one popover open at a time, Escape closes it (and a message's menus),
+  // Ctrl+Enter sends.
   document.addEventListener("toggle", function (event) {
     var pop = event.target;
     if (!pop.classList || !pop.classList.contains("gen-pop") || !pop.open) return;
@@ -92,7 +183,7 @@
   document.addEventListener("keydown", function (event) {
     if (event.key === "Escape") {
       // From anywhere in an open popover, its summary included (a menu opened from the keyboard).
-      var pop = event.target.closest ? event.target.closest("details.gen-pop[open]") : null;
+      var pop = event.target.closest ? event.target.closest("details.gen-pop[open], details.msg-menu[open]") : null;
       if (pop) { pop.open = false; pop.querySelector("summary").focus(); event.preventDefault(); }
       return;
     }
@@ -191,6 +282,7 @@
     copyText(button.getAttribute("data-copy") || "").then(function () {
       var label = button.textContent;
       button.textContent = "Copied";
+      announce("Copied");
       setTimeout(function () { button.textContent = label; }, 1200);
     });
   });
@@ -262,4 +354,96 @@
     if (recall(RECENT_FOLDED) === "1") box.open = false;
     box.addEventListener("toggle", function () { remember(RECENT_FOLDED, box.open ? "0" : "1"); });
   });
+
+  /* --- keyboard (issue 26): live announcements and focus after a run --- */
+  // One polite status region (#announcer, in every page) says what changed, debounced: a run
+  // that starts and ends within the pause is only said to have ended. Streaming text is never
+  // inside a live region, so a screen reader is never read the answer token by token.
+  var announceTimer = 0;
+  function announce(text) {
+    var region = document.getElementById("announcer");
+    if (!region) return;
+    window.clearTimeout(announceTimer);
+    announceTimer = window.setTimeout(function () {
+      region.textContent = "";
+      // A fresh text node in the next frame: the same words said twice are announced twice.
+      window.requestAnimationFrame(function () { region.textContent = text; });
+    }, 400);
+  }
+
+  // Runs seen open on this page, by id: "open" (or "mine": started by this reader here, so its
+  // end takes the focus) until their end has been announced, then "done".
+  var runsSeen = {};
+  // A generation form was sent: the next run to appear is the reader's.
+  var expectingRun = false;
+  var STARTS_RUN = "form.gen-quick, form.gen-form, form.reply-box, .run-live-head form.gen-inline:not(.stop-form)";
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    if (elt && elt.closest && elt.closest(STARTS_RUN)) expectingRun = true;
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (event.detail && event.detail.failed) expectingRun = false;  // refused: no run started
+  });
+  var OPEN = { queued: true, streaming: true };
+  var ENDED = { failed: true, cancelled: true };
+
+  // The words for a run that failed or was stopped while this page watched it.
+  function runEnd(status, body) {
+    if (status === "failed") {
+      var error = body.querySelector(".run-failed");
+      return "Failed: " + (error ? error.textContent.replace(/^\s*Generation failed\.\s*/, "").trim() : "the answer could not be generated.");
+    }
+    return "Stopped";
+  }
+
+  // Each live block: announce its start once; on failure announce the error and focus it.
+  function watchLiveBlocks() {
+    document.querySelectorAll(".run-live").forEach(function (section) {
+      var id = section.id.replace(/^run-/, "");
+      var body = section.querySelector(".run-live-body");
+      var status = body ? body.getAttribute("data-status") : "";
+      if (OPEN[status]) {
+        if (!runsSeen[id]) {
+          runsSeen[id] = expectingRun ? "mine" : "open";
+          expectingRun = false;
+          announce("Assistant is answering…");
+        }
+        return;
+      }
+      var seen = runsSeen[id];
+      if ((seen !== "open" && seen !== "mine") || !ENDED[status]) return;
+      runsSeen[id] = "done";
+      announce(runEnd(status, body));
+      var error = body.querySelector(".run-failed");
+      if (error && seen === "mine" && !typing(document.activeElement)) error.focus();
+    });
+  }
+
+  // The last answer a committed run made (its last message if it made none), or null.
+  function lastAnswerOf(id) {
+    var made = Array.prototype.filter.call(
+      document.querySelectorAll('#conversation article.msg[data-run="' + id + '"]'),
+      function (m) { return !m.closest(".run-live"); });
+    var answers = made.filter(function (m) { return m.classList.contains("role-assistant"); });
+    if (answers.length) made = answers;
+    return made.length ? made[made.length - 1] : null;
+  }
+
+  // A watched run whose live block gave way to committed messages: announce it, and focus
+  // its last answer when the reader started it (and is not typing somewhere meanwhile).
+  function watchCommits() {
+    Object.keys(runsSeen).forEach(function (id) {
+      var seen = runsSeen[id];
+      if ((seen !== "open" && seen !== "mine") || document.getElementById("run-" + id)) return;
+      var answer = lastAnswerOf(id);
+      if (!answer) return;
+      runsSeen[id] = "done";
+      announce(answer.classList.contains("is-stopped") ? "Stopped" : "Answer finished");
+      if (seen === "mine" && !answer.contains(document.activeElement) && !typing(document.activeElement)) select(answer);
+    });
+  }
+
+  function watchRuns() { watchLiveBlocks(); watchCommits(); }
+  document.addEventListener("htmx:afterSettle", watchRuns);
+  document.addEventListener("DOMContentLoaded", watchRuns);
 })();
