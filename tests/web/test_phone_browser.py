@@ -67,10 +67,12 @@ def _menu_links(page: Any) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.parametrize("width", [360, 390])
 def test_the_phone_menu_opens_without_javascript_and_holds_every_link(
-    browser: Any, live_server: Any, admin: Any
+    browser: Any, live_server: Any, admin: Any, width: int
 ) -> None:
-    page = open_page(browser, live_server, admin, viewport=PHONE, java_script_enabled=False)
+    viewport = {"width": width, "height": 844}
+    page = open_page(browser, live_server, admin, viewport=viewport, java_script_enabled=False)
     page.goto(live_server.url + "/")
     links = _menu_links(page)
     assert not links["Threads"].is_visible()  # folded away until the Menu opens
@@ -81,13 +83,13 @@ def test_the_phone_menu_opens_without_javascript_and_holds_every_link(
     for name, control in links.items():
         assert control.is_visible(), f"{name} is not in the open Menu"
         box = control.bounding_box()
-        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], f"{name} is off-screen"
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width, f"{name} is off-screen"
     assert links["Datasets"].get_attribute("href") == "/p/default/datasets/"
     assert overflow(page) == 0
-    screenshot(page, "phone-menu-open", full_page=False)
+    screenshot(page, f"phone-menu-open-{width}", full_page=False)
     links["project switcher"].click()
     choice = page.locator(".site-menu .menu-choice", has_text="Default")
-    assert choice.is_visible() and choice.bounding_box()["width"] <= PHONE["width"]
+    assert choice.is_visible() and choice.bounding_box()["width"] <= width
     links["Datasets"].click()
     page.wait_for_url("**/p/default/datasets/")
 
