@@ -103,8 +103,10 @@ def test_wide_screens_show_the_links_without_opening_anything(
     for name, control in _menu_links(page).items():
         assert control.is_visible(), f"{name} is hidden at 1366 px"
     assert page.locator(".topbar a.new-thread-link").is_visible()
+    assert page.locator(".topnav a[aria-current=page]").inner_text() == "Threads"
     page.get_by_role("link", name="Import", exact=True).click()
     page.wait_for_url("**/import/")
+    assert page.locator(".topnav a[aria-current=page]").inner_text() == "Import"
 
 
 @pytest.mark.parametrize("viewport", [PHONE, DESK], ids=["390", "1366"])
