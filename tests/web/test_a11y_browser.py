@@ -114,8 +114,23 @@ ANONYMOUS = ("shared", "login")
 
 
 def _open_everything(page: Any) -> None:
-    """Open every disclosure the page has (menus, options, tool cards, reasoning)."""
-    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    """Open every disclosure the page has (tool cards, reasoning, filters, options), and of the
+    popovers (a message's Regenerate/Edit forms and its More actions menu) the last message's
+    only, as a person opens one at a time."""
+    page.evaluate(
+        """() => {
+            const popovers = 'details.gen-pop, details.msg-menu';
+            document.querySelectorAll('details').forEach(d => {
+                if (!d.matches(popovers)) d.open = true;
+            });
+            const messages = document.querySelectorAll('article.msg');
+            const last = messages[messages.length - 1];
+            if (last) last.querySelectorAll(popovers).forEach(d => { d.open = true; });
+            document.querySelectorAll(popovers).forEach(d => {
+                if (!d.closest('article.msg')) d.open = true;
+            });
+        }"""
+    )
 
 
 def _visit(page: Any, url: str) -> None:
