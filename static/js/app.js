@@ -180,10 +180,16 @@
     if (field) field.focus({ preventScroll: true });
   }, true);
 
+  // The header's Menu (a panel on narrow screens) closes when a click lands outside it.
+  document.addEventListener("click", function (event) {
+    var menu = document.querySelector("details.site-menu[open]");
+    if (menu && !menu.contains(event.target)) menu.open = false;
+  });
+
   document.addEventListener("keydown", function (event) {
     if (event.key === "Escape") {
       // From anywhere in an open popover, its summary included (a menu opened from the keyboard).
-      var pop = event.target.closest ? event.target.closest("details.gen-pop[open], details.msg-menu[open]") : null;
+      var pop = event.target.closest ? event.target.closest("details.gen-pop[open], details.msg-menu[open], details.project-menu[open], details.site-menu[open]") : null;
       if (pop) { pop.open = false; pop.querySelector("summary").focus(); event.preventDefault(); }
       return;
     }

@@ -165,3 +165,22 @@ def test_a_long_code_line_scrolls_inside_its_box_not_the_page(
     assert scrolls, "the long line should scroll inside its <pre>"
     assert code.bounding_box()["x"] + code.bounding_box()["width"] <= width
     assert overflow(page) == 0
+
+
+def test_escape_or_a_click_outside_closes_the_phone_menu(
+    browser: Any, live_server: Any, admin: Any
+) -> None:
+    page = open_page(browser, live_server, admin, viewport={"width": 390, "height": 844})
+    page.goto(live_server.url + "/")
+    menu = page.locator("details.site-menu")
+    summary = page.locator(".site-menu > summary")
+    summary.focus()
+    page.keyboard.press("Enter")
+    assert menu.get_attribute("open") is not None
+    page.keyboard.press("Escape")
+    assert menu.get_attribute("open") is None
+    assert page.evaluate("() => document.activeElement.matches('.site-menu > summary')")
+    summary.click()
+    assert menu.get_attribute("open") is not None
+    page.mouse.click(200, 830)  # below the open panel
+    assert menu.get_attribute("open") is None
