@@ -28,7 +28,7 @@ def test_the_filters_update_the_counts_and_the_download_gives_the_file(
 
     page.on("console", on_console)
     page.goto(live_server.url + "/p/alpha/")
-    page.get_by_role("link", name="Datasets").click()
+    page.locator("#content").get_by_role("link", name="Datasets").click()  # the project page's link
     page.wait_for_url("**/p/alpha/datasets/")
     counts = page.locator(".dataset-counts")
     assert "2 rows from 1 thread and 1 fork point" in " ".join(counts.inner_text().split())
