@@ -22,6 +22,8 @@ _PACE = {
     "tool-result": 0.8,
 }
 _DEFAULT_PACE = 0.02
+RUN_GAP = timedelta(seconds=0.5)
+DEMO_SPAN = timedelta(seconds=30)  # the demo's events take about 15 s of it
 
 
 def _words(text: str) -> Iterator[str]:
@@ -63,6 +65,7 @@ class _Script:
 
 
 def _run(
+    clock: _Clock,
     thread: Thread,
     script: _Script,
     *,
@@ -70,32 +73,39 @@ def _run(
     model: str = "demo-1",
 ) -> Run:
     run, _ = ledger.begin_run(thread=thread, fork_from=fork_from, generator="demo", model=model)
-    ledger.append_events(run=run, events=_paced(script.events))
+    ledger.append_events(run=run, events=clock.paced(script.events))
     return ledger.commit_run(run=run)
 
 
-def _paced(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The events stamped with when they happened: paced by kind, ending now."""
-    steps = [_PACE.get(event["kind"], _DEFAULT_PACE) for event in events]
-    moment = datetime.now(UTC) - timedelta(seconds=sum(steps))
-    paced = []
-    for event, step in zip(events, steps, strict=True):
-        moment += timedelta(seconds=step)
-        paced.append({**event, "at": moment.isoformat()})
-    return paced
+class _Clock:
+    """When the demo's events happened: one clock for the whole demo, starting DEMO_SPAN ago
+    and paced by kind, so runs follow each other in the order they are written and every
+    moment is in the past."""
+
+    def __init__(self) -> None:
+        self.moment = datetime.now(UTC) - DEMO_SPAN
+
+    def paced(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The events stamped with when they happened (a pause before each run)."""
+        self.moment += RUN_GAP
+        paced = []
+        for event in events:
+            self.moment += timedelta(seconds=_PACE.get(event["kind"], _DEFAULT_PACE))
+            paced.append({**event, "at": self.moment.isoformat()})
+        return paced
 
 
 def _last_message(run: Run) -> Message:
     return run.messages.order_by("-position").first()  # type: ignore[return-value]
 
 
-def _tool_agent() -> None:
+def _tool_agent(clock: _Clock) -> None:
     thread, _ = ledger.create_thread(
         project=default_project(),
         title="Weather agent: should I bike to work?",
         metadata={DEMO_MARKER: True, "tags": ["tools", "reasoning"]},
     )
-    _run(thread, _Script().user("Should I bike to work in Amsterdam tomorrow morning?"))
+    _run(clock, thread, _Script().user("Should I bike to work in Amsterdam tomorrow morning?"))
     script = (
         _Script()
         .add("step-started")
@@ -133,16 +143,16 @@ def _tool_agent() -> None:
         )
         .add("step-finished", finishReason="stop", usage={"inputTokens": 530, "outputTokens": 96})
     )
-    _run(thread, script, model="demo-1")
+    _run(clock, thread, script, model="demo-1")
 
 
-def _regenerations() -> None:
+def _regenerations(clock: _Clock) -> None:
     thread, _ = ledger.create_thread(
         project=default_project(),
         title="Haiku about PostgreSQL (regenerated twice, prompt edited)",
         metadata={DEMO_MARKER: True, "tags": ["branches"]},
     )
-    user_run = _run(thread, _Script().user("Write a haiku about PostgreSQL."))
+    user_run = _run(clock, thread, _Script().user("Write a haiku about PostgreSQL."))
     prompt = _last_message(user_run)
     answers = [
         ("demo-1", "Rows in quiet pages\nwrite-ahead log keeps the promise\ncommit, and it stays"),
@@ -151,6 +161,7 @@ def _regenerations() -> None:
     ]
     for model, text in answers:
         _run(
+            clock,
             thread,
             _Script()
             .add("step-started")
@@ -162,15 +173,18 @@ def _regenerations() -> None:
             model=model,
         )
     # The user edits the prompt: a run forked from the prompt's parent (none: a new root).
-    edited = _run(thread, _Script().user("Write a haiku about PostgreSQL's MVCC."), fork_from=None)
+    edited = _run(
+        clock, thread, _Script().user("Write a haiku about PostgreSQL's MVCC."), fork_from=None
+    )
     _run(
+        clock,
         thread,
         _Script().say("Each reader sees its\nown snapshot of the same rows\nwriters never wait"),
         fork_from=_last_message(edited).id,
     )
 
 
-def _multi_agent() -> None:
+def _multi_agent(clock: _Clock) -> None:
     agents = {
         "agent-planner": {
             "agent_id": "agent-planner",
@@ -191,7 +205,7 @@ def _multi_agent() -> None:
         metadata={DEMO_MARKER: True, "tags": ["multi-agent"]},
         agents=agents,
     )
-    _run(thread, _Script().user("test_parse_dates fails on leap years. Can you fix it?"))
+    _run(clock, thread, _Script().user("test_parse_dates fails on leap years. Can you fix it?"))
     script = (
         _Script()
         .add("message-start", role="assistant", agentId="agent-planner")
@@ -219,14 +233,15 @@ def _multi_agent() -> None:
         .add("data-diff", file="dates.py", added=2, removed=9)
         .add("message-end")
     )
-    _run(thread, script, model="demo-2")
+    _run(clock, thread, script, model="demo-2")
 
 
 def load_demo() -> bool:
     """Create the demo threads unless they exist; returns whether it created them."""
     if Thread.objects.filter(metadata__contains={DEMO_MARKER: True}).exists():
         return False
-    _tool_agent()
-    _regenerations()
-    _multi_agent()
+    clock = _Clock()
+    _tool_agent(clock)
+    _regenerations(clock)
+    _multi_agent(clock)
     return True

@@ -46,7 +46,8 @@ def test_a_new_thread_from_the_header_streams_its_answer(
     screenshot(page, "60-thread-list-previews", full_page=False)
     page.locator(".topbar a.new-thread-link").click()
     page.wait_for_selector("form.new-thread-form")
-    # Keyboard first: the message box has the focus.
+    # Keyboard first: the message box has the focus (once the page has loaded).
+    page.wait_for_function("document.activeElement && document.activeElement.name === 'text'")
     page.keyboard.type(QUESTION)
     page.locator("#id_title").fill("Bike in the drizzle")
     page.select_option("#id_choice", "demo:demo-1")

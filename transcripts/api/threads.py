@@ -114,7 +114,8 @@ def get_thread(request: HttpRequest, threadId: str) -> Thread:
 
 @router.get(
     "/{threadId}/messages",
-    response={200: MessagePage, **ERRORS},
+    # With format=ai-sdk the answer is an array (of AI SDK UIMessages), so the schema says so.
+    response={200: MessagePage | list[dict[str, object]], **ERRORS},
     openapi_extra={
         "responses": {
             200: {
