@@ -33,7 +33,7 @@ def _branched(project: Project) -> tuple[Thread, list[Message], Message]:
     return thread, list(selectors.active_path(thread)), other
 
 
-def _snapshot(thread: Thread) -> list[dict[str, Any]]:
+def _snapshot(thread: Thread) -> list[object]:
     """Everything of a thread's messages and runs, to compare before and after."""
     return [
         *Message.objects.filter(thread=thread).order_by("id").values(),
