@@ -39,6 +39,19 @@ class ForkLink:
     title: str
 
 
+@dataclass(frozen=True)
+class MessageForks:
+    """The threads started from one message: up to LISTED_FORKS of them, and how many more."""
+
+    links: list[ForkLink]
+    more: int
+
+    @property
+    def total(self) -> int:
+        """How many threads were started from the message."""
+        return len(self.links) + self.more
+
+
 def message_to_fork(message_id: str) -> Message | None:
     """The message a fork would start from (its thread not loaded), or None."""
     if not is_ulid(message_id):
@@ -64,9 +77,9 @@ def fork_source(thread: Thread, readable: QuerySet[Thread]) -> ForkSource | None
 
 def forks_of(
     thread: Thread, message_ids: Collection[str], readable: QuerySet[Thread]
-) -> dict[str, tuple[list[ForkLink], int]]:
+) -> dict[str, MessageForks]:
     """For each of message_ids that threads the reader may read were started from: up to
-    LISTED_FORKS of them (oldest first) and how many there are in all."""
+    LISTED_FORKS of them (oldest first) and how many more there are."""
     if not message_ids:
         return {}
     rows = (
@@ -76,10 +89,10 @@ def forks_of(
         .order_by("created_at", "id")
         .values_list("id", "title", "metadata__forkedFrom__messageId")
     )
-    found: dict[str, tuple[list[ForkLink], int]] = {}
     grouped: dict[str, list[ForkLink]] = defaultdict(list)
     for thread_id, title, message_id in rows:
         grouped[str(message_id)].append(ForkLink(str(thread_id), title))
-    for message_id, links in grouped.items():
-        found[message_id] = (links[:LISTED_FORKS], len(links))
-    return found
+    return {
+        message_id: MessageForks(links[:LISTED_FORKS], max(0, len(links) - LISTED_FORKS))
+        for message_id, links in grouped.items()
+    }
