@@ -137,3 +137,21 @@ def test_a_redacted_message_is_copied_redacted(team: Team) -> None:
     assert "hunter2" not in str(copy.parts) + str(copy.metadata)
     assert "hunter2" not in str(list(fork.runs.values_list("events__data", flat=True)))
     check_all([fork])
+
+
+def test_a_fork_of_a_fork_says_where_it_starts_once(team: Team) -> None:
+    _thread, path, _ = _branched(team.alpha)
+    first = fork_thread(message=path[3], user=team.editor)
+
+    second = fork_thread(message=list(selectors.active_path(first))[1], user=team.editor)
+
+    assert second.title == "Capitals (from message 2)"
+    assert second.parent_thread_id == first.id
+    assert second.metadata["forkedFrom"]["title"] == "Capitals (from message 4)"
+
+
+def test_an_untitled_thread_forks_as_untitled(team: Team) -> None:
+    thread = make_thread("", project=team.alpha)
+    prompt = last_message(ask(thread, "hi"))
+
+    assert fork_thread(message=prompt, user=team.editor).title == "Untitled thread (from message 1)"

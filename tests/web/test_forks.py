@@ -78,3 +78,13 @@ def test_a_get_is_refused(team: Team, branched: Branched) -> None:
 
     assert response.status_code == 405
     assert Thread.objects.count() == 1
+
+
+def test_the_header_names_the_source_by_its_title_now(team: Team, branched: Branched) -> None:
+    team.client(team.editor).post(f"/t/{branched.thread.id}/m/{branched.second.id}/fork/")
+    fork = Thread.objects.exclude(pk=branched.thread.pk).get()
+    Thread.objects.filter(pk=branched.thread.pk).update(title="Renamed")
+
+    page = team.client(team.viewer).get(f"/t/{fork.id}/").content.decode()
+
+    assert ">Renamed</a>, message 2</p>" in page

@@ -8,6 +8,7 @@ thread's `parent_thread` is the source and its metadata's `forkedFrom` names the
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
@@ -27,10 +28,14 @@ from transcripts.permissions import User, member_access
 UNTITLED = "Untitled thread"
 
 
+# What fork_title adds: a fork of a fork says only where it starts itself.
+_SUFFIX = re.compile(r" \(from message \d+\)$")
+
+
 def fork_title(title: str, position: int) -> str:
     """The new thread's title: the source's, saying which message it starts from."""
     suffix = f" (from message {position})"
-    return (title or UNTITLED)[: MAX_TITLE - len(suffix)] + suffix
+    return (_SUFFIX.sub("", title) or UNTITLED)[: MAX_TITLE - len(suffix)] + suffix
 
 
 def _runs_of(path: list[Message]) -> list[JsonObject]:

@@ -66,9 +66,15 @@ def fork_source(thread: Thread, readable: QuerySet[Thread]) -> ForkSource | None
     if forked is None:
         return None
     source_id = as_str(forked.get("threadId")) or ""
-    reachable = is_ulid(source_id) and readable.filter(pk=source_id).exists()
+    # The source's title now (it may have been renamed), else the one it had at the fork.
+    title = (
+        readable.filter(pk=source_id).values_list("title", flat=True).first()
+        if is_ulid(source_id)
+        else None
+    )
+    reachable = title is not None
     return ForkSource(
-        title=as_str(forked.get("title")) or "",
+        title=title if title is not None else as_str(forked.get("title")) or "",
         position=position if isinstance(position := forked.get("position"), int) else 0,
         thread_id=source_id if reachable else "",
         message_id=(as_str(forked.get("messageId")) or "") if reachable else "",
