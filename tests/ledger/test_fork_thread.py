@@ -155,3 +155,12 @@ def test_an_untitled_thread_forks_as_untitled(team: Team) -> None:
     prompt = last_message(ask(thread, "hi"))
 
     assert fork_thread(message=prompt, user=team.editor).title == "Untitled thread (from message 1)"
+
+
+def test_a_locked_thread_forks_into_an_unlocked_one(team: Team) -> None:
+    _thread, path, _ = _branched(team.alpha)
+    Thread.objects.filter(pk=path[0].thread_id).update(locked=True)
+
+    fork = fork_thread(message=path[1], user=team.editor)
+
+    assert not fork.locked and Thread.objects.get(pk=path[0].thread_id).locked
