@@ -25,6 +25,7 @@ from tests.factories import make_run
 from transcripts import ledger
 from transcripts.demo import load_demo
 from transcripts.ledger.default_project import default_project
+from transcripts.ledger.fork_thread import fork_thread
 from transcripts.ledger.projects import set_member
 from transcripts.ledger.reports import report_message
 from transcripts.ledger.shares import create_share
@@ -64,6 +65,7 @@ def seed(admin: Any) -> Seeded:
     ledger.fail_run(run=failed, error="The model provider answered 529 overloaded")
     report_message(user=admin, message=_path(agents)[3], reason="harmful", note="a failing tool")
     _, secret = create_share(thread=weather, user=admin)
+    fork = fork_thread(message=_path(weather)[1], user=admin)
     answers = list(Run.objects.filter(thread=haiku, fork_from=prompt).order_by("created_at"))
     last_weather = Run.objects.filter(thread=weather).order_by("-created_at").first()
     assert last_weather is not None
@@ -77,6 +79,7 @@ def seed(admin: Any) -> Seeded:
             "conversation-branches": f"/t/{haiku.id}/?leaf="
             + Message.objects.get(run=answers[0]).id,
             "conversation-agents": f"/t/{agents.id}/",
+            "conversation-fork": f"/t/{fork.id}/",
             "tree-map": f"/t/{haiku.id}/tree/",
             "run": f"/runs/{last_weather.id}/",
             "compare": f"/t/{haiku.id}/fork/{prompt.id}/compare/",
@@ -99,6 +102,7 @@ PAGES = (
     "conversation-tools",
     "conversation-branches",
     "conversation-agents",
+    "conversation-fork",
     "tree-map",
     "run",
     "compare",

@@ -141,6 +141,8 @@ WRITES = [
          302),
     Case("stop an agent's run", "post", lambda p: f"/runs/{p.api_run.id}/cancel/", Role.ADMIN,
          302),
+    Case("new thread from here", "post", lambda p: f"/t/{p.thread.id}/m/{p.answer.id}/fork/",
+         Role.EDITOR, 302),
     Case("retry", "post", lambda p: f"/runs/{p.failed.id}/retry/", Role.EDITOR, 302),
     Case("restore", "post", lambda p: f"/runs/{p.superseded.id}/restore/", Role.EDITOR, 303),
     Case("rate", "post", lambda p: f"/runs/{p.superseded.id}/rate/", Role.EDITOR, 303,

@@ -16,6 +16,7 @@ from typing import Any
 from django.urls import reverse
 
 from transcripts.models import Message, Run, Thread
+from transcripts.selectors.forks import MessageForks
 from transcripts.web import rendering
 from transcripts.web.presenters.parts import DataView, annotation_view, part_view, text_of
 from transcripts.web.presenters.parts import PartView as PartView  # compare imports it here
@@ -72,6 +73,7 @@ class MessageItem:
     hidden_group: int = 0
     hidden_group_summary: str = ""
     hidden_group_end: bool = False
+    forks: MessageForks | None = None  # the threads started from this message
 
 
 def usage_number(usage: Any, *keys: str) -> int | None:

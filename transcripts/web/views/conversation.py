@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -15,6 +16,7 @@ from transcripts.generation.generators import CHOICES, EXTERNAL
 from transcripts.ledger import moderation
 from transcripts.models import Message, Thread
 from transcripts.permissions import Access
+from transcripts.selectors.forks import fork_source, forks_of
 from transcripts.web.access import get_thread_for_user, login_required, message_of, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.messages import MessageItem, message_items
@@ -54,8 +56,14 @@ def export_formats() -> list[tuple[str, str]]:
     return choices
 
 
-def _items(thread: Thread, messages: list[Message]) -> list[MessageItem]:
-    return message_items(thread, messages, siblings=selectors.siblings_of(thread, messages))
+def _items(
+    thread: Thread, messages: list[Message], readable: QuerySet[Thread]
+) -> list[MessageItem]:
+    items = message_items(thread, messages, siblings=selectors.siblings_of(thread, messages))
+    forks = forks_of(thread, [m.id for m in messages], readable)
+    for item in items:
+        item.forks = forks.get(item.message.id)
+    return items
 
 
 def _more(
@@ -76,7 +84,8 @@ def _more(
         messages = selectors.branch_window(origin, before=0, after=WINDOW + 1)[1:]
         context["has_later"] = len(messages) > WINDOW
         messages = messages[:WINDOW]
-    context["items"] = _items(thread, messages)
+    context["items"] = _items(thread, messages, threads_for_user(request, thread.project)[0])
+    context["can_fork"] = access.can_edit and not thread.hidden
     context["generation_options"] = options_for(thread, access, last_choice)
     partial = "earlier" if direction == "before" else "later"
     return render(request, f"{TEMPLATE}#{partial}", context)
@@ -108,8 +117,8 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         messages = selectors.active_tail(thread, head_depth=thread.head.depth, count=WINDOW)
     else:
         messages = []
-    items = _items(thread, messages)
     readable, _ = threads_for_user(request, thread.project)
+    items = _items(thread, messages, readable)
     context = {
         "thread": thread,
         "url": reverse("conversation", args=[thread.id]),
@@ -126,6 +135,9 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "recent_threads": RecentThreads(lambda n: selectors.recent_threads(readable, n), thread.id),
         # Share links: editors open the panel of the branch being read (views/shares.py).
         "shares_url": reverse("thread_shares", args=[thread.id]) if access.can_edit else "",
+        # New thread from here (editors; not from a hidden thread), and where this one came from.
+        "can_fork": access.can_edit and not thread.hidden,
+        "fork_source": fork_source(thread, readable),
     }
     template = TEMPLATE
     if request.htmx:
