@@ -16,7 +16,13 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
-from transcripts.generation.generators import CHOICES, EXTERNAL, GENERATORS
+from transcripts.generation.generators import (
+    CHOICES,
+    EXTERNAL,
+    EXTERNAL_LABEL,
+    GENERATORS,
+    availability,
+)
 from transcripts.generation.leases import lease_seconds
 from transcripts.models import Event, Run, RunStatus, Thread
 from transcripts.permissions import Access, may_stop
@@ -126,7 +132,7 @@ PARAMETERS = ("temperature", "maxTokens", "systemPrompt", "delayMs")
 def generator_choices() -> list[tuple[str, str]]:
     """(name, label) of every generator a run can use."""
     return [
-        (name, GENERATORS[name].label if name in GENERATORS else "External stream layer")
+        (name, GENERATORS[name].label if name in GENERATORS else EXTERNAL_LABEL)
         for name in CHOICES
     ]
 
@@ -146,13 +152,13 @@ class ModelChoice:
 
 
 def model_choices() -> list[tuple[str, list[ModelChoice]]]:
-    """The models of every configured generator, grouped by the generator's label."""
-    groups = []
-    for name, generator in GENERATORS.items():
-        models = generator().models()
-        groups.append((generator.label, [ModelChoice(name, m, m) for m in models]))
-    groups.append(("External stream layer", [ModelChoice(EXTERNAL, "", "external")]))
-    return groups
+    """The models of every generator that can run on this server now, grouped by the
+    generator's label (the others are on the project page, with the reason)."""
+    return [
+        (g.label, [ModelChoice(g.name, m, m or g.name) for m in g.models])
+        for g in availability()
+        if g.available
+    ]
 
 
 def parse_model_choice(value: str) -> tuple[str, str] | None:
@@ -220,6 +226,11 @@ def options_for(
     parameters = choice.get("parameters") or {}
     generator = choice.get("generator") or "demo"
     model = choice.get("model") or ""
+    models = model_choices()
+    if generator not in {c.generator for _, group in models for c in group}:
+        # The last choice cannot run now (its key was removed): the one-click actions would
+        # only fail, so they use the demo generator instead.
+        generator, model, parameters = "demo", "", {}
     if generator in GENERATORS and not model:
         model = GENERATORS[generator]().default_model()
     defaults = {
@@ -227,10 +238,9 @@ def options_for(
         "model": model,
         **{key: parameters.get(key) for key in PARAMETERS},
     }
-    models = model_choices()
     offered = {c.value for _, group in models for c in group}
     if f"{generator}:{model}" not in offered:
-        # A model no longer configured (or typed before models were a list): offer it too, so
+        # A model no longer listed (or typed before models were a list): offer it too, so
         # the one-click Regenerate repeats exactly what was used last.
         models.insert(0, ("Last used", [ModelChoice(generator, model, model or generator)]))
     return Options(refusal=refusal, choices=generator_choices(), defaults=defaults, models=models)
