@@ -22,6 +22,7 @@ from transcripts.generation.generators import (
     EXTERNAL_LABEL,
     GENERATORS,
     availability,
+    unavailable_reason,
 )
 from transcripts.generation.leases import lease_seconds
 from transcripts.models import Event, Run, RunStatus, Thread
@@ -132,8 +133,7 @@ PARAMETERS = ("temperature", "maxTokens", "systemPrompt", "delayMs")
 def generator_choices() -> list[tuple[str, str]]:
     """(name, label) of every generator a run can use."""
     return [
-        (name, GENERATORS[name].label if name in GENERATORS else EXTERNAL_LABEL)
-        for name in CHOICES
+        (name, GENERATORS[name].label if name in GENERATORS else EXTERNAL_LABEL) for name in CHOICES
     ]
 
 
@@ -291,6 +291,9 @@ class LiveRun:
     # What the reader may do with it: stop it (permissions.may_stop), retry it (an editor).
     may_stop: bool = False
     may_retry: bool = False
+    # Why Retry is not offered although the run could be retried: its generator can't run
+    # on this server now ('' when it can).
+    retry_refusal: str = ""
     retryable: bool = field(init=False)
     waiting: str = field(init=False)
     # An open run whose worker's lease lapsed: its worker stopped responding.
@@ -298,7 +301,9 @@ class LiveRun:
 
     def __post_init__(self) -> None:
         closed = self.run.status in (RunStatus.FAILED, RunStatus.CANCELLED)
-        self.retryable = closed and self.requeued_as is None
+        if closed and self.requeued_as is None:
+            self.retry_refusal = unavailable_reason(self.run.generator)
+        self.retryable = closed and self.requeued_as is None and not self.retry_refusal
         lease = self.run.lease_expires_at
         self.stalled = self.run.is_open and lease is not None and lease < timezone.now()
         if self.run.status == RunStatus.QUEUED:
@@ -352,6 +357,14 @@ def live_run(run: Run, thread: Thread, facts: LiveRunFacts, *, access: Access) -
         may_stop=may_stop(run, user_access=access),
         may_retry=access.can_edit,
     )
+
+
+def failed_live_run(run: Run, facts: LiveRunFacts, thread: Thread, *, access: Access) -> LiveRun:
+    """A failed run the conversation still shows after its fork point (selectors.
+    unanswered_failures): its partial output, error and Retry, placed "failed"."""
+    live = live_run(run, thread, facts, access=access)
+    live.placement, live.after_id = "failed", run.fork_from_id
+    return live
 
 
 def open_live_run(
