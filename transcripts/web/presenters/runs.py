@@ -302,7 +302,7 @@ class LiveRun:
     def __post_init__(self) -> None:
         closed = self.run.status in (RunStatus.FAILED, RunStatus.CANCELLED)
         if closed and self.requeued_as is None:
-            self.retry_refusal = unavailable_reason(self.run.generator)
+            self.retry_refusal = retry_refusal(self.run.generator)
         self.retryable = closed and self.requeued_as is None and not self.retry_refusal
         lease = self.run.lease_expires_at
         self.stalled = self.run.is_open and lease is not None and lease < timezone.now()
@@ -317,6 +317,13 @@ class LiveRun:
             self.waiting = "Generating…"
         if self.run.is_open and self.run.metadata.get("retryOf"):
             self.waiting += " (a new attempt of a run that failed)"
+
+
+def retry_refusal(generator: str) -> str:
+    """Why a closed run of generator can't be retried on this server ('' when it can)."""
+    if generator not in CHOICES:
+        return "it came from outside (an agent or an import), not from a generator of this server"
+    return unavailable_reason(generator)
 
 
 def _no_worker(silence: float) -> str:
