@@ -304,6 +304,7 @@ def test_a_failed_run_with_no_output_stays_after_a_reload_and_retries_by_keyboar
     assert "the model went away" in failed.inner_text()
     assert "Nothing was generated" in failed.inner_text()
     assert "partial output" not in failed.inner_text()
+    assert page.locator(f"#m-{answer.id}").is_visible()  # the branch read stays in view
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     failed.scroll_into_view_if_needed()
     screenshot(page, "28-failed-no-output-after-reload", full_page=False)
