@@ -179,7 +179,10 @@ def test_a_queued_run_waits_quietly_while_a_worker_is_about(team: Team) -> None:
     assert "No worker" not in text
 
 
-def test_a_run_queued_for_an_external_stream_layer_does_not_ask_for_a_worker(team: Team) -> None:
+def test_a_run_queued_for_an_external_stream_layer_does_not_ask_for_a_worker(
+    team: Team, settings: Any
+) -> None:
+    settings.TRANSCRIPTS_EXTERNAL_GENERATOR = True
     _, run = _queued_run(team, generator="external")
     text = _live_text(team, run)
     assert "Waiting for the external stream layer to claim this run…" in text

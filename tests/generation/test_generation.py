@@ -159,7 +159,8 @@ def _event(item):
     return {"kind": kind, "data": data}
 
 
-def test_the_external_generator_leaves_the_run_queued():
+def test_the_external_generator_leaves_the_run_queued(settings):
+    settings.TRANSCRIPTS_EXTERNAL_GENERATOR = True
     thread = conversation(turns=1)
     run = start_generation(thread=thread, generator="external", model="my-agent")
     assert run_status(run.id) == RunStatus.QUEUED
@@ -311,7 +312,8 @@ def test_a_worker_notifies_the_webhook_when_an_external_run_is_queued(start_work
         server.shutdown()
 
 
-def test_an_edit_stays_queued_until_its_generator_picks_it_up():
+def test_an_edit_stays_queued_until_its_generator_picks_it_up(settings):
+    settings.TRANSCRIPTS_EXTERNAL_GENERATOR = True
     from transcripts.generation import start as generation
 
     thread = conversation(turns=1)

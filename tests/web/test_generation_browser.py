@@ -286,3 +286,30 @@ def test_the_forms_fit_a_360_pixel_screen_in_dark_mode(
     page.locator("form#reply details.gen-options summary").click()
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
     screenshot(page, "29-mobile-dark-reply", full_page=False)
+
+
+def test_a_failed_run_with_no_output_stays_after_a_reload_and_retries_by_keyboard(
+    browser: Any, live_server_asgi: Any, editor: Any
+) -> None:
+    thread, answer = _weather()
+    run, _ = ledger.begin_run(
+        thread=thread, fork_from=answer.parent_id, generator="demo", origin="web"
+    )
+    ledger.fail_run(run=run, error={"message": "the model went away", "code": "upstream"})
+    page = open_page(browser, live_server_asgi, editor, viewport={"width": 390, "height": 780})
+    page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
+    page.reload()
+    failed = page.locator(f"#run-{run.id}")
+    assert "Failed branch" in failed.inner_text()
+    assert "the model went away" in failed.inner_text()
+    assert "Nothing was generated" in failed.inner_text()
+    assert "partial output" not in failed.inner_text()
+    assert page.locator(f"#m-{answer.id}").is_visible()  # the branch read stays in view
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    failed.scroll_into_view_if_needed()
+    screenshot(page, "28-failed-no-output-after-reload", full_page=False)
+    retry = failed.locator("button", has_text="Retry")
+    retry.focus()
+    page.keyboard.press("Enter")
+    wait_for(lambda: Run.objects.filter(metadata__retryOf=run.id).exists())
+    page.wait_for_selector(f"#run-{run.id}", state="detached")

@@ -286,7 +286,8 @@ def test_only_a_user_message_can_be_edited(editor_client: Client) -> None:
     assert _snapshot() == before
 
 
-def test_reply_commits_the_message_and_queues_its_answer(editor_client: Client) -> None:
+def test_reply_commits_the_message_and_queues_its_answer(editor_client: Client, settings) -> None:
+    settings.TRANSCRIPTS_EXTERNAL_GENERATOR = True
     thread, _, answer = _thread()
     data = {**OPTIONS, "text": "Tell me more", "generator": "external", "model": "my-agent"}
     response = editor_client.post(f"/t/{thread.id}/reply/", data, headers=HTMX)
@@ -312,8 +313,9 @@ def test_a_reply_to_an_empty_thread_starts_it(editor_client: Client) -> None:
 
 
 def test_the_conversation_offers_regenerate_edit_and_reply_with_the_last_choice(
-    editor_client: Client,
+    editor_client: Client, settings
 ) -> None:
+    settings.TRANSCRIPTS_EXTERNAL_GENERATOR = True
     thread, question, answer = _thread()
     generation.start_regenerate(
         message=answer,

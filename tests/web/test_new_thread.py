@@ -91,7 +91,9 @@ def test_the_thread_holds_the_committed_question_and_a_queued_answer(team: Team)
     )
 
 
-def test_the_models_of_every_configured_generator_can_answer(team: Team) -> None:
+def test_the_models_of_every_configured_generator_can_answer(team: Team, settings: Any) -> None:
+    settings.TRANSCRIPTS_OPENAI_API_KEY = "sk-test"
+    settings.TRANSCRIPTS_EXTERNAL_GENERATOR = True
     model = get_generator("openai").models()[0]
     _post(team, team.editor, choice=f"openai:{model}", title="Asked openai")
     _post(team, team.editor, choice="external:", title="Asked an agent")
@@ -159,7 +161,8 @@ def test_bad_input_is_a_422_with_the_form_kept_and_nothing_created(
 # --- the form and the way to it --------------------------------------------------------------
 
 
-def test_the_form_offers_each_generator_s_models_the_demo_first(team: Team) -> None:
+def test_the_form_offers_each_generator_s_models_the_demo_first(team: Team, settings: Any) -> None:
+    settings.TRANSCRIPTS_OPENAI_API_KEY = "sk-test"
     html = team.client(team.editor).get("/new/").content.decode()
     assert '<optgroup label="Demo (offline)">' in html
     assert '<option value="demo:demo-1" selected>' in html

@@ -22,7 +22,12 @@ from django_tasks import task
 from transcripts import ledger
 from transcripts.db_availability import patiently
 from transcripts.errors import DomainError, InvalidInput
-from transcripts.generation.generators import EXTERNAL, GENERATORS, get_generator
+from transcripts.generation.generators import (
+    EXTERNAL,
+    GENERATORS,
+    get_generator,
+    unavailable_reason,
+)
 from transcripts.generation.runner import generate
 from transcripts.jsonvalue import JsonObject
 from transcripts.models import Run, RunOrigin, RunStatus, Thread
@@ -87,9 +92,18 @@ def start_generation(
     prefix: list[JsonObject] | None = None,
     metadata: Mapping[str, object] | None = None,
 ) -> Run:
-    """Queue a run for generator, forked from fork_from; prefix events (an edit) come first."""
+    """Queue a run for generator, forked from fork_from; prefix events (an edit) come first.
+    A generator that cannot run on this server now (an unknown one, OpenAI without a key) is
+    refused (InvalidInput) before anything is written."""
     if generator != EXTERNAL and generator not in GENERATORS:
         raise InvalidInput(f"unknown generator {generator!r}", field="generator")
+    reason = unavailable_reason(generator)
+    if reason:
+        raise InvalidInput(
+            f"the {generator} generator can't run on this server: {reason}",
+            field="generator",
+            reason=reason,
+        )
     params = _clean_parameters(parameters)
     if not model and generator != EXTERNAL:
         model = get_generator(generator).default_model()

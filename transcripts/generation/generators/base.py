@@ -61,6 +61,10 @@ class Generator:
         """The models a person may pick for it, the default first."""
         return [self.default_model()] if self.default_model() else []
 
+    def unavailable_reason(self) -> str:
+        """Why it cannot run on this server now ('' when it can), e.g. a key not set."""
+        return ""
+
     def stream(self, request: GenerationRequest) -> Iterator[StreamEvent]:
         """Yield events as they become available."""
         raise NotImplementedError

@@ -36,6 +36,19 @@ def _setting(name: str, env: str, default: str = "") -> str:
     return str(getattr(settings, name, "") or os.environ.get(env, "") or default)
 
 
+def _api_key() -> str:
+    """The API key (never stored, never rendered): TRANSCRIPTS_OPENAI_API_KEY, else
+    OPENAI_API_KEY, read from the environment or the settings at call time."""
+    return os.environ.get("TRANSCRIPTS_OPENAI_API_KEY") or _setting(
+        "TRANSCRIPTS_OPENAI_API_KEY", "OPENAI_API_KEY"
+    )
+
+
+def _base_url() -> str | None:
+    """The endpoint's base URL (a local server needs no key), None for OpenAI's own."""
+    return _setting("TRANSCRIPTS_OPENAI_BASE_URL", "OPENAI_BASE_URL") or None
+
+
 def _usage(raw: CompletionUsage) -> JsonObject:
     data = raw.model_dump(exclude_none=True)
     usage: JsonObject = {_USAGE_KEYS.get(k, k): v for k, v in data.items()}
@@ -66,6 +79,12 @@ class OpenAIChatGenerator(Generator):
         names = [name.strip() for name in listed.split(",") if name.strip()]
         return list(dict.fromkeys(names)) or [self.default_model()]
 
+    def unavailable_reason(self) -> str:
+        """Without a key and without a base URL of its own, every run would fail."""
+        if _api_key() or _base_url() is not None:
+            return ""
+        return "OPENAI_API_KEY not set (nor TRANSCRIPTS_OPENAI_BASE_URL)"
+
     def build_messages(self, request: GenerationRequest) -> list[JsonObject]:
         """The Chat Completions messages for the conversation so far."""
         history = [m for m in request.messages if not object_of(m.get("metadata")).get("hidden")]
@@ -83,11 +102,7 @@ class OpenAIChatGenerator(Generator):
     def stream(self, request: GenerationRequest) -> Iterator[StreamEvent]:
         import openai
 
-        # The key is read from the environment at call time: never stored, never rendered.
-        api_key = os.environ.get("TRANSCRIPTS_OPENAI_API_KEY") or _setting(
-            "TRANSCRIPTS_OPENAI_API_KEY", "OPENAI_API_KEY"
-        )
-        base_url = _setting("TRANSCRIPTS_OPENAI_BASE_URL", "OPENAI_BASE_URL") or None
+        api_key, base_url = _api_key(), _base_url()
         if not api_key and base_url is None:
             raise GeneratorError("set OPENAI_API_KEY (or TRANSCRIPTS_OPENAI_BASE_URL)")
         client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url, timeout=120)

@@ -16,7 +16,14 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
-from transcripts.generation.generators import CHOICES, EXTERNAL, GENERATORS
+from transcripts.generation.generators import (
+    CHOICES,
+    EXTERNAL,
+    EXTERNAL_LABEL,
+    GENERATORS,
+    availability,
+    unavailable_reason,
+)
 from transcripts.generation.leases import lease_seconds
 from transcripts.models import Event, Run, RunStatus, Thread
 from transcripts.permissions import Access, may_stop
@@ -126,8 +133,7 @@ PARAMETERS = ("temperature", "maxTokens", "systemPrompt", "delayMs")
 def generator_choices() -> list[tuple[str, str]]:
     """(name, label) of every generator a run can use."""
     return [
-        (name, GENERATORS[name].label if name in GENERATORS else "External stream layer")
-        for name in CHOICES
+        (name, GENERATORS[name].label if name in GENERATORS else EXTERNAL_LABEL) for name in CHOICES
     ]
 
 
@@ -146,13 +152,13 @@ class ModelChoice:
 
 
 def model_choices() -> list[tuple[str, list[ModelChoice]]]:
-    """The models of every configured generator, grouped by the generator's label."""
-    groups = []
-    for name, generator in GENERATORS.items():
-        models = generator().models()
-        groups.append((generator.label, [ModelChoice(name, m, m) for m in models]))
-    groups.append(("External stream layer", [ModelChoice(EXTERNAL, "", "external")]))
-    return groups
+    """The models of every generator that can run on this server now, grouped by the
+    generator's label (the others are on the project page, with the reason)."""
+    return [
+        (g.label, [ModelChoice(g.name, m, m or g.name) for m in g.models])
+        for g in availability()
+        if g.available
+    ]
 
 
 def parse_model_choice(value: str) -> tuple[str, str] | None:
@@ -220,6 +226,11 @@ def options_for(
     parameters = choice.get("parameters") or {}
     generator = choice.get("generator") or "demo"
     model = choice.get("model") or ""
+    models = model_choices()
+    if generator not in {c.generator for _, group in models for c in group}:
+        # The last choice cannot run now (its key was removed): the one-click actions would
+        # only fail, so they use the demo generator instead.
+        generator, model, parameters = "demo", "", {}
     if generator in GENERATORS and not model:
         model = GENERATORS[generator]().default_model()
     defaults = {
@@ -227,10 +238,9 @@ def options_for(
         "model": model,
         **{key: parameters.get(key) for key in PARAMETERS},
     }
-    models = model_choices()
     offered = {c.value for _, group in models for c in group}
     if f"{generator}:{model}" not in offered:
-        # A model no longer configured (or typed before models were a list): offer it too, so
+        # A model no longer listed (or typed before models were a list): offer it too, so
         # the one-click Regenerate repeats exactly what was used last.
         models.insert(0, ("Last used", [ModelChoice(generator, model, model or generator)]))
     return Options(refusal=refusal, choices=generator_choices(), defaults=defaults, models=models)
@@ -281,6 +291,9 @@ class LiveRun:
     # What the reader may do with it: stop it (permissions.may_stop), retry it (an editor).
     may_stop: bool = False
     may_retry: bool = False
+    # Why Retry is not offered although the run could be retried: its generator can't run
+    # on this server now ('' when it can).
+    retry_refusal: str = ""
     retryable: bool = field(init=False)
     waiting: str = field(init=False)
     # An open run whose worker's lease lapsed: its worker stopped responding.
@@ -288,7 +301,9 @@ class LiveRun:
 
     def __post_init__(self) -> None:
         closed = self.run.status in (RunStatus.FAILED, RunStatus.CANCELLED)
-        self.retryable = closed and self.requeued_as is None
+        if closed and self.requeued_as is None:
+            self.retry_refusal = retry_refusal(self.run.generator)
+        self.retryable = closed and self.requeued_as is None and not self.retry_refusal
         lease = self.run.lease_expires_at
         self.stalled = self.run.is_open and lease is not None and lease < timezone.now()
         if self.run.status == RunStatus.QUEUED:
@@ -302,6 +317,13 @@ class LiveRun:
             self.waiting = "Generating…"
         if self.run.is_open and self.run.metadata.get("retryOf"):
             self.waiting += " (a new attempt of a run that failed)"
+
+
+def retry_refusal(generator: str) -> str:
+    """Why a closed run of generator can't be retried on this server ('' when it can)."""
+    if generator not in CHOICES:
+        return "it came from outside (an agent or an import), not from a generator of this server"
+    return unavailable_reason(generator)
 
 
 def _no_worker(silence: float) -> str:
@@ -342,6 +364,14 @@ def live_run(run: Run, thread: Thread, facts: LiveRunFacts, *, access: Access) -
         may_stop=may_stop(run, user_access=access),
         may_retry=access.can_edit,
     )
+
+
+def failed_live_run(run: Run, facts: LiveRunFacts, thread: Thread, *, access: Access) -> LiveRun:
+    """A failed run the conversation still shows after its fork point (selectors.
+    unanswered_failures): its partial output, error and Retry, placed "failed"."""
+    live = live_run(run, thread, facts, access=access)
+    live.placement, live.after_id = "failed", run.fork_from_id
+    return live
 
 
 def open_live_run(

@@ -16,11 +16,12 @@ from transcripts.generation.generators import CHOICES, EXTERNAL
 from transcripts.ledger import moderation
 from transcripts.models import Message, Thread
 from transcripts.permissions import Access
+from transcripts.selectors.failed_runs import unanswered_failures
 from transcripts.selectors.forks import fork_source, forks_of
 from transcripts.web.access import get_thread_for_user, login_required, message_of, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.messages import MessageItem, message_items
-from transcripts.web.presenters.runs import LiveRun, open_live_run, options_for
+from transcripts.web.presenters.runs import LiveRun, failed_live_run, open_live_run, options_for
 from transcripts.web.presenters.threads import RecentThreads
 
 
@@ -31,6 +32,17 @@ def _open_run(thread: Thread, items: list[MessageItem], access: Access) -> LiveR
         return None
     facts = selectors.live_run_facts(run, thread, worker_needed=run.generator != EXTERNAL)
     return open_live_run(run, facts, thread, items, access=access)
+
+
+def _failed_runs(thread: Thread, items: list[MessageItem], access: Access) -> list[LiveRun]:
+    """The failed generations at the window's fork points that nothing followed, shown there
+    (with the thread's start when the window begins at it)."""
+    root = not items or items[0].message.depth == 0
+    ids = [item.message.id for item in items]
+    return [
+        failed_live_run(run, selectors.live_run_facts(run, thread), thread, access=access)
+        for run in unanswered_failures(thread, ids, root=root)
+    ]
 
 
 def last_choice(thread: Thread) -> dict[str, Any]:
@@ -131,6 +143,7 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "tree_url": reverse("tree", args=[thread.id]),
         "generation_options": options_for(thread, access, last_choice),
         "open_run": _open_run(thread, items, access),
+        "failed_runs": _failed_runs(thread, items, access),
         "export_formats": export_formats(),
         "recent_threads": RecentThreads(lambda n: selectors.recent_threads(readable, n), thread.id),
         # Share links: editors open the panel of the branch being read (views/shares.py).

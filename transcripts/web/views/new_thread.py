@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from transcripts.errors import InvalidInput
 from transcripts.generation import start as generation
-from transcripts.generation.generators import get_generator
+from transcripts.generation.generators import get_generator, unavailable_reason
 from transcripts.ledger.threads import MAX_TITLE
 from transcripts.models import Project
 from transcripts.permissions import Role, project_access
@@ -50,8 +50,12 @@ class NewThreadForm(forms.Form):
 
     def clean_choice(self) -> str:
         choice = str(self.cleaned_data["choice"])
+        parsed = parse_model_choice(choice)
+        reason = unavailable_reason(parsed[0]) if parsed else ""
+        if parsed and reason:
+            raise forms.ValidationError(f"{parsed[0]} can't run on this server: {reason}.")
         offered = {c.value for _, models in model_choices() for c in models}
-        if choice not in offered or parse_model_choice(choice) is None:
+        if choice not in offered or parsed is None:
             raise forms.ValidationError("Choose one of the listed models.")
         return choice
 
