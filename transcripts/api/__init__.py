@@ -18,6 +18,7 @@ from transcripts.api import (
     otlp,
     runs,
     shares,
+    stats,
     threads,
     transfer,
 )
@@ -46,3 +47,4 @@ api.add_router("/chat", chat.router, tags=["chat"])
 api.add_router("/threads", shares.thread_router, tags=["shares"])
 api.add_router("/shares", shares.router, tags=["shares"])
 api.add_router("/datasets", datasets.router, tags=["datasets"])
+api.add_router("/projects", stats.router, tags=["stats"])
