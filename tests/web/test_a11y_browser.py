@@ -85,6 +85,7 @@ def seed(admin: Any) -> Seeded:
             "project": "/p/default/",
             "audit": "/p/default/audit/",
             "datasets": "/p/default/datasets/",
+            "dashboard": "/p/default/dashboard/?window=30d",
             "shared": f"/s/{secret}/",
             "login": "/accounts/login/",
         }
@@ -107,6 +108,7 @@ PAGES = (
     "project",
     "audit",
     "datasets",
+    "dashboard",
     "shared",
     "login",
 )

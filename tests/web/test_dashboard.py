@@ -257,3 +257,63 @@ def test_an_empty_project_over_the_api(team: Team) -> None:
 
     assert body["runs"]["total"] == 0 and body["failureRate"] is None and body["cost"] is None
     assert len(body["buckets"]) == 8 and body["unit"] == "day"
+
+
+# --- the page ------------------------------------------------------------------------------
+
+CUSTOM = {"window": "custom", "from": "2026-02-27", "to": "2026-03-05"}
+
+
+def test_the_page_shows_the_apis_numbers(team: Team, known: Project) -> None:
+    body = ApiClient(team.token(team.alpha, "read")).get("/projects/alpha/stats", **WEEK_QUERY)
+
+    page = team.client(team.viewer).get("/p/alpha/dashboard/", CUSTOM)
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    figures = body.json()
+    assert f"<dd class=\"dash-value\">{figures['runs']['total']}</dd>" in html
+    assert "25.0%" in html  # the failure rate
+    assert "4,050 / 407" in html and "$0.01<" in html
+    assert "5.0 s / 9.4 s" in html  # latency p50 / p95
+    assert ">Busy</a>" in html and "Secret" not in html
+    assert "?since=2026-03-02&amp;until=2026-03-02&amp;failed=on" in html
+    assert "who=gpt-4o" in html
+    assert 'href="/p/alpha/dashboard/"' in team.client(team.viewer).get("/p/alpha/").content.decode()
+
+
+def test_a_moderator_sees_hidden_threads_counted(team: Team, known: Project) -> None:
+    html = team.client(team.moderator).get("/p/alpha/dashboard/", CUSTOM).content.decode()
+
+    assert ">Secret</a>" in html
+
+
+@pytest.mark.parametrize("window", ["24h", "7d", "30d", ""])
+def test_every_window_renders_for_an_empty_project(team: Team, window: str) -> None:
+    page = team.client(team.outsider).get("/p/beta/dashboard/", {"window": window})
+
+    assert page.status_code == 200
+    assert "No run in this window." in page.content.decode()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"window": "1y"},
+        {"window": "custom", "from": "soon"},
+        {"window": "custom", "from": "2026-03-05", "to": "2026-03-01"},
+        {"window": "custom", "from": "2000-01-01", "to": "2026-01-01"},
+    ],
+)
+def test_a_bad_window_is_a_422_that_says_why(team: Team, query: dict[str, str]) -> None:
+    page = team.client(team.viewer).get("/p/alpha/dashboard/", query)
+
+    assert page.status_code == 422
+    assert 'role="alert"' in page.content.decode()
+
+
+def test_outsiders_get_404(team: Team) -> None:
+    assert team.client(team.outsider).get("/p/alpha/dashboard/").status_code == 404
+    assert team.client(team.stranger).get("/p/alpha/dashboard/").status_code == 404
+    assert team.client(team.viewer).get("/p/nope/dashboard/").status_code == 404
+    assert team.client(team.viewer).post("/p/alpha/dashboard/").status_code == 405
