@@ -272,14 +272,15 @@ def test_the_page_shows_the_apis_numbers(team: Team, known: Project) -> None:
     assert page.status_code == 200
     html = page.content.decode()
     figures = body.json()
-    assert f"<dd class=\"dash-value\">{figures['runs']['total']}</dd>" in html
+    assert f'<dd class="dash-value">{figures["runs"]["total"]}</dd>' in html
     assert "25.0%" in html  # the failure rate
     assert "4,050 / 407" in html and "$0.01<" in html
     assert "5.0 s / 9.4 s" in html  # latency p50 / p95
     assert ">Busy</a>" in html and "Secret" not in html
     assert "?since=2026-03-02&amp;until=2026-03-02&amp;failed=on" in html
     assert "who=gpt-4o" in html
-    assert 'href="/p/alpha/dashboard/"' in team.client(team.viewer).get("/p/alpha/").content.decode()
+    project_page = team.client(team.viewer).get("/p/alpha/").content.decode()
+    assert 'href="/p/alpha/dashboard/"' in project_page
 
 
 def test_a_moderator_sees_hidden_threads_counted(team: Team, known: Project) -> None:

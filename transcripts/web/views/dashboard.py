@@ -19,8 +19,12 @@ from transcripts.web.presenters.dashboard import dashboard
 TEMPLATE = "transcripts/dashboard.html"
 # The windows offered, ending now; "custom" reads the from and to dates.
 WINDOWS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
-WINDOW_LABELS = {"24h": "Last 24 hours", "7d": "Last 7 days", "30d": "Last 30 days",
-                 "custom": "From … to"}
+WINDOW_LABELS = {
+    "24h": "Last 24 hours",
+    "7d": "Last 7 days",
+    "30d": "Last 30 days",
+    "custom": "From … to",
+}
 DEFAULT = "7d"
 
 
