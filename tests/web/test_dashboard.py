@@ -318,3 +318,14 @@ def test_outsiders_get_404(team: Team) -> None:
     assert team.client(team.stranger).get("/p/alpha/dashboard/").status_code == 404
     assert team.client(team.viewer).get("/p/nope/dashboard/").status_code == 404
     assert team.client(team.viewer).post("/p/alpha/dashboard/").status_code == 405
+
+
+def test_a_long_window_is_drawn_by_the_week(known: Project) -> None:
+    window = Window(DAY1 - timedelta(days=50, hours=5), DAY1 + timedelta(days=50))
+    stats = project_stats(known.pk, window, include_hidden=False)
+
+    assert window.unit == "week"
+    assert all(b.start.weekday() == 0 and b.start.hour == 0 for b in stats.buckets)
+    assert stats.buckets[0].start <= window.start < stats.buckets[1].start
+    weeks = {b.start: b.runs for b in stats.buckets}
+    assert weeks[DAY1] == 4 and weeks[DAY1 - timedelta(days=14)] == 1

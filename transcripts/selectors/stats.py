@@ -34,6 +34,8 @@ GROUPS = ("completed", "failed", "stopped", "open")
 # The longest window a caller may ask for, and the longest read hour by hour.
 MAX_WINDOW = timedelta(days=366)
 HOURLY_UP_TO = timedelta(days=2)
+DAILY_UP_TO = timedelta(days=92)
+STEPS = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}
 TOP = 10
 
 
@@ -46,16 +48,25 @@ class Window:
 
     @property
     def unit(self) -> str:
-        """The width of a chart's bar: "hour" for two days or less, else "day"."""
-        return "hour" if self.end - self.start <= HOURLY_UP_TO else "day"
+        """The width of a chart's bar: "hour" up to two days, "day" up to 92, else "week"."""
+        span = self.end - self.start
+        return "hour" if span <= HOURLY_UP_TO else "day" if span <= DAILY_UP_TO else "week"
+
+    @property
+    def step(self) -> timedelta:
+        """The width of a bucket."""
+        return STEPS[self.unit]
 
     def buckets(self) -> list[datetime]:
-        """The start of every hour or day the window touches, oldest first."""
-        step = timedelta(hours=1) if self.unit == "hour" else timedelta(days=1)
+        """The start of every hour, day or week (from Monday) the window touches, oldest
+        first, as PostgreSQL's date_trunc gives them."""
         first = self.start.replace(minute=0, second=0, microsecond=0)
-        if self.unit == "day":
+        if self.unit != "hour":
             first = first.replace(hour=0)
-        return [first + step * i for i in range(int((self.end - first) / step + 0.999999))]
+        if self.unit == "week":
+            first -= timedelta(days=first.weekday())
+        count = -(-(self.end - first) // self.step)
+        return [first + self.step * i for i in range(count)]
 
 
 def make_window(start: datetime, end: datetime) -> Window:

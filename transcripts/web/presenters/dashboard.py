@@ -141,7 +141,10 @@ def count_label(number: int) -> str:
 
 
 def bucket_label(start: datetime, unit: str, *, short: bool) -> str:
-    """A bucket's name: "Mar 2" or "Mar 2 14:00" (short: "14:00" for an hour)."""
+    """A bucket's name: "Mar 2", "Mar 2 14:00" (short: "14:00" for an hour) or "week of
+    Mar 2"."""
+    if unit == "week":
+        return start.strftime("week of %b %-d")
     if unit == "hour":
         return start.strftime("%H:%M") if short else start.strftime("%b %-d %H:%M")
     return start.strftime("%b %-d")
@@ -159,8 +162,7 @@ def threads_link(window: Window, **filters: str) -> str:
 
 def _bucket_window(bucket: Bucket, window: Window) -> Window:
     """The part of window one bucket covers."""
-    step = timedelta(hours=1) if window.unit == "hour" else timedelta(days=1)
-    return Window(max(bucket.start, window.start), min(bucket.start + step, window.end))
+    return Window(max(bucket.start, window.start), min(bucket.start + window.step, window.end))
 
 
 # --- charts --------------------------------------------------------------------------------
