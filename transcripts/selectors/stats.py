@@ -3,8 +3,9 @@ status, failure rate, tokens and cost by model, latency and time to first token 
 per hour or per day, and the top models, agents and threads.
 
 Every figure is read from the runs begun in the window (`created_at`), in one project, with
-hidden threads left out for a reader who may not see them. Four aggregate queries, each over
-the window's runs only (migration 0016's index on the runs' start).
+hidden threads left out for a reader who may not see them. Two queries: one pass over the
+window's runs (migration 0016's index on their start), and the runs' agents from the few
+messages that name one (its partial index).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
 from transcripts.errors import InvalidInput
 from transcripts.ids import ulid_of
@@ -246,59 +247,60 @@ _TOKENS = """greatest(0, CASE
 _IN = _TOKENS.format(camel="inputTokens", snake="input_tokens")
 _OUT = _TOKENS.format(camel="outputTokens", snake="output_tokens")
 _START = "coalesce(r.started_at, r.created_at)"
-
-_Params = dict[str, int | str | bool | datetime]
-
-# The window's runs: a CTE the four queries begin with.
-_RUNS = """WITH w AS MATERIALIZED (
-    SELECT r.id, r.thread_id, r.status, r.model, r.created_at, r.usage, r.started_at,
-           r.first_event_at, r.finished_at
-    FROM transcripts_run r JOIN transcripts_thread t ON t.id = r.thread_id
-    WHERE t.project_id = %(project)s AND r.created_at >= %(start)s AND r.created_at < %(end)s
-      AND (%(hidden)s OR NOT t.hidden))
-"""
-
-_BY_STATUS_AND_MODEL = (
-    _RUNS
-    + f"""SELECT date_trunc(%(unit)s, r.created_at AT TIME ZONE 'UTC'), r.status, r.model,
-       count(*), sum({_IN}), sum({_OUT})
-FROM w r GROUP BY 1, 2, 3"""
-)
-
+_IN_WINDOW = """t.project_id = %(project)s AND r.created_at >= %(start)s
+    AND r.created_at < %(end)s AND (%(hidden)s OR NOT t.hidden)"""
 _PERCENTILES = """percentile_cont(0.5) WITHIN GROUP (ORDER BY {x}),
        percentile_cont(0.95) WITHIN GROUP (ORDER BY {x})"""
-_LATENCY = f"greatest(0, extract(epoch FROM r.finished_at - {_START}))"
-_TTFT = f"greatest(0, extract(epoch FROM r.first_event_at - {_START}))"
-_TIMINGS = (
-    _RUNS
-    + f"""SELECT date_trunc(%(unit)s, r.created_at AT TIME ZONE 'UTC'),
-       {_PERCENTILES.format(x=_LATENCY)}, {_PERCENTILES.format(x=_TTFT)}
-FROM w r GROUP BY GROUPING SETS ((date_trunc(%(unit)s, r.created_at AT TIME ZONE 'UTC')), ())"""
-)
 
-_THREADS = (
-    _RUNS
-    + """SELECT r.thread_id, t.title, count(*), count(*) FILTER (WHERE r.status = 'failed')
-FROM w r JOIN transcripts_thread t ON t.id = r.thread_id
-GROUP BY 1, 2 ORDER BY 3 DESC, 1 DESC LIMIT %(top)s"""
-)
+# One pass over the window's runs (each read once, with what every figure needs), three
+# answers in one result: "m" rows by bucket, status and model; "t" rows of timings by bucket
+# (and the window's, bucket null); "h" rows of the busiest threads. Columns: kind, bucket,
+# status (or title), model (or thread id), runs, failed or tokens in, tokens out, 4 timings.
+_FIGURES = f"""WITH w AS MATERIALIZED (
+    SELECT r.thread_id, r.status, r.model,
+           date_trunc(%(unit)s, r.created_at AT TIME ZONE 'UTC') AS bucket,
+           {_IN} AS tokens_in, {_OUT} AS tokens_out,
+           greatest(0, extract(epoch FROM r.finished_at - {_START})) AS latency,
+           greatest(0, extract(epoch FROM r.first_event_at - {_START})) AS ttft
+    FROM transcripts_run r JOIN transcripts_thread t ON t.id = r.thread_id
+    WHERE {_IN_WINDOW}),
+busy AS (
+    SELECT thread_id, count(*) AS runs, count(*) FILTER (WHERE status = 'failed') AS failed
+    FROM w GROUP BY thread_id ORDER BY 2 DESC, 1 DESC LIMIT %(top)s)
+SELECT 'm', bucket, status, model, count(*), sum(tokens_in), sum(tokens_out),
+       NULL::float8, NULL::float8, NULL::float8, NULL::float8
+FROM w GROUP BY bucket, status, model
+UNION ALL
+SELECT 't', bucket, NULL, NULL, NULL, NULL, NULL,
+       {_PERCENTILES.format(x="latency")}, {_PERCENTILES.format(x="ttft")}
+FROM w GROUP BY GROUPING SETS ((bucket), ())
+UNION ALL
+SELECT 'h', NULL, t.title, b.thread_id::text, b.runs, b.failed, NULL,
+       NULL, NULL, NULL, NULL
+FROM busy b JOIN transcripts_thread t ON t.id = b.thread_id"""
 
-# An agent is named on the messages it wrote (metadata.agentId): a run counts once per agent.
-_AGENTS = (
-    _RUNS
-    + f"""SELECT a.agent, a.model, count(*), count(*) FILTER (WHERE a.status = 'failed'),
+# An agent is named on the messages it wrote (metadata.agentId, a partial index of the few
+# messages that carry one): a run counts once per agent.
+_AGENTS = f"""SELECT a.agent, a.model, count(*), count(*) FILTER (WHERE a.status = 'failed'),
        sum(a.tokens_in), sum(a.tokens_out)
 FROM (SELECT DISTINCT ON (r.id, m.metadata ->> 'agentId') m.metadata ->> 'agentId' AS agent,
              r.model, r.status, {_IN} AS tokens_in, {_OUT} AS tokens_out
-      FROM w r JOIN transcripts_message m ON m.run_id = r.id
-      WHERE m.metadata ? 'agentId' AND m.metadata ->> 'agentId' <> '') a
+      FROM transcripts_message m JOIN transcripts_run r ON r.id = m.run_id
+           JOIN transcripts_thread t ON t.id = r.thread_id
+      WHERE m.metadata ? 'agentId' AND m.metadata ->> 'agentId' <> '' AND {_IN_WINDOW}) a
 GROUP BY 1, 2"""
-)
+
+# The sorts of the percentiles and groups stay in memory up to this (PostgreSQL's default,
+# 4MB, spills a window of 100,000 runs to disk); set for the one transaction only.
+_WORK_MEM = "SET LOCAL work_mem = '64MB'"
+
+_Params = dict[str, int | str | bool | datetime]
 
 
 def _rows(sql: str, params: _Params) -> Sequence[tuple[object, ...]]:
-    """The rows of one query."""
-    with connection.cursor() as cursor:
+    """The rows of one query, its sorts given _WORK_MEM."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_WORK_MEM)
         cursor.execute(sql, params)
         rows: Sequence[tuple[object, ...]] = cursor.fetchall()
         return rows
@@ -320,6 +322,49 @@ def _utc(value: object) -> datetime:
     return value.replace(tzinfo=UTC)
 
 
+@dataclass
+class _Tally:
+    """The figures as the rows of _FIGURES add up."""
+
+    window: Window
+    buckets: dict[datetime, Bucket]
+    statuses: dict[str, int] = field(default_factory=lambda: dict.fromkeys(GROUPS, 0))
+    total: Usage = field(default_factory=Usage)
+    models: dict[str, Usage] = field(default_factory=dict)
+    timing: Timing = field(default_factory=Timing)
+    threads: list[BusyThread] = field(default_factory=list)
+
+    def add(self, row: tuple[object, ...]) -> None:
+        """Count one row of _FIGURES."""
+        kind, when, text, name, runs, second, third, *quantiles = row
+        if kind == "m":
+            bucket, group, model, count = (
+                self.buckets[_utc(when)],
+                STATUS_GROUPS[str(text)],
+                str(name),
+                _number(runs),
+            )
+            figures = (count if group == "failed" else 0, _number(second), _number(third))
+            bucket.statuses[group] += count
+            self.statuses[group] += count
+            for usage in (
+                bucket.models.setdefault(model, Usage()),
+                self.models.setdefault(model, Usage()),
+                self.total,
+            ):
+                usage.add(model, count, *figures)
+        elif kind == "t":
+            timing = Timing(*(_seconds(q) for q in quantiles))
+            if when is None:
+                self.timing = timing
+            else:
+                self.buckets[_utc(when)].timing = timing
+        else:
+            self.threads.append(
+                BusyThread(ulid_of(name), str(text), _number(runs), _number(second))
+            )
+
+
 def project_stats(project_id: int, window: Window, *, include_hidden: bool) -> ProjectStats:
     """The project's figures over window (hidden threads counted only with include_hidden)."""
     params: _Params = {
@@ -330,37 +375,18 @@ def project_stats(project_id: int, window: Window, *, include_hidden: bool) -> P
         "unit": window.unit,
         "top": TOP,
     }
-    buckets = {start: Bucket(start) for start in window.buckets()}
-    statuses = dict.fromkeys(GROUPS, 0)
-    total, models = Usage(), dict[str, Usage]()
-    for when, status, model, runs, tokens_in, tokens_out in _rows(_BY_STATUS_AND_MODEL, params):
-        bucket = buckets[_utc(when)]
-        group, name, count = STATUS_GROUPS[str(status)], str(model), _number(runs)
-        figures = (count if group == "failed" else 0, _number(tokens_in), _number(tokens_out))
-        bucket.statuses[group] += count
-        statuses[group] += count
-        bucket.models.setdefault(name, Usage()).add(name, count, *figures)
-        models.setdefault(name, Usage()).add(name, count, *figures)
-        total.add(name, count, *figures)
-    timing = Timing()
-    for when, *quantiles in _rows(_TIMINGS, params):
-        found = Timing(*(_seconds(q) for q in quantiles))
-        if when is None:
-            timing = found
-        else:
-            buckets[_utc(when)].timing = found
+    tally = _Tally(window, {start: Bucket(start) for start in window.buckets()})
+    for row in _rows(_FIGURES, params):
+        tally.add(row)
     return ProjectStats(
         window=window,
-        statuses=statuses,
-        total=total,
-        timing=timing,
-        buckets=list(buckets.values()),
-        models=_top(models),
+        statuses=tally.statuses,
+        total=tally.total,
+        timing=tally.timing,
+        buckets=list(tally.buckets.values()),
+        models=_top(tally.models),
         agents=_agents(params),
-        threads=[
-            BusyThread(ulid_of(tid), str(title), _number(runs), _number(failed))
-            for tid, title, runs, failed in _rows(_THREADS, params)
-        ],
+        threads=sorted(tally.threads, key=lambda t: (t.runs, t.id), reverse=True),
     )
 
 
