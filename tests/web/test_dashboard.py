@@ -289,9 +289,19 @@ def test_a_moderator_sees_hidden_threads_counted(team: Team, known: Project) -> 
     assert ">Secret</a>" in html
 
 
-@pytest.mark.parametrize("window", ["24h", "7d", "30d", ""])
-def test_every_window_renders_for_an_empty_project(team: Team, window: str) -> None:
-    page = team.client(team.outsider).get("/p/beta/dashboard/", {"window": window})
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"window": "24h"},
+        {"window": "7d"},
+        {"window": "30d"},
+        {},
+        {"window": "custom", "from": "9999-10-01", "to": "9999-12-30"},
+        {"window": "custom", "from": "0001-01-01", "to": "0001-06-01"},
+    ],
+)
+def test_every_window_renders_for_an_empty_project(team: Team, query: dict[str, str]) -> None:
+    page = team.client(team.outsider).get("/p/beta/dashboard/", query)
 
     assert page.status_code == 200
     assert "No run in this window." in page.content.decode()

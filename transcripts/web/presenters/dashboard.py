@@ -162,7 +162,9 @@ def threads_link(window: Window, **filters: str) -> str:
 
 def _bucket_window(bucket: Bucket, window: Window) -> Window:
     """The part of window one bucket covers."""
-    return Window(max(bucket.start, window.start), min(bucket.start + window.step, window.end))
+    # Compared before adding: a week's end may lie past the last year a datetime holds.
+    end = window.end if window.end - bucket.start <= window.step else bucket.start + window.step
+    return Window(max(bucket.start, window.start), end)
 
 
 # --- charts --------------------------------------------------------------------------------
