@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.urls import reverse
+from django.utils.html import escape
 from django.utils.http import urlencode
+from django.utils.safestring import SafeString, mark_safe
 
 from transcripts.selectors.stats import GROUPS, Bucket, Named, ProjectStats, Usage, Window
 from transcripts.web.presenters.trace import cost_label
@@ -72,6 +74,38 @@ class Chart:
     top: str = ""
     first: str = ""
     last: str = ""
+
+    def rects_html(self) -> SafeString:
+        """The bars as SVG rectangles, each with its value as a tooltip (built here, not in the
+        template: a window of 92 days draws hundreds of them)."""
+        return mark_safe(  # every value is a number or escaped
+            "".join(
+                f'<rect class="{escape(r.tone)}" x="{r.x:.3f}" y="{r.y:.3f}"'
+                f' width="{r.width:.3f}" height="{r.height:.3f}"><title>{escape(r.title)}</title>'
+                "</rect>"
+                for r in self.rects
+            )
+        )
+
+    def rows_html(self) -> SafeString:
+        """The table's body rows: the first cell a row header (a link when it has one)."""
+        return mark_safe(  # every text is escaped
+            "".join(
+                f"<tr>{_head(row[0])}{''.join(_cell(c) for c in row[1:])}</tr>" for row in self.rows
+            )
+        )
+
+
+def _head(cell: Cell) -> str:
+    """A row header cell."""
+    text = escape(cell.text)
+    inner = f'<a href="{escape(cell.href)}">{text}</a>' if cell.href else text
+    return f'<th scope="row">{inner}</th>'
+
+
+def _cell(cell: Cell) -> str:
+    """A data cell."""
+    return f"<td>{escape(cell.text)}</td>"
 
 
 @dataclass(frozen=True)
