@@ -235,6 +235,8 @@ class Run(models.Model):
             models.Index(fields=["thread"], name="run_failed_idx", condition=Q(status="failed")),
             # The thread list's agent/model filter (icontains, migration 0013).
             GinIndex(trigram("model"), name="run_model_trgm_idx"),
+            # The dashboard's window: the runs begun in it (migration 0016).
+            models.Index(fields=["created_at"], name="run_created_idx"),
         ]
 
     def __str__(self) -> str:
@@ -341,6 +343,12 @@ class Message(models.Model):
                 name="message_agent_model_trgm_idx",
                 condition=Q(IsNull(KeyTextTransform("agentId", "metadata"), False))
                 | Q(IsNull(KeyTextTransform("model", "metadata"), False)),
+            ),
+            # The dashboard's top agents: the runs of the messages naming an agent (few).
+            models.Index(
+                fields=["run"],
+                name="message_agent_run_idx",
+                condition=Q(metadata__has_key="agentId"),
             ),
         ]
 

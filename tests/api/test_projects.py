@@ -183,6 +183,8 @@ def test_the_tables_cover_every_endpoint_of_the_schema(client):
         ("GET", "/chat/{chatId}/messages"),
         # Datasets: by project, every caller and scope in tests/datasets/test_access.py.
         ("GET", "/datasets/{kind}"),
+        # A project's stats: every caller and scope in tests/web/test_dashboard.py.
+        ("GET", "/projects/{slug}/stats"),
     }
     names = {"{thread}": "{threadId}", "{run}": "{runId}", "{superseded}": "{runId}"}
     names["{web_run}"] = "{runId}"

@@ -88,6 +88,7 @@ def seed(admin: Any) -> Seeded:
             "project": "/p/default/",
             "audit": "/p/default/audit/",
             "datasets": "/p/default/datasets/",
+            "dashboard": "/p/default/dashboard/?window=30d",
             "shared": f"/s/{secret}/",
             "login": "/accounts/login/",
         }
@@ -111,6 +112,7 @@ PAGES = (
     "project",
     "audit",
     "datasets",
+    "dashboard",
     "shared",
     "login",
 )

@@ -124,6 +124,7 @@ READS = [
     Case("report form", "get", lambda p: f"/t/{p.thread.id}/m/{p.answer.id}/report/",
          Role.VIEWER, 200),
     Case("project page", "get", lambda p: f"/p/{p.project.slug}/", Role.VIEWER, 200),
+    Case("dashboard", "get", lambda p: f"/p/{p.project.slug}/dashboard/", Role.VIEWER, 200),
 ]  # fmt: skip
 
 WRITES = [

@@ -19,6 +19,7 @@ from transcripts.api import (
     otlp,
     runs,
     shares,
+    stats,
     threads,
     transfer,
 )
@@ -48,3 +49,4 @@ api.add_router("/threads", shares.thread_router, tags=["shares"])
 api.add_router("/shares", shares.router, tags=["shares"])
 api.add_router("/datasets", datasets.router, tags=["datasets"])
 api.add_router("/messages", forks.router, tags=["threads"])
+api.add_router("/projects", stats.router, tags=["stats"])

@@ -9,6 +9,7 @@ from django.views.generic import RedirectView
 from transcripts.web.views import (
     compare,
     conversation,
+    dashboard,
     datasets,
     forks,
     generation,
@@ -35,6 +36,7 @@ urlpatterns = [
     path("p/<slug:slug>/", projects.project_page, name="project"),
     path("p/<slug:slug>/audit/", projects.audit_log, name="project_audit"),
     path("p/<slug:slug>/datasets/", datasets.datasets_page, name="project_datasets"),
+    path("p/<slug:slug>/dashboard/", dashboard.dashboard_page, name="project_dashboard"),
     path("p/<slug:slug>/members/", projects.add_member, name="project_add_member"),
     path(
         "p/<slug:slug>/members/<int:user_id>/role/",
