@@ -18,6 +18,7 @@ from transcripts.permissions import Access
 from transcripts.web.access import get_thread_for_user, login_required, message_of, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.messages import MessageItem, message_items
+from transcripts.web.presenters.organise import organise_thread
 from transcripts.web.presenters.runs import LiveRun, open_live_run, options_for
 from transcripts.web.presenters.threads import RecentThreads
 
@@ -126,6 +127,7 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "recent_threads": RecentThreads(lambda n: selectors.recent_threads(readable, n), thread.id),
         # Share links: editors open the panel of the branch being read (views/shares.py).
         "shares_url": reverse("thread_shares", args=[thread.id]) if access.can_edit else "",
+        "organise": organise_thread(request.user, thread, access),
     }
     template = TEMPLATE
     if request.htmx:
