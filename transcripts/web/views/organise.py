@@ -17,7 +17,7 @@ from transcripts.errors import InvalidInput, NotFound
 from transcripts.ids import is_ulid
 from transcripts.ledger import organise
 from transcripts.models import Thread
-from transcripts.permissions import Role, readable_threads
+from transcripts.permissions import Role, project_access, readable_threads
 from transcripts.selectors.organise import deletion_counts, threads_by_id
 from transcripts.web.access import get_thread_for_user, login_required, require_role
 from transcripts.web.http import HtmxHttpRequest, safe_next
@@ -165,6 +165,9 @@ def bulk(request: HtmxHttpRequest) -> HttpResponse:
     if len(found) != len(ids):
         raise NotFound("some of these threads do not exist or are out of your reach")
     action = cast(organise.BulkAction, form.cleaned_data["action"])
+    needed = Role.ADMIN if action == "delete" else Role.EDITOR
+    for thread in found:
+        require_role(project_access(request.user, thread.project_id), needed, f"{action} threads")
     back = safe_next(request, reverse("thread_list"))
     if action == "delete" and not form.cleaned_data["confirm"]:
         context = {
