@@ -73,3 +73,9 @@ def test_deleting_takes_the_pins_and_records_what_went(team: Team) -> None:
     assert deleted.messages == 1 and not ThreadPin.objects.exists()
     record = AuditRecord.objects.get(action="delete")
     assert record.project_id == team.alpha.pk and record.details["title"] == "Doomed"
+
+
+def test_a_new_threads_metadata_tags_join_the_vocabulary(team: Team) -> None:
+    make_thread("T", project=team.alpha, metadata={"tags": ["demo", "", 3, "x" * 41, "demo"]})
+
+    assert list(Tag.objects.filter(project=team.alpha).values_list("name", flat=True)) == ["demo"]

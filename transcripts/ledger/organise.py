@@ -8,7 +8,7 @@ is audited; a change that changes nothing writes nothing.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -83,6 +83,20 @@ def _add_to_vocabulary(project_id: int, tags: Iterable[str]) -> None:
     Tag.objects.bulk_create(
         [Tag(project_id=project_id, name=name) for name in tags], ignore_conflicts=True
     )
+
+
+def add_metadata_tags(project_id: int, metadata: Mapping[str, object]) -> None:
+    """Add the valid tags of a new thread's metadata.tags (an API client's, the demo's) to the
+    project's vocabulary; the others stay in the metadata, out of the vocabulary."""
+    tags = metadata.get("tags")
+    if isinstance(tags, list):
+        valid = [" ".join(t.split()) for t in tags if isinstance(t, str)]
+        _add_to_vocabulary(project_id, [t for t in valid if _is_tag(t)])
+
+
+def _is_tag(name: str) -> bool:
+    """Whether name (spaces collapsed) is a tag clean_tag keeps."""
+    return 1 <= len(name) <= MAX_TAG and not any(unicodedata.category(c) == "Cc" for c in name)
 
 
 @dataclass(frozen=True)

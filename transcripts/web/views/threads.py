@@ -84,7 +84,7 @@ def organise_context(access: Access, pins: list[str], project_id: int) -> dict[s
         "pinned_ids": set(pins),
         "can_organise": access.can_edit,
         "can_delete": access.can_administer,
-        "tag_vocabulary": tag_vocabulary(project_id) if access.can_edit else [],
+        "tag_vocabulary": tag_vocabulary(project_id),
     }
 
 
