@@ -14,7 +14,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.db.models.expressions import RawSQL
-from django.db.models.fields.json import KeyTextTransform
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Now, Upper
 from django.db.models.lookups import IsNull
 from django.utils import timezone
@@ -137,12 +137,25 @@ class Thread(models.Model):
     )
     hidden = models.BooleanField(default=False)
     locked = models.BooleanField(default=False)
+    # Archived by an editor: out of the default thread list, still open by link.
+    archived = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [
             models.Index(fields=["-updated_at"], name="thread_updated_idx"),
+            # The "Archived" filter of the thread list (few rows: a partial index).
+            models.Index(
+                fields=["project", "-updated_at", "-id"],
+                name="thread_archived_idx",
+                condition=Q(archived=True),
+            ),
+            # The tag filter: metadata.tags @> '["tag"]' (migration 0016).
+            GinIndex(
+                OpClass(KeyTransform("tags", "metadata"), name="jsonb_path_ops"),
+                name="thread_tags_idx",
+            ),
             models.Index(
                 fields=["project", "-updated_at", "-id"], name="thread_project_updated_idx"
             ),
@@ -160,6 +173,12 @@ class Thread(models.Model):
 
     def __str__(self) -> str:
         return self.title or f"Thread {self.id}"
+
+    @property
+    def tag_names(self) -> list[str]:
+        """The thread's tags: the strings of metadata.tags (anything else there is ignored)."""
+        tags = self.metadata.get("tags") if isinstance(self.metadata, dict) else None
+        return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
 
 
 class RunStatus(models.TextChoices):
@@ -661,3 +680,37 @@ class RateWindow(models.Model):
 
     def __str__(self) -> str:
         return f"{self.scope} since {self.window_start:%H:%M}"
+
+
+class Tag(models.Model):
+    """One name of a project's tag vocabulary (a thread's tags are in metadata.tags)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tags")
+    name = models.CharField(max_length=40)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="tag_unique_per_project"),
+        ]
+        ordering = ["project", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ThreadPin(models.Model):
+    """A thread one user pinned: pinned threads come first in that user's thread list."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # ledger/deletion.py removes a thread's pins with it.
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="pins")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "thread"], name="thread_pin_once_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} pinned {self.thread_id}"

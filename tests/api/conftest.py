@@ -47,6 +47,11 @@ class ApiClient:
     def request(self, method: str, path: str, body: Any = None) -> Any:
         if method == "GET":
             return self.get(path)
+        if method in ("PATCH", "DELETE"):
+            content = json.dumps(body) if body is not None else ""
+            return self.client.generic(
+                method, "/api/v1" + path, content, "application/json", headers=self.headers
+            )
         return self.post(path, body)
 
 

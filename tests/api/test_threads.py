@@ -175,6 +175,8 @@ def test_a_thread_reads_with_camel_case_keys_and_iso_times(api):
         "headMessageId",
         "hidden",
         "locked",
+        "archived",
+        "tags",
         "createdAt",
         "updatedAt",
     ]

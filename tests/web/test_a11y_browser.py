@@ -91,6 +91,7 @@ def seed(admin: Any) -> Seeded:
             "dashboard": "/p/default/dashboard/?window=30d",
             "shared": f"/s/{secret}/",
             "login": "/accounts/login/",
+            "thread-delete": f"/t/{weather.id}/delete/",
         }
     )
 
@@ -115,14 +116,15 @@ PAGES = (
     "dashboard",
     "shared",
     "login",
+    "thread-delete",
 )
 ANONYMOUS = ("shared", "login")
 
 
 def _open_everything(page: Any) -> None:
     """Open every disclosure the page has (tool cards, reasoning, filters, options), and of the
-    popovers (a message's Regenerate/Edit forms and its More actions menu) the last message's
-    only, as a person opens one at a time."""
+    popovers (a message's Regenerate/Edit forms and its More actions menu, a thread row's ⋯
+    menu) the last message's or row's only, as a person opens one at a time."""
     page.evaluate(
         """() => {
             const popovers = 'details.gen-pop, details.msg-menu';
@@ -132,8 +134,11 @@ def _open_everything(page: Any) -> None:
             const messages = document.querySelectorAll('article.msg');
             const last = messages[messages.length - 1];
             if (last) last.querySelectorAll(popovers).forEach(d => { d.open = true; });
+            const rows = document.querySelectorAll('.thread-row');
+            const lastRow = rows[rows.length - 1];
+            if (lastRow) lastRow.querySelectorAll(popovers).forEach(d => { d.open = true; });
             document.querySelectorAll(popovers).forEach(d => {
-                if (!d.closest('article.msg')) d.open = true;
+                if (!d.closest('article.msg, .thread-row')) d.open = true;
             });
         }"""
     )

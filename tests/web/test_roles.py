@@ -32,6 +32,7 @@ from transcripts.models import (
     Run,
     RunOrigin,
     Thread,
+    ThreadPin,
 )
 from transcripts.permissions import Role
 
@@ -169,6 +170,20 @@ WRITES = [
          lambda p: f"/p/{p.project.slug}/tokens/{p.token.pk}/revoke/", Role.ADMIN, 303),
     Case("retention", "post", lambda p: f"/p/{p.project.slug}/retention/", Role.ADMIN, 303,
          data=lambda p: {"days": "30"}),
+    Case("rename", "post", lambda p: f"/t/{p.thread.id}/rename/", Role.EDITOR, 302,
+         data=lambda p: {"title": "Renamed"}),
+    Case("archive", "post", lambda p: f"/t/{p.thread.id}/archive/", Role.EDITOR, 302,
+         data=lambda p: {"archived": "yes"}),
+    Case("tag", "post", lambda p: f"/t/{p.thread.id}/tags/", Role.EDITOR, 302,
+         data=lambda p: {"add": "eval"}),
+    Case("pin", "post", lambda p: f"/t/{p.thread.id}/pin/", Role.VIEWER, 302,
+         data=lambda p: {"pinned": "yes"}),
+    Case("delete page", "get", lambda p: f"/t/{p.thread.id}/delete/", Role.ADMIN, 200),
+    Case("delete", "post", lambda p: f"/t/{p.thread.id}/delete/", Role.ADMIN, 302),
+    Case("bulk archive", "post", lambda p: "/threads/bulk/", Role.EDITOR, 302,
+         data=lambda p: {"ids": [p.thread.id], "action": "archive"}),
+    Case("bulk delete", "post", lambda p: "/threads/bulk/", Role.ADMIN, 302,
+         data=lambda p: {"ids": [p.thread.id], "action": "delete", "confirm": "on"}),
 ]  # fmt: skip
 
 CASES = READS + WRITES
@@ -185,6 +200,8 @@ def state() -> tuple[Any, ...]:
         sorted(Profile.objects.values_list("user_id", "current_project_id")),
         Report.objects.count(),
         list(Run.objects.values_list("id", flat=True).filter(ratings__isnull=False)),
+        sorted(Thread.objects.values_list("id", "title", "archived", "metadata")),
+        sorted(ThreadPin.objects.values_list("user_id", "thread_id")),
     )
 
 

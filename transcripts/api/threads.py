@@ -27,11 +27,13 @@ from transcripts.api.schemas import (
     ThreadIn,
     ThreadOut,
     ThreadPage,
+    ThreadPatch,
     ThreadStatusOut,
     thread_out,
 )
-from transcripts.errors import Conflict, InvalidInput, NotFound
+from transcripts.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from transcripts.ids import is_ulid
+from transcripts.ledger import organise as ledger_organise
 from transcripts.models import Thread
 from transcripts.pagination import (
     Parser,
@@ -42,7 +44,8 @@ from transcripts.pagination import (
     moment,
     ulid,
 )
-from transcripts.permissions import INGEST, READ
+from transcripts.permissions import ADMIN, INGEST, READ
+from transcripts.selectors.organise import split_archived
 
 router = Router(tags=["threads"], auth=read_auth)
 
@@ -94,16 +97,64 @@ def list_threads(
         max_length=500,
         description="Only the thread with this external id (an OTel conversation or trace id)",
     ),
+    tag: str = Query("", max_length=40, description="Only threads carrying this tag"),
+    archived: Literal["false", "true", "any"] = Query(
+        "false", description="Archived threads: left out (false), only them (true), or both"
+    ),
 ) -> dict[str, Any]:
-    """Threads of the token's project, most recently updated first; q searches every branch."""
+    """Threads of the token's project, most recently updated first; q searches every branch
+    (`archived:yes` in q finds archived threads, as archived=true does)."""
     readable = selectors.with_external_id(readable_threads(request), externalId)
     after = _position(cursor, moment, ulid) if cursor else None
-    threads = selectors.search_threads(readable, q)
+    q, asked, said = split_archived(q)
+    wanted = asked if said else _ARCHIVED[archived]
+    filtered = selectors.filter_threads(readable, archived=wanted, tag=tag.strip())
+    threads = selectors.search_threads(filtered, q)
     page = selectors.thread_page(threads, after=after, limit=limit + 1)
     more = len(page) > limit
     page = page[:limit]
     next_cursor = selectors.RECENT_FIRST.cursor(page[-1]) if more and page else None
     return {"threads": page, "nextCursor": next_cursor}
+
+
+_ARCHIVED: dict[str, bool | None] = {"false": False, "true": True, "any": None}
+
+
+@router.patch(
+    "/{threadId}",
+    response={200: ThreadOut | ThreadStatusOut, **ERRORS},
+    auth=ingest_auth,
+)
+def update_thread(
+    request: HttpRequest, threadId: str, payload: ThreadPatch
+) -> Thread | dict[str, Any]:
+    """Rename, retag (the list replaces the thread's tags) or (un)archive a thread; needs the
+    ingest or admin scope (read alone is refused). Each change is in the audit log."""
+    thread = get_thread_for_caller(request, threadId, needs=[INGEST])
+    change = ledger_organise.ThreadChange(
+        title=payload.title, tags=payload.tags, archived=payload.archived
+    )
+    ledger_organise.update_thread(
+        thread=thread, user=None, change=change, via="api", **_token_details(request)
+    )
+    return thread_out(thread, content=reads_content(request))
+
+
+@router.delete("/{threadId}", response={204: None, **ERRORS}, auth=ingest_auth)
+def delete_thread(request: HttpRequest, threadId: str) -> Status[None]:
+    """Delete a thread with its messages, runs and share links (admin scope); the audit log
+    keeps what went."""
+    thread = get_thread_for_caller(request, threadId, needs=[INGEST])
+    if not rights(caller(request), thread).is_admin:
+        raise PermissionDenied("deleting a thread needs the 'admin' scope", scope=ADMIN)
+    ledger_organise.delete_thread(thread=thread, user=None, via="api", **_token_details(request))
+    return Status(204, None)
+
+
+def _token_details(request: HttpRequest) -> dict[str, str | int | None]:
+    """What the audit log records of the calling token."""
+    principal = caller(request)
+    return {"token": principal.name, "tokenId": principal.token_id}
 
 
 @router.get("/{threadId}", response={200: ThreadOut, **ERRORS})

@@ -69,6 +69,7 @@ def delete_threads(thread_ids: Sequence[str]) -> Deleted:
         )
         # Share links point at the messages: they go first, and are not counted.
         cursor.execute("DELETE FROM transcripts_sharelink WHERE thread_id = ANY(%(ids)s)", params)
+        cursor.execute("DELETE FROM transcripts_threadpin WHERE thread_id = ANY(%(ids)s)", params)
         for name, statement in _DELETE:
             cursor.execute(statement, params)
             counts[name] = cursor.rowcount

@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 
 from transcripts.errors import Conflict, InvalidInput
 from transcripts.ids import require_ulid
+from transcripts.ledger.organise import add_metadata_tags
 from transcripts.ledger.storable import check_object, check_storable
 from transcripts.models import Project, Thread
 
@@ -52,6 +53,7 @@ def create_thread(
         if thread_id is not None:
             thread.id = thread_id
         thread.save(force_insert=True)
+        add_metadata_tags(project.pk, thread.metadata)
     return thread, True
 
 

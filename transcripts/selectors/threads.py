@@ -75,8 +75,16 @@ def filter_threads(
     since: date | None = None,
     until: date | None = None,
     agent_or_model: str = "",
+    archived: bool | None = None,
+    tag: str = "",
 ) -> QuerySet[Thread]:
-    """Threads narrowed by the thread list's filters (every one optional)."""
+    """Threads narrowed by the thread list's filters (every one optional; archived None: both
+    archived and not, tag: those carrying it)."""
+    if archived is not None:
+        threads = threads.filter(archived=archived)
+    if tag:
+        # metadata.tags @> '["tag"]': the GIN index thread_tags_idx (migration 0016).
+        threads = threads.filter(metadata__tags__contains=[tag])
     if status == "live":
         threads = threads.filter(
             Exists(Run.objects.filter(thread_id=OuterRef("pk"), status__in=OPEN_STATUSES))

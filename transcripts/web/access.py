@@ -186,6 +186,7 @@ def get_thread_for_user(request: HttpRequest, thread_id: str) -> tuple[Thread, A
             "agents",
             "hidden",
             "locked",
+            "archived",
             "created_at",
             "updated_at",
             "head__id",

@@ -43,6 +43,7 @@ from transcripts.api.schemas.threads import (
     ThreadMessageOut,
     ThreadOut,
     ThreadPage,
+    ThreadPatch,
     ThreadStatusOut,
     thread_out,
 )
@@ -84,6 +85,7 @@ __all__ = [
     "ThreadMessageOut",
     "ThreadOut",
     "ThreadPage",
+    "ThreadPatch",
     "ThreadStatusOut",
     "only_what_it_reads",
     "run_out",

@@ -26,6 +26,14 @@ class ThreadIn(InputSchema):
     id: Id | None = Field(None, description="A client-chosen ULID makes the call idempotent")
 
 
+class ThreadPatch(InputSchema):
+    title: str | None = Field(None, description="A new title: 1 to 200 characters")
+    tags: list[str] | None = Field(
+        None, description="The thread's tags, replacing them all (new ones join the vocabulary)"
+    )
+    archived: bool | None = Field(None, description="Archive (true) or unarchive (false)")
+
+
 # Read from a Thread row.
 class ThreadOut(Schema):
     id: Id
@@ -37,6 +45,8 @@ class ThreadOut(Schema):
     headMessageId: Id | None = Field(validation_alias="head_id")
     hidden: bool
     locked: bool
+    archived: bool
+    tags: list[str] = Field(validation_alias="tag_names")
     createdAt: datetime = Field(validation_alias="created_at")
     updatedAt: datetime = Field(validation_alias="updated_at")
 
@@ -48,6 +58,7 @@ class ThreadStatusOut(Schema):
     headMessageId: Id | None = Field(validation_alias="head_id")
     hidden: bool
     locked: bool
+    archived: bool
     createdAt: datetime = Field(validation_alias="created_at")
     updatedAt: datetime = Field(validation_alias="updated_at")
 

@@ -21,6 +21,7 @@ from transcripts.selectors.forks import fork_source, forks_of
 from transcripts.web.access import get_thread_for_user, login_required, message_of, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.messages import MessageItem, message_items
+from transcripts.web.presenters.organise import organise_thread
 from transcripts.web.presenters.runs import LiveRun, failed_live_run, open_live_run, options_for
 from transcripts.web.presenters.threads import RecentThreads
 
@@ -151,6 +152,7 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         # New thread from here (editors; not from a hidden thread), and where this one came from.
         "can_fork": access.can_edit and not thread.hidden,
         "fork_source": fork_source(thread, readable),
+        "organise": organise_thread(request.user, thread, access),
     }
     template = TEMPLATE
     if request.htmx:

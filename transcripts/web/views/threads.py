@@ -11,7 +11,13 @@ from django.views.decorators.http import require_GET
 
 from transcripts import selectors
 from transcripts.pagination import Keyset, Position, decode_position, moment, text, ulid
-from transcripts.permissions import project_access
+from transcripts.permissions import Access, project_access
+from transcripts.selectors.organise import (
+    pinned_ids,
+    pinned_threads,
+    split_archived,
+    tag_vocabulary,
+)
 from transcripts.web.access import current_project, login_required, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.threads import PREVIEW_CHARS, thread_rows
@@ -52,6 +58,12 @@ class ThreadFilters(forms.Form):
         required=False, label="To", widget=forms.DateInput(attrs={"type": "date"})
     )
     who = forms.CharField(required=False, max_length=200, label="Agent or model")
+    archived = forms.ChoiceField(
+        required=False,
+        label="Archived",
+        choices=[("", "Not archived"), ("yes", "Archived"), ("any", "Archived or not")],
+    )
+    tag = forms.CharField(required=False, max_length=40, label="Tag")
     sort = forms.ChoiceField(
         required=False,
         choices=[
@@ -61,6 +73,19 @@ class ThreadFilters(forms.Form):
             ("title", "Title"),
         ],
     )
+
+
+_ARCHIVED: dict[str, bool | None] = {"": False, "yes": True, "any": None}
+
+
+def organise_context(access: Access, pins: list[str], project_id: int) -> dict[str, Any]:
+    """What the rows' ⋯ menus and the bulk bar need: the reader's pins and rights, the tags."""
+    return {
+        "pinned_ids": set(pins),
+        "can_organise": access.can_edit,
+        "can_delete": access.can_administer,
+        "tag_vocabulary": tag_vocabulary(project_id),
+    }
 
 
 def _position(cursor: str, key: str) -> Position | None:
@@ -103,7 +128,8 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _invalid_filters(request, form, bad_cursor=False)
     filters: dict[str, Any] = form.cleaned_data
-    query = filters.get("q") or ""
+    query, asked, said = split_archived(filters.get("q") or "")
+    archived = asked if said else _ARCHIVED[filters.get("archived") or ""]
     keyset = SORTS.get(filters.get("sort") or "recent", SORTS["recent"])
     cursor = request.GET.get("cursor", "")
     position = _position(cursor, keyset.key) if cursor else None
@@ -120,15 +146,22 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         since=filters.get("since"),
         until=filters.get("until"),
         agent_or_model=filters.get("who") or "",
+        archived=archived,
+        tag=" ".join((filters.get("tag") or "").split()),
     )
+    pins = pinned_ids(request.user, project.pk)
+    nothing = status == "hidden" and not access.sees_hidden
+    pinned = [] if nothing or cursor else pinned_threads(threads, pins, keyset)
+    rest = threads.exclude(pk__in=pins) if pins else threads
     page = (
         []
-        if status == "hidden" and not access.sees_hidden
-        else selectors.keyset_page(threads, keyset, after=position, limit=THREADS_PER_PAGE + 1)
+        if nothing
+        else selectors.keyset_page(rest, keyset, after=position, limit=THREADS_PER_PAGE + 1)
     )
     more = len(page) > THREADS_PER_PAGE
     page = page[:THREADS_PER_PAGE]
-    ids = [t.id for t in page]
+    shown = [*pinned, *page]
+    ids = [t.id for t in shown]
     params = request.GET.copy()
     params.pop("cursor", None)
     next_query = ""
@@ -138,11 +171,12 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "project": project,
-        "rows": thread_rows(page, selectors.thread_list_facts(ids, query, PREVIEW_CHARS)),
+        "rows": thread_rows(shown, selectors.thread_list_facts(ids, query, PREVIEW_CHARS)),
         "next_query": next_query,
         "query": query,
         "filtered": any(v for k, v in filters.items() if k != "sort"),
         "can_start_thread": access.can_edit,
+        **organise_context(access, pins, project.pk),
     }
     template = TEMPLATE
     if request.htmx:

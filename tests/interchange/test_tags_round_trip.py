@@ -1,0 +1,31 @@
+"""A thread's tags and archived flag through a canonical export and back: tags stay (they are
+metadata.tags); an import is a new thread, so it is not archived."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.base import Team
+from tests.factories import ask, make_thread
+from transcripts import interchange
+from transcripts.ledger.organise import ThreadChange, update_thread
+from transcripts.models import Thread
+
+pytestmark = pytest.mark.django_db
+
+
+def test_an_export_keeps_the_tags(team: Team) -> None:
+    thread = make_thread("Tagged", project=team.alpha)
+    ask(thread, "hello")
+    change = ThreadChange(tags=["eval", "regression"], archived=True)
+    update_thread(thread=thread, user=team.editor, change=change)
+
+    exported = interchange.export_thread(Thread.objects.get(pk=thread.id), "canonical")
+    result = interchange.import_data(json.loads(exported.content), "canonical", project=team.beta)
+
+    (copy_id,) = result.thread_ids
+    copy = Thread.objects.get(pk=copy_id)
+    assert copy.tag_names == ["eval", "regression"]
+    assert copy.archived is False
