@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from transcripts import selectors
 from transcripts.pagination import Keyset, Position, decode_position, moment, text, ulid
 from transcripts.permissions import project_access
+from transcripts.selectors.live import only_thread
 from transcripts.web.access import current_project, login_required, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.threads import PREVIEW_CHARS, thread_rows
@@ -121,11 +122,16 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         until=filters.get("until"),
         agent_or_model=filters.get("who") or "",
     )
+    only = request.GET.get("only", "")  # the one row a live list asks for, if it passes
     page = (
         []
         if status == "hidden" and not access.sees_hidden
+        else only_thread(threads, only)
+        if only
         else selectors.keyset_page(threads, keyset, after=position, limit=THREADS_PER_PAGE + 1)
     )
+    if only and not page:
+        return HttpResponse(status=204)
     more = len(page) > THREADS_PER_PAGE
     page = page[:THREADS_PER_PAGE]
     ids = [t.id for t in page]
@@ -145,6 +151,6 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         "can_start_thread": access.can_edit,
     }
     template = TEMPLATE
-    if request.htmx:
-        template += "#rows" if cursor else "#results"
+    if request.htmx or only:
+        template += "#rows" if cursor or only else "#results"
     return render(request, template, context)
