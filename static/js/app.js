@@ -568,8 +568,12 @@
     });
   }
 
-  function fetchConversation() {
-    return fetch(window.location.pathname + window.location.search, {
+  // The conversation as the server renders it now: this page's address, or at leaf.
+  function fetchConversation(leaf) {
+    var params = new URLSearchParams(window.location.search);
+    if (leaf) params.set("leaf", leaf);
+    var query = params.toString();
+    return fetch(window.location.pathname + (query ? "?" + query : ""), {
       credentials: "same-origin", headers: { "HX-Request": "true", "HX-Target": "conversation" }
     }).then(function (response) { return response.ok ? response.text() : ""; })
       .then(function (html) { return html ? parseHtml(html) : null; })
@@ -579,14 +583,20 @@
   // Its commit answers with a notice instead of the conversation when it does not continue the
   // branch being read (views/runs.py: ?remote=1 and ?tip=, the last message shown).
   function markRemote(section) {
-    var shown = Array.prototype.filter.call(document.querySelectorAll("#conversation article.msg"),
-      function (m) { return !m.closest(".run-live"); });
-    var tip = document.querySelector("#conversation .pager-later") ? "-" : (shown.length ? shown[shown.length - 1].getAttribute("data-id") : "");
+    var tip = document.querySelector("#conversation .pager-later") ? "-" : (lastShown() || "");
+    section.classList.add("run-live-remote");
     [section].concat(Array.prototype.slice.call(section.querySelectorAll("[hx-get]"))).forEach(function (elt) {
       var url = elt.getAttribute("hx-get");
       if (!url || url.indexOf("/live") < 0) return;
       elt.setAttribute("hx-get", url + (url.indexOf("?") < 0 ? "?" : "&") + "remote=1&tip=" + encodeURIComponent(tip));
     });
+  }
+
+  // The id of the last message the reader sees (not one of a live block), or null.
+  function lastShown() {
+    var shown = Array.prototype.filter.call(document.querySelectorAll("#conversation article.msg"),
+      function (m) { return !m.closest(".run-live"); });
+    return shown.length ? shown[shown.length - 1].getAttribute("data-id") : null;
   }
 
   // After the message it follows in the server's page, else before the one it precedes, else
@@ -629,7 +639,7 @@
     document.querySelectorAll(".live-committed:not([data-said])").forEach(function (notice) {
       notice.setAttribute("data-said", "1");
       announce("A new answer arrived on another branch");
-      fetchConversation().then(function (fragment) { if (fragment) refreshPlaces(fragment); });
+      fetchConversation(lastShown()).then(function (fragment) { if (fragment) refreshPlaces(fragment); });
     });
   });
 })();
