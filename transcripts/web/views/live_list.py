@@ -34,9 +34,12 @@ KEEPALIVE_SECONDS = 15.0
 RETRY_MS = 2000
 
 
-def _reader(request: HttpRequest, slug: str) -> tuple[int, bool]:
-    """The project's id and whether the caller sees hidden threads; a 404 for a non-member."""
+def _reader(request: HttpRequest, slug: str) -> tuple[int, bool] | None:
+    """The project's id and whether the caller sees hidden threads (None: not signed in); a
+    404 for a non-member."""
     try:
+        if not request.user.is_authenticated:
+            return None
         project, access = get_project_for_user(request, slug)
     finally:
         release_connections()  # nothing is read while the stream waits
@@ -46,15 +49,16 @@ def _reader(request: HttpRequest, slug: str) -> tuple[int, bool]:
 @require_GET
 async def project_live(request: HttpRequest, slug: str) -> HttpResponseBase:
     """GET /p/<slug>/live/: the project's thread and run events as SSE, for its members."""
-    user = await request.auser()
-    if not user.is_authenticated:
-        return HttpResponse("Sign in to follow this project.", status=401)
     if listener().subscribers() >= settings.TRANSCRIPTS_STREAMS_MAX:
         return busy_response(request, "this process holds as many live streams as it may")
     try:
-        project_id, sees_hidden = await sync_to_async(_reader)(request, slug)
+        async with _opening():
+            reader = await sync_to_async(_reader)(request, slug)
     except Http404:
         return HttpResponse("No such project.", status=404)
+    if reader is None:
+        return HttpResponse("Sign in to follow this project.", status=401)
+    project_id, sees_hidden = reader
     frames = _frames(project_id, sees_hidden)
     try:
         first = await anext(frames)
@@ -66,6 +70,19 @@ async def project_live(request: HttpRequest, slug: str) -> HttpResponseBase:
     stream["Cache-Control"] = "no-cache"
     stream["X-Accel-Buffering"] = "no"
     return stream
+
+
+_openings: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+
+
+def _opening() -> asyncio.Semaphore:
+    """The turns of the streams checking their caller (TRANSCRIPTS_STREAM_OPENINGS at once, as
+    the run streams): a burst of new tabs waits in line instead of emptying the request pool."""
+    loop = asyncio.get_running_loop()
+    turns = _openings.get(loop)
+    if turns is None:
+        turns = _openings[loop] = asyncio.Semaphore(settings.TRANSCRIPTS_STREAM_OPENINGS)
+    return turns
 
 
 async def _then(first: str, rest: AsyncIterator[str]) -> AsyncIterator[str]:
