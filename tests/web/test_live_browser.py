@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 from django.contrib.auth.models import User
 
+from tests.a11y import audit, overflow
 from tests.browser import BROWSER_TESTS, open_page, screenshot
 from tests.factories import ask, last_message, make_run, make_thread, say
 from tests.live_server import LiveServer
@@ -108,6 +109,12 @@ def test_a_run_that_commits_on_another_branch_keeps_the_readers_place(
         timeout=5000,
     )
     screenshot(page, "live-conversation-other-branch")
+    page.set_viewport_size({"width": 390, "height": 844})
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert audit(page, include=".run-live") == [], scheme
+        assert overflow(page) == 0, scheme
+    screenshot(page, "live-conversation-other-branch-390-dark")
     page.click(".live-committed a")
     page.wait_for_selector(".live-committed", state="detached")
     assert "Right after all" in page.inner_text("#conversation")
@@ -148,6 +155,12 @@ def test_a_filtered_list_never_shows_a_thread_its_filter_excludes(
     failing = make_thread("This one failed")
     ledger.fail_run(run=make_run(failing, commit=False), error={"message": "boom"})
     waited(page, "#live-bar >> text=1 new", "list-filtered")
+    page.set_viewport_size({"width": 390, "height": 844})
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert audit(page, include="#live-bar") == [], scheme
+        assert overflow(page) == 0, scheme
+    screenshot(page, "live-list-filtered-390")
     assert "Nothing failed here" not in page.inner_text("main")
     assert "This one failed" not in page.inner_text("#results")
     page.click("#live-bar a")
