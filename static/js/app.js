@@ -498,10 +498,19 @@
       params.delete("cursor");
       params.set("only", data.thread);
       fetch(bar.getAttribute("data-live-list") + "?" + params.toString(), { credentials: "same-origin" })
-        .then(function (response) { return response.status === 200 ? response.text() : ""; })
+        .then(function (response) {
+          // 204: the thread no longer passes the filters (or may not be read): its row goes.
+          if (response.status === 204) dropRow(data.thread);
+          return response.status === 200 ? response.text() : "";
+        })
         .then(function (html) { if (html) placeRow(bar, data, parseHtml(html).querySelector("li")); })
         .catch(function () { /* the next event tries again */ });
     }, 150);
+  }
+
+  function dropRow(threadId) {
+    var row = rowOf(threadId);
+    if (row && !row.contains(document.activeElement)) row.remove();
   }
 
   function rowOf(threadId) {

@@ -166,3 +166,18 @@ def test_a_filtered_list_never_shows_a_thread_its_filter_excludes(
     page.click("#live-bar a")
     page.wait_for_selector("#results >> text=This one failed")
     assert "Nothing failed here" not in page.inner_text("#results")
+
+
+def test_a_row_leaves_a_filtered_list_when_its_thread_stops_passing(
+    browser: Any, live_server_asgi: LiveServer, editor: User
+) -> None:
+    streaming = make_thread("Streaming now")
+    run = make_run(streaming, commit=False)
+    page = open_page(browser, live_server_asgi, editor)
+    page.goto(live_server_asgi.url + "/?status=live")
+    page.wait_for_selector("#results >> text=Streaming now")
+    time.sleep(0.3)
+    ledger.fail_run(run=run, error={"message": "boom"})
+    page.wait_for_selector(
+        "#results >> text=Streaming now", state="detached", timeout=ARRIVES_WITHIN * 1000
+    )
