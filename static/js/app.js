@@ -452,4 +452,203 @@
   function watchRuns() { watchLiveBlocks(); watchCommits(); }
   document.addEventListener("htmx:afterSettle", watchRuns);
   document.addEventListener("DOMContentLoaded", watchRuns);
+
+  /* --- live (issue 27): new threads and runs arrive in open pages --- */
+  // A page with a [data-live-stream] marker holds one stream of its project's thread and run
+  // events (ids and statuses only), closed on pagehide. What it shows it asks the server for,
+  // with the reader's rights: a list row checked against the list's filters, a new live block.
+  var liveSource = null;
+  function openLive() {
+    var marker = document.querySelector("[data-live-stream]");
+    if (!marker || liveSource || typeof EventSource !== "function") return;
+    liveSource = new EventSource(marker.getAttribute("data-live-stream"));
+    ["thread", "run"].forEach(function (kind) {
+      liveSource.addEventListener(kind, function (event) {
+        var data;
+        try { data = JSON.parse(event.data); } catch (e) { return; }
+        liveList(data);
+        liveConversation(data);
+      });
+    });
+  }
+  document.addEventListener("DOMContentLoaded", openLive);
+  window.addEventListener("pageshow", function (event) { if (event.persisted) openLive(); });
+  window.addEventListener("pagehide", function () {
+    if (liveSource) liveSource.close();
+    liveSource = null;
+  });
+
+  function parseHtml(html) {
+    var template = document.createElement("template");
+    template.innerHTML = html;
+    return template.content;
+  }
+
+  // The list: a row of a thread it was told about, fetched through the list's own view with
+  // its filters (a 204 when the thread does not pass them), a few events of one thread merged.
+  var rowTimers = {};
+  var unseen = {};
+  function liveList(data) {
+    var bar = document.getElementById("live-bar");
+    if (!bar || !data.thread) return;
+    window.clearTimeout(rowTimers[data.thread]);
+    rowTimers[data.thread] = window.setTimeout(function () {
+      delete rowTimers[data.thread];
+      var params = new URLSearchParams(window.location.search);
+      params.delete("cursor");
+      params.set("only", data.thread);
+      fetch(bar.getAttribute("data-live-list") + "?" + params.toString(), { credentials: "same-origin" })
+        .then(function (response) {
+          // 204: the thread no longer passes the filters (or may not be read): its row goes.
+          if (response.status === 204) dropRow(data.thread);
+          return response.status === 200 ? response.text() : "";
+        })
+        .then(function (html) { if (html) placeRow(bar, data, parseHtml(html).querySelector("li")); })
+        .catch(function () { /* the next event tries again */ });
+    }, 150);
+  }
+
+  function dropRow(threadId) {
+    var row = rowOf(threadId);
+    if (row && !row.contains(document.activeElement)) row.remove();
+  }
+
+  function rowOf(threadId) {
+    var link = document.querySelector('#results li a[href$="/t/' + threadId + '/"]');
+    return link ? link.closest("li") : null;
+  }
+
+  // Newest activity first, nothing filtered: new rows go on top. Otherwise they wait behind
+  // the "N new · show" bar, so what the reader is looking at does not move.
+  function listTakesNewRows() {
+    var params = new URLSearchParams(window.location.search);
+    var plain = true;
+    params.forEach(function (value, key) {
+      if (value && !(key === "sort" && value === "recent")) plain = false;
+    });
+    return plain;
+  }
+
+  function placeRow(bar, data, row) {
+    if (!row) return;
+    var existing = rowOf(data.thread);
+    var list = document.querySelector("#results ol.thread-list");
+    if (listTakesNewRows() && (list || !existing)) {
+      if (!list) {
+        list = document.createElement("ol");
+        list.className = "thread-list";
+        var results = document.getElementById("results");
+        if (!results) return;
+        results.replaceChildren(list);
+      }
+      if (existing) existing.remove();
+      list.insertBefore(row, list.firstElementChild);
+      if (!existing) announce("New thread: " + (row.querySelector("a") || row).textContent.trim());
+    } else if (existing) {
+      existing.replaceWith(row);
+    } else {
+      unseen[data.thread] = true;
+      var count = Object.keys(unseen).length;
+      bar.querySelector(".live-bar-count").textContent = count + " new";
+      bar.querySelector("a").setAttribute("href", window.location.pathname + window.location.search);
+      bar.hidden = false;
+      announce(count + (count === 1 ? " new thread" : " new threads") + " match this list");
+      return;
+    }
+    if (window.htmx) window.htmx.process(row);
+  }
+
+  // The conversation: a run of this thread that began after the page loaded comes in as its
+  // live block, where the server places it; the reader's place and reply box are kept.
+  function liveConversation(data) {
+    var marker = document.getElementById("live-thread");
+    if (!marker || data.thread !== marker.getAttribute("data-live-thread")) return;
+    if (data.kind !== "run" || !OPEN[data.status] || document.getElementById("run-" + data.run)) return;
+    fetchConversation().then(function (fragment) {
+      var section = fragment && fragment.getElementById("run-" + data.run);
+      if (!section || document.getElementById("run-" + data.run)) return;
+      var conversation = document.getElementById("conversation");
+      if (!conversation) return;
+      markRemote(section);
+      placeSection(conversation, section);
+      refreshPlaces(fragment);
+      if (window.htmx) window.htmx.process(section);
+      watchRuns();
+    });
+  }
+
+  // The conversation as the server renders it now: this page's address, or at leaf.
+  function fetchConversation(leaf) {
+    var params = new URLSearchParams(window.location.search);
+    if (leaf) params.set("leaf", leaf);
+    var query = params.toString();
+    return fetch(window.location.pathname + (query ? "?" + query : ""), {
+      credentials: "same-origin", headers: { "HX-Request": "true", "HX-Target": "conversation" }
+    }).then(function (response) { return response.ok ? response.text() : ""; })
+      .then(function (html) { return html ? parseHtml(html) : null; })
+      .catch(function () { return null; });
+  }
+
+  // Its commit answers with a notice instead of the conversation when it does not continue the
+  // branch being read (views/runs.py: ?remote=1 and ?tip=, the last message shown).
+  function markRemote(section) {
+    var tip = document.querySelector("#conversation .pager-later") ? "-" : (lastShown() || "");
+    section.classList.add("run-live-remote");
+    [section].concat(Array.prototype.slice.call(section.querySelectorAll("[hx-get]"))).forEach(function (elt) {
+      var url = elt.getAttribute("hx-get");
+      if (!url || url.indexOf("/live") < 0) return;
+      elt.setAttribute("hx-get", url + (url.indexOf("?") < 0 ? "?" : "&") + "remote=1&tip=" + encodeURIComponent(tip));
+    });
+  }
+
+  // The id of the last message the reader sees (not one of a live block), or null.
+  function lastShown() {
+    var shown = Array.prototype.filter.call(document.querySelectorAll("#conversation article.msg"),
+      function (m) { return !m.closest(".run-live"); });
+    return shown.length ? shown[shown.length - 1].getAttribute("data-id") : null;
+  }
+
+  // After the message it follows in the server's page, else before the one it precedes, else
+  // before the reply box.
+  function placeSection(conversation, section) {
+    var before = section.previousElementSibling;
+    var after = section.nextElementSibling;
+    var anchor = before && before.id && document.getElementById(before.id);
+    if (anchor && conversation.contains(anchor)) { anchor.after(section); return; }
+    anchor = after && after.id && document.getElementById(after.id);
+    if (anchor && conversation.contains(anchor)) { anchor.before(section); return; }
+    var reply = conversation.querySelector(".reply-box");
+    var slot = reply ? reply.closest("#conversation > *") : null;
+    if (slot) slot.before(section); else conversation.appendChild(section);
+  }
+
+  // The header's live tag and each message's alternatives, as the server now counts them.
+  function refreshPlaces(fragment) {
+    var tag = fragment.getElementById("live-tag");
+    var mine = document.getElementById("live-tag");
+    if (tag && mine) mine.innerHTML = tag.innerHTML;
+    document.querySelectorAll("#conversation article.msg").forEach(function (message) {
+      if (message.closest(".run-live")) return;
+      var fresh = fragment.getElementById(message.id);
+      var nav = fresh && fresh.querySelector("nav.switcher");
+      var old = message.querySelector("nav.switcher");
+      if (!nav || (old && old.outerHTML === nav.outerHTML)) return;
+      if (old) old.replaceWith(nav);
+      else {
+        var spacer = message.querySelector(".msg-head .spacer");
+        if (!spacer) return;
+        spacer.before(nav);
+      }
+      if (window.htmx) window.htmx.process(nav);
+    });
+  }
+
+  // A notice that an arrived run committed on another branch: said once, the counts refreshed.
+  document.addEventListener("htmx:afterSettle", function () {
+    document.querySelectorAll(".live-committed:not([data-said])").forEach(function (notice) {
+      notice.setAttribute("data-said", "1");
+      announce("A new answer arrived on another branch");
+      fetchConversation(lastShown()).then(function (fragment) { if (fragment) refreshPlaces(fragment); });
+    });
+  });
 })();

@@ -8,7 +8,7 @@ this package is a facade over modules with one job each:
 - `lifecycle.py`: commit, fail, cancel, stop (keeping what streamed), restore;
   `active_path.py`: move the active path;
 - `leases.py`: generator workers' leases; `snapshots.py`: projection snapshots;
-- `notify.py`: LISTEN/NOTIFY channels of runs;
+- `notify.py`: LISTEN/NOTIFY channels of runs and projects;
 - `moderation.py`, `reports.py`, `audit.py`, `ratings.py`: moderators' and readers' writes;
 - `import_plan.py`, `importing.py`: whole threads imported in one transaction;
 - `llm_calls.py`: LLM calls decoded from OpenTelemetry spans recorded in the tree, exactly once;
@@ -28,7 +28,7 @@ from transcripts.ledger.lifecycle import (
     stop_run,
 )
 from transcripts.ledger.llm_calls import RecordedLlmCalls, record_llm_calls
-from transcripts.ledger.notify import run_channel
+from transcripts.ledger.notify import ProjectEvent, project_channel, project_event, run_channel
 from transcripts.ledger.runs import HEAD, begin_run
 from transcripts.ledger.shares import audit_expired_shares, create_share, revoke_share
 from transcripts.ledger.snapshots import store_due_snapshots, store_snapshot, store_snapshot_if_due
@@ -37,6 +37,7 @@ from transcripts.ledger.threads import create_thread
 __all__ = [
     "HEAD",
     "AppendResult",
+    "ProjectEvent",
     "Reach",
     "RecordedLlmCalls",
     "append_at_once",
@@ -51,6 +52,8 @@ __all__ = [
     "create_thread",
     "expire_leases",
     "fail_run",
+    "project_channel",
+    "project_event",
     "record_llm_calls",
     "renew_lease",
     "restore_run",

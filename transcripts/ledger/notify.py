@@ -1,4 +1,6 @@
-"""Live updates: each run has a LISTEN/NOTIFY channel told its last seq and status."""
+"""Live updates: each run has a LISTEN/NOTIFY channel told its last seq and status; each
+project a channel told when one of its threads is created and when a run of one of them begins
+or changes status (sent by the triggers of migration 0016_live, in the writing transaction)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import TypedDict
 
 from django.db import connection
 
+from transcripts.ids import uuid_to_ulid
 from transcripts.models import Run
 
 
@@ -20,6 +23,44 @@ class RunStatusPayload(TypedDict):
 def run_channel(run_id: str) -> str:
     """The LISTEN/NOTIFY channel of a run."""
     return f"transcripts_run_{run_id.lower()}"
+
+
+def project_channel(project_id: int) -> str:
+    """The LISTEN/NOTIFY channel of a project's threads and runs (named as the triggers do)."""
+    return f"transcripts_project_{int(project_id)}"
+
+
+class ProjectEvent(TypedDict):
+    """What a project's live stream tells a page: a thread was created ("thread"), or a run of a
+    thread began or changed status ("run"); ids as ULIDs, run and status empty for a thread."""
+
+    kind: str
+    thread: str
+    run: str
+    status: str
+    hidden: bool
+
+
+def project_event(payload: str) -> ProjectEvent | None:
+    """The event a project channel's notification carries, or None for one not understood."""
+    try:
+        told = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(told, dict) or told.get("kind") not in ("thread", "run"):
+        return None
+    thread = uuid_to_ulid(told.get("thread"))
+    run = uuid_to_ulid(told["run"]) if told.get("run") else ""
+    if thread is None or run is None:
+        return None
+    status = told.get("status") or ""
+    return {
+        "kind": str(told["kind"]),
+        "thread": thread,
+        "run": run,
+        "status": status if isinstance(status, str) else "",
+        "hidden": told.get("hidden") is True,
+    }
 
 
 def run_status_payload(last_seq: int, status: str) -> RunStatusPayload:

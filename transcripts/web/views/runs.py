@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from transcripts import selectors
 from transcripts.models import Run, RunStatus
+from transcripts.selectors.live import committed_leaf
 from transcripts.selectors.run_page import events_carry_timing, run_place, run_projection
 from transcripts.selectors.trace import run_trace
 from transcripts.web.access import get_run_for_user, login_required
@@ -100,5 +101,20 @@ def run_live(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     """
     run, access = get_run_for_user(request, run_id)
     if run.status in (RunStatus.COMMITTED, RunStatus.SUPERSEDED):
+        if request.GET.get("remote"):
+            return _remote_commit(request, run)
         return to_conversation(request, run.thread_id)
     return render_live_block(request, run, run.thread, access)
+
+
+def _remote_commit(request: HtmxHttpRequest, run: Run) -> HttpResponse:
+    """A run that arrived while the page was open (?remote=1, with ?tip= the last message the
+    page showed) has committed: the conversation at its answer when it continues the branch
+    being read, else a notice in its place that offers its branch (the reader's place kept)."""
+    leaf, active = committed_leaf(run)
+    if leaf is not None and (run.fork_from_id or "") == request.GET.get("tip", "-"):
+        return to_conversation(request, run.thread_id, None if active else leaf)
+    if leaf is None:
+        return to_conversation(request, run.thread_id)
+    url = reverse("conversation", args=[run.thread_id])
+    return render(request, "transcripts/live_committed.html", {"url": url, "leaf": leaf})

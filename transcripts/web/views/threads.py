@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from transcripts import selectors
 from transcripts.pagination import Keyset, Position, decode_position, moment, text, ulid
 from transcripts.permissions import Access, project_access
+from transcripts.selectors.live import only_thread
 from transcripts.selectors.organise import (
     pinned_ids,
     pinned_threads,
@@ -149,15 +150,20 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         archived=archived,
         tag=" ".join((filters.get("tag") or "").split()),
     )
+    only = request.GET.get("only", "")  # the one row a live list asks for, if it passes
     pins = pinned_ids(request.user, project.pk)
     nothing = status == "hidden" and not access.sees_hidden
-    pinned = [] if nothing or cursor else pinned_threads(threads, pins, keyset)
-    rest = threads.exclude(pk__in=pins) if pins else threads
+    pinned = [] if nothing or cursor or only else pinned_threads(threads, pins, keyset)
+    rest = threads.exclude(pk__in=pins) if pins and not only else threads
     page = (
         []
         if nothing
+        else only_thread(rest, only)
+        if only
         else selectors.keyset_page(rest, keyset, after=position, limit=THREADS_PER_PAGE + 1)
     )
+    if only and not page:
+        return HttpResponse(status=204)
     more = len(page) > THREADS_PER_PAGE
     page = page[:THREADS_PER_PAGE]
     shown = [*pinned, *page]
@@ -179,6 +185,6 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         **organise_context(access, pins, project.pk),
     }
     template = TEMPLATE
-    if request.htmx:
-        template += "#rows" if cursor else "#results"
+    if request.htmx or only:
+        template += "#rows" if cursor or only else "#results"
     return render(request, template, context)
