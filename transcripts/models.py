@@ -151,22 +151,24 @@ class Thread(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     # The thread list's columns (issue 27), kept by the ledger in the transaction of each
-    # write that changes them (ledger/counters.py), so a page of the list reads no message.
-    message_count = models.PositiveIntegerField(default=0)
-    branch_count = models.PositiveIntegerField(default=0)
-    run_count = models.PositiveIntegerField(default=0)
-    open_run_count = models.PositiveIntegerField(default=0)
-    failed_run_count = models.PositiveIntegerField(default=0)
-    flagged_count = models.PositiveIntegerField(default=0)
-    input_tokens = models.BigIntegerField(default=0)
-    output_tokens = models.BigIntegerField(default=0)
-    total_tokens = models.BigIntegerField(default=0)
-    cost_micros = models.BigIntegerField(default=0)  # millionths of a US dollar, at the prices
+    # write that changes them (ledger/counters.py), so a page of the list reads no message;
+    # defaults in the database too, for rows copied in (bench/scale_seed.py).
+    message_count = models.PositiveIntegerField(default=0, db_default=0)
+    branch_count = models.PositiveIntegerField(default=0, db_default=0)
+    run_count = models.PositiveIntegerField(default=0, db_default=0)
+    open_run_count = models.PositiveIntegerField(default=0, db_default=0)
+    failed_run_count = models.PositiveIntegerField(default=0, db_default=0)
+    flagged_count = models.PositiveIntegerField(default=0, db_default=0)
+    input_tokens = models.BigIntegerField(default=0, db_default=0)
+    output_tokens = models.BigIntegerField(default=0, db_default=0)
+    total_tokens = models.BigIntegerField(default=0, db_default=0)
+    # Millionths of a US dollar, at the prices.
+    cost_micros = models.BigIntegerField(default=0, db_default=0)
     # The newest closed run's status and duration ("" and 0 before any run closed).
-    last_run_status = models.CharField(max_length=20, blank=True, default="")
-    last_run_duration_ms = models.BigIntegerField(default=0)
-    last_model = models.CharField(max_length=200, blank=True, default="")
-    last_agent = models.CharField(max_length=200, blank=True, default="")
+    last_run_status = models.CharField(max_length=20, blank=True, default="", db_default="")
+    last_run_duration_ms = models.BigIntegerField(default=0, db_default=0)
+    last_model = models.CharField(max_length=200, blank=True, default="", db_default="")
+    last_agent = models.CharField(max_length=200, blank=True, default="", db_default="")
 
     class Meta:
         indexes = [

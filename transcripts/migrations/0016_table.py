@@ -40,30 +40,34 @@ class Migration(migrations.Migration):
     operations = [
         *(
             migrations.AddField(
-                model_name="thread", name=name, field=models.PositiveIntegerField(default=0)
+                model_name="thread",
+                name=name,
+                field=models.PositiveIntegerField(default=0, db_default=0),
             )
             for name in COUNTS
         ),
         *(
             migrations.AddField(
-                model_name="thread", name=name, field=models.BigIntegerField(default=0)
+                model_name="thread",
+                name=name,
+                field=models.BigIntegerField(default=0, db_default=0),
             )
             for name in BIG
         ),
         migrations.AddField(
             model_name="thread",
             name="last_run_status",
-            field=models.CharField(blank=True, default="", max_length=20),
+            field=models.CharField(blank=True, default="", db_default="", max_length=20),
         ),
         migrations.AddField(
             model_name="thread",
             name="last_model",
-            field=models.CharField(blank=True, default="", max_length=200),
+            field=models.CharField(blank=True, default="", db_default="", max_length=200),
         ),
         migrations.AddField(
             model_name="thread",
             name="last_agent",
-            field=models.CharField(blank=True, default="", max_length=200),
+            field=models.CharField(blank=True, default="", db_default="", max_length=200),
         ),
         migrations.RunPython(backfill, migrations.RunPython.noop),
         *(
