@@ -12,7 +12,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from transcripts.ids import ulid_of
-from transcripts.models import OPEN_STATUSES, Message, Run, RunRating, RunStatus, Thread
+from transcripts.models import Message, Run, RunRating, Thread
 from transcripts.pagination import Keyset, Position, decode_position, integer, moment, text, ulid
 from transcripts.selectors.messages import first_user_previews
 from transcripts.selectors.pages import keyset_page
@@ -104,9 +104,7 @@ def filter_threads(
 ) -> QuerySet[Thread]:
     """Threads narrowed by the thread list's filters (every one optional)."""
     if status == "live":
-        threads = threads.filter(
-            Exists(Run.objects.filter(thread_id=OuterRef("pk"), status__in=OPEN_STATUSES))
-        )
+        threads = threads.filter(open_run_count__gt=0)
     elif status == "locked":
         threads = threads.filter(locked=True)
     elif status == "hidden":
@@ -118,24 +116,12 @@ def filter_threads(
         threads = threads.filter(
             Exists(Message.objects.filter(thread_id=OuterRef("pk"), active=False))
         )
+    # The ledger's counters on the thread row (ledger/counters.py) say these at no cost.
     if has_failed_runs:
-        threads = threads.filter(
-            Exists(Run.objects.filter(thread_id=OuterRef("pk"), status=RunStatus.FAILED))
-        )
+        threads = threads.filter(failed_run_count__gt=0)
     if flagged:
         # Flagged by a moderator, or marked flagged by the source (as the conversation shows).
-        is_flagged = (
-            Q(flagged_at__isnull=False)
-            | Q(metadata__flagged=True)
-            | (
-                Q(metadata__has_key="flagged")
-                & ~Q(metadata__flagged__in=[False, 0, ""])
-                & ~Q(metadata__flagged=None)
-            )
-        )
-        threads = threads.filter(
-            Exists(Message.objects.filter(is_flagged, thread_id=OuterRef("pk")))
-        )
+        threads = threads.filter(flagged_count__gt=0)
     if since is not None:
         threads = threads.filter(updated_at__date__gte=since)
     if until is not None:
