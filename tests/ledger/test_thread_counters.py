@@ -46,11 +46,14 @@ COUNTERS = (
 )
 
 
+LARGEST = 2**63 - 1
+
+
 def _tokens(usage: Any, camel: str, snake: str) -> int:
     for key in (camel, snake):
         value = usage.get(key) if isinstance(usage, dict) else None
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return int(Decimal(str(value)).quantize(Decimal(1), ROUND_HALF_UP))
+            return max(0, int(Decimal(str(value)).quantize(Decimal(1), ROUND_HALF_UP)))
     return 0
 
 
@@ -87,10 +90,10 @@ def recount(thread: Thread) -> dict[str, Any]:
         "open_run_count": sum(1 for r in runs if r.status in OPEN_STATUSES),
         "failed_run_count": sum(1 for r in runs if r.status == "failed"),
         "flagged_count": sum(1 for m in messages if _flagged(m)),
-        "input_tokens": sum(inputs),
-        "output_tokens": sum(outputs),
-        "total_tokens": sum(inputs) + sum(outputs),
-        "cost_micros": cost,
+        "input_tokens": min(sum(inputs), LARGEST),
+        "output_tokens": min(sum(outputs), LARGEST),
+        "total_tokens": min(sum(inputs) + sum(outputs), LARGEST),
+        "cost_micros": min(cost, LARGEST),
         "last_run_status": last.status if last else "",
         "last_run_duration_ms": duration,
         "last_model": models[-1] if models else "",
@@ -107,7 +110,10 @@ MODELS = st.sampled_from(["gpt-4o", "gpt-4o-mini-2024-07-18", "my-own-model", ""
 AGENTS = st.sampled_from(["planner", "coder", None])
 USAGE = st.fixed_dictionaries(
     {},
-    optional={"inputTokens": st.integers(0, 5000), "outputTokens": st.integers(0, 5000)},
+    optional={
+        "inputTokens": st.integers(-5, 5000) | st.just(LARGEST),
+        "outputTokens": st.integers(0, 5000),
+    },
 )
 
 

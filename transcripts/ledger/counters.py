@@ -18,14 +18,16 @@ from django.db.backends.utils import CursorWrapper
 from transcripts.ids import to_uuid
 from transcripts.selectors.prices import price_for
 
-# The tokens of a run's usage (either spelling); anything but a number counts 0.
+# The tokens of a run's usage (either spelling, whole, at least 0); anything but a number
+# counts 0. Numeric: sums of any size, held to what a column stores (LARGEST) when stored.
 _TOKENS = """
-    CASE WHEN jsonb_typeof(r.usage->'{camel}') = 'number'
-        THEN (r.usage->>'{camel}')::numeric::bigint
+    greatest(0, round(CASE WHEN jsonb_typeof(r.usage->'{camel}') = 'number'
+        THEN (r.usage->>'{camel}')::numeric
     WHEN jsonb_typeof(r.usage->'{snake}') = 'number'
-        THEN (r.usage->>'{snake}')::numeric::bigint
-    ELSE 0 END
+        THEN (r.usage->>'{snake}')::numeric
+    ELSE 0 END))
 """
+LARGEST = 2**63 - 1
 INPUT_TOKENS_SQL = _TOKENS.format(camel="inputTokens", snake="input_tokens")
 OUTPUT_TOKENS_SQL = _TOKENS.format(camel="outputTokens", snake="output_tokens")
 
@@ -44,10 +46,10 @@ RECOUNT_SQL = f"""
         run_count = coalesce(r.n, 0),
         open_run_count = coalesce(r.open, 0),
         failed_run_count = coalesce(r.failed, 0),
-        input_tokens = coalesce(r.input, 0),
-        output_tokens = coalesce(r.output, 0),
-        total_tokens = coalesce(r.input + r.output, 0),
-        cost_micros = coalesce(r.cost, 0),
+        input_tokens = least(coalesce(r.input, 0), {LARGEST}),
+        output_tokens = least(coalesce(r.output, 0), {LARGEST}),
+        total_tokens = least(coalesce(r.input + r.output, 0), {LARGEST}),
+        cost_micros = least(coalesce(r.cost, 0), {LARGEST}),
         last_run_status = coalesce(closed.status, ''),
         last_run_duration_ms = coalesce(closed.ms, 0),
         last_model = coalesce(model.model, ''),
@@ -64,7 +66,7 @@ RECOUNT_SQL = f"""
             count(*) FILTER (WHERE r.status = 'failed') AS failed,
             sum({INPUT_TOKENS_SQL}) AS input, sum({OUTPUT_TOKENS_SQL}) AS output,
             sum(round(({INPUT_TOKENS_SQL}) * coalesce(p.input, 0)
-                + ({OUTPUT_TOKENS_SQL}) * coalesce(p.output, 0)))::bigint AS cost
+                + ({OUTPUT_TOKENS_SQL}) * coalesce(p.output, 0))) AS cost
         FROM transcripts_run r
         LEFT JOIN unnest(%(models)s::text[], %(inputs)s::numeric[], %(outputs)s::numeric[])
             AS p(model, input, output) ON p.model = r.model
