@@ -154,8 +154,9 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     density, chosen = _density(request)
     next_query = ""
     if more:
-        params["cursor"] = keyset.cursor(page[-1])
-        next_query = params.urlencode()
+        following = params.copy()
+        following["cursor"] = keyset.cursor(page[-1])
+        next_query = following.urlencode()
     context = {
         "form": form,
         "project": project,
