@@ -362,6 +362,40 @@ def report(small: dict[str, Figure], full: dict[str, Figure], sizes: tuple[int, 
     report_sorts(full, sizes[1])
 
 
+def _indexes(plan: dict[str, Any]) -> list[str]:
+    """The indexes a plan node and the nodes under it read."""
+    own = [plan["Index Name"]] if "Index Name" in plan else []
+    return own + [name for child in plan.get("Plans", []) for name in _indexes(child)]
+
+
+def explain_sorts(project_id: int) -> None:
+    """Each sort's first page as the list asks it (a member's visible threads, 26 rows), under
+    EXPLAIN (ANALYZE): the database's own time, apart from rendering and the machine's load,
+    and the indexes it read."""
+    import json
+
+    from django.db import connection
+
+    from transcripts.models import Thread
+    from transcripts.selectors import THREAD_SORTS
+
+    visible = Thread.objects.filter(project_id=project_id, hidden=False)
+    print()
+    print("sorted lists' first page in the database (EXPLAIN ANALYZE, median of 5)")
+    for name in ("recent", *(sort for _, sort in SORTED)):
+        query = visible.order_by(*THREAD_SORTS[name].order)[: PER_PAGE + 1]
+        sql, params = query.query.sql_with_params()
+        times, plan = [], {}
+        with connection.cursor() as cursor:
+            for _ in range(5):
+                cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+                (raw,) = cursor.fetchone()
+                plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]
+                times.append(plan["Execution Time"])
+        read = ", ".join(_indexes(plan["Plan"])) or "no index"
+        print(f"  {name:<14} {statistics.median(times):7.2f} ms  {read}")
+
+
 def report_sorts(full: dict[str, Figure], size: int) -> None:
     """Each sorted list against the default order's first page, both at size threads."""
     base = full.get(BASELINE)
@@ -426,6 +460,7 @@ def main() -> None:
     print(f"measuring at {full_size:,} threads", flush=True)
     full = measure_all(world, args.repeat)
     report(small, full, (tenth, full_size))
+    explain_sorts(project.pk)
 
 
 if __name__ == "__main__":
