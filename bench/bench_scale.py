@@ -8,7 +8,8 @@ and the store's rows and size per table, so what is measured has the app's schem
 is the wall-clock time from the request sent to the full response read, through Django's test
 client in this process (no network, no uvicorn). Each figure: p50 and p95 of --repeat requests after
 two warm-ups; the ratio is full p50 over tenth p50 (medians: p95 of 20 requests on a shared
-machine is noisy). Goal: p95 <= 150 ms and ratio <= 1.3 for every figure.
+machine is noisy). Goal: p95 <= 150 ms and ratio <= 1.3 for every figure. The thread list's
+sorts (issue 27) are printed again against the default order's first page of the same run.
 
     .venv/bin/python bench/bench_scale.py            # 100k threads (and 10k)
     .venv/bin/python bench/bench_scale.py --small    # 10k threads (and 1k)
@@ -36,6 +37,21 @@ from _setup import setup_django
 TARGET_MS = 150.0
 TARGET_RATIO = 1.3
 PER_PAGE = 25  # the thread list's page
+
+
+# The thread list's sorts measured (issue 27), each against the default order's first page
+# ("thread list: first page", the baseline) measured in the same run.
+SORTED = (
+    ("created", "newest"),
+    ("created, oldest first", "created_asc"),
+    ("messages", "messages"),
+    ("branches", "branches"),
+    ("tokens", "tokens"),
+    ("cost", "cost"),
+    ("duration", "duration"),
+    ("duration, fastest first", "duration_asc"),
+)
+BASELINE = "thread list: first page"
 
 
 @dataclass(frozen=True)
@@ -121,12 +137,26 @@ def grow(seeder: Any, *, upto: int, specials: int) -> None:
         f" {events / elapsed:,.0f} events/s",
         flush=True,
     )
+    recount_every_thread()
     started = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute("VACUUM (ANALYZE)")
     print(f"VACUUM (ANALYZE) in {time.perf_counter() - started:.1f} s", flush=True)
     settle()
     print_size()
+
+
+def recount_every_thread() -> None:
+    """The thread list's counters of every thread, counted as migration 0016 backfills them
+    (the seeder copies rows past the ledger, which keeps them on each write)."""
+    from django.db import connection
+
+    from transcripts.ledger.counters import RECOUNT_SQL, recount_sql_params
+
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(RECOUNT_SQL, recount_sql_params(None, cursor))
+    print(f"thread counters of every thread in {time.perf_counter() - started:.1f} s", flush=True)
 
 
 def settle() -> None:
@@ -187,6 +217,9 @@ def cases(world: World) -> list[Case]:
     page = min(500, max(2, total // PER_PAGE))
     last_before = visible[max(0, min((page - 1) * PER_PAGE, total) - 1)]
     cursor = encode_cursor(last_before.updated_at, last_before.id)
+    by_tokens = visible.order_by("-total_tokens", "-id")
+    before_tokens = by_tokens[max(0, min((page - 1) * PER_PAGE, total) - 1)]
+    tokens_cursor = encode_cursor(before_tokens.total_tokens, before_tokens.id)
     middle = visible[total // 2]
     run = Run.objects.filter(thread_id=middle.id, status="committed").order_by("id")[3]
     found: list[Case] = [
@@ -194,6 +227,11 @@ def cases(world: World) -> list[Case]:
         Case("thread list: filtered (failed runs)", "/?failed=1"),
         Case("thread list: filtered (agent or model)", "/?who=claude"),
         Case(f"thread list: page {page} by cursor", f"/?cursor={cursor}"),
+        *(Case(f"sorted list: {label}", f"/?sort={sort}") for label, sort in SORTED),
+        Case(
+            f"sorted list: tokens, page {page} by cursor",
+            f"/?sort=tokens&cursor={tokens_cursor}",
+        ),
         Case("search: a rare word", "/?q=zanzibarite"),
         Case("search: a rare word in a title only", "/?q=quokkaville"),
         Case("search: a common word", "/?q=gradient"),
@@ -321,6 +359,57 @@ def report(small: dict[str, Figure], full: dict[str, Figure], sizes: tuple[int, 
         "queries and db ms: one request's queries and their database time at both sizes (the"
         " part that grows with the store; the rest renders the page)"
     )
+    report_sorts(full, sizes[1])
+
+
+def _indexes(plan: dict[str, Any]) -> list[str]:
+    """The indexes a plan node and the nodes under it read."""
+    own = [plan["Index Name"]] if "Index Name" in plan else []
+    return own + [name for child in plan.get("Plans", []) for name in _indexes(child)]
+
+
+def explain_sorts(project_id: int) -> None:
+    """Each sort's first page as the list asks it (a member's visible threads, 26 rows), under
+    EXPLAIN (ANALYZE): the database's own time, apart from rendering and the machine's load,
+    and the indexes it read."""
+    import json
+
+    from django.db import connection
+
+    from transcripts.models import Thread
+    from transcripts.selectors import THREAD_SORTS
+
+    visible = Thread.objects.filter(project_id=project_id, hidden=False)
+    print()
+    print("sorted lists' first page in the database (EXPLAIN ANALYZE, median of 5)")
+    for name in ("recent", *(sort for _, sort in SORTED)):
+        query = visible.order_by(*THREAD_SORTS[name].order)[: PER_PAGE + 1]
+        sql, params = query.query.sql_with_params()
+        times, plan = [], {}
+        with connection.cursor() as cursor:
+            for _ in range(5):
+                cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+                (raw,) = cursor.fetchone()
+                plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]
+                times.append(plan["Execution Time"])
+        read = ", ".join(_indexes(plan["Plan"])) or "no index"
+        print(f"  {name:<14} {statistics.median(times):7.2f} ms  {read}")
+
+
+def report_sorts(full: dict[str, Figure], size: int) -> None:
+    """Each sorted list against the default order's first page, both at size threads."""
+    base = full.get(BASELINE)
+    if base is None:
+        return
+    print()
+    print(f"sorted lists at {size:,} threads against the baseline ({BASELINE}:"
+          f" p50 {base.p50:.1f} ms, p95 {base.p95:.1f} ms)")  # fmt: skip
+    for label, figure in full.items():
+        if label.startswith("sorted list"):
+            print(
+                f"  {label:<44} p95 {figure.p95:7.1f} ms  {figure.p50 / base.p50:5.2f}x"
+                f" the baseline's p50  {'ok' if figure.p95 <= TARGET_MS else 'MISSED'}"
+            )
 
 
 def main() -> None:
@@ -371,6 +460,7 @@ def main() -> None:
     print(f"measuring at {full_size:,} threads", flush=True)
     full = measure_all(world, args.repeat)
     report(small, full, (tenth, full_size))
+    explain_sorts(project.pk)
 
 
 if __name__ == "__main__":

@@ -104,6 +104,17 @@ class Profile(models.Model):
         return f"Profile of {self.user}"
 
 
+# The thread list's sort columns with an index each (project, column, id): (field, short name).
+THREAD_SORT_KEYS = (
+    ("created_at", "created"),
+    ("message_count", "messages"),
+    ("branch_count", "branches"),
+    ("total_tokens", "tokens"),
+    ("cost_micros", "cost"),
+    ("last_run_duration_ms", "duration"),
+)
+
+
 class Thread(models.Model):
     """A conversation: a tree of messages of which one path is active."""
 
@@ -141,6 +152,25 @@ class Thread(models.Model):
     archived = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+    # The thread list's columns (issue 27), kept by the ledger in the transaction of each
+    # write that changes them (ledger/counters.py), so a page of the list reads no message;
+    # defaults in the database too, for rows copied in (bench/scale_seed.py).
+    message_count = models.PositiveIntegerField(default=0, db_default=0)
+    branch_count = models.PositiveIntegerField(default=0, db_default=0)
+    run_count = models.PositiveIntegerField(default=0, db_default=0)
+    open_run_count = models.PositiveIntegerField(default=0, db_default=0)
+    failed_run_count = models.PositiveIntegerField(default=0, db_default=0)
+    flagged_count = models.PositiveIntegerField(default=0, db_default=0)
+    input_tokens = models.BigIntegerField(default=0, db_default=0)
+    output_tokens = models.BigIntegerField(default=0, db_default=0)
+    total_tokens = models.BigIntegerField(default=0, db_default=0)
+    # Millionths of a US dollar, at the prices.
+    cost_micros = models.BigIntegerField(default=0, db_default=0)
+    # The newest closed run's status and duration ("" and 0 before any run closed).
+    last_run_status = models.CharField(max_length=20, blank=True, default="", db_default="")
+    last_run_duration_ms = models.BigIntegerField(default=0, db_default=0)
+    last_model = models.CharField(max_length=200, blank=True, default="", db_default="")
+    last_agent = models.CharField(max_length=200, blank=True, default="", db_default="")
 
     class Meta:
         indexes = [
@@ -162,6 +192,11 @@ class Thread(models.Model):
             # The thread list's title search and agent/model filter (icontains, migration 0013).
             GinIndex(trigram("title"), name="thread_title_trgm_idx"),
             GinIndex(trigram(Cast("agents", models.TextField())), name="thread_agents_trgm_idx"),
+            # The thread list's sorts (issue 27): each a keyset walk of one project.
+            *(
+                models.Index(fields=["project", key, "id"], name=f"thread_{name}_sort_idx")
+                for key, name in THREAD_SORT_KEYS
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -503,7 +503,7 @@
           if (response.status === 204) dropRow(data.thread);
           return response.status === 200 ? response.text() : "";
         })
-        .then(function (html) { if (html) placeRow(bar, data, parseHtml(html).querySelector("li")); })
+        .then(function (html) { if (html) placeRow(bar, data, parseHtml(html).querySelector("tr.thread-row")); })
         .catch(function () { /* the next event tries again */ });
     }, 150);
   }
@@ -514,8 +514,8 @@
   }
 
   function rowOf(threadId) {
-    var link = document.querySelector('#results li a[href$="/t/' + threadId + '/"]');
-    return link ? link.closest("li") : null;
+    var link = document.querySelector('#results .thread-row a[href$="/t/' + threadId + '/"]');
+    return link ? link.closest(".thread-row") : null;
   }
 
   // Newest activity first, nothing filtered: new rows go on top. Otherwise they wait behind
@@ -532,15 +532,9 @@
   function placeRow(bar, data, row) {
     if (!row) return;
     var existing = rowOf(data.thread);
-    var list = document.querySelector("#results ol.thread-list");
+    var list = document.querySelector("#results table.thread-table tbody");
     if (listTakesNewRows() && (list || !existing)) {
-      if (!list) {
-        list = document.createElement("ol");
-        list.className = "thread-list";
-        var results = document.getElementById("results");
-        if (!results) return;
-        results.replaceChildren(list);
-      }
+      if (!list) { refreshResults(); return; }  // an empty list: the table comes with its headers
       if (existing) existing.remove();
       list.insertBefore(row, list.firstElementChild);
       if (!existing) announce("New thread: " + (row.querySelector("a") || row).textContent.trim());
@@ -556,6 +550,21 @@
       return;
     }
     if (window.htmx) window.htmx.process(row);
+  }
+
+  // The list's results as the server renders them now (the first row of an empty list).
+  function refreshResults() {
+    fetch(window.location.pathname + window.location.search, {
+      credentials: "same-origin", headers: { "HX-Request": "true", "HX-Target": "results" }
+    }).then(function (response) { return response.ok ? response.text() : ""; })
+      .then(function (html) {
+        var fresh = html && parseHtml(html).getElementById("results");
+        var results = document.getElementById("results");
+        if (!fresh || !results) return;
+        results.replaceWith(fresh);
+        if (window.htmx) window.htmx.process(fresh);
+      })
+      .catch(function () { /* the next event tries again */ });
   }
 
   // The conversation: a run of this thread that began after the page loaded comes in as its

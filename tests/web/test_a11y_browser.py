@@ -73,6 +73,7 @@ def seed(admin: Any) -> Seeded:
         urls={
             "threads": "/",
             "threads-search": "/?q=haiku",
+            "threads-compact": "/?density=compact&sort=messages",
             "new-thread": "/new/",
             "import": "/import/",
             "conversation-tools": f"/t/{weather.id}/",
@@ -99,6 +100,7 @@ def seed(admin: Any) -> Seeded:
 PAGES = (
     "threads",
     "threads-search",
+    "threads-compact",
     "new-thread",
     "import",
     "conversation-tools",

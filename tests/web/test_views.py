@@ -124,9 +124,9 @@ def test_the_thread_list_shows_counts_branches_and_models(viewer_client: Client)
     response = viewer_client.get("/")
     html = response.content.decode()
     assert "Colour quiz" in html
-    assert "7 messages" in html
-    assert "3 branches" in html
-    assert "gpt-test" in html
+    assert 'data-label="Messages">7</td>' in html
+    assert ">3</td>" in html.split('data-label="Branches"')[1][:200]
+    assert '<span class="chip">gpt-test</span>' in html
     assert "<html" in html
 
 

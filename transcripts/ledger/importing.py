@@ -32,6 +32,7 @@ from transcripts.ledger.bulk_copy import (
     copy_lines,
     event_lines,
 )
+from transcripts.ledger.counters import refresh_counters
 from transcripts.ledger.import_plan import (
     active_keys,
     chains,
@@ -90,6 +91,8 @@ class TreeWriter:
         # The COPY of the last batch, running while the next one is planned.
         self._copying: threading.Thread | None = None
         self._copy_failed: BaseException | None = None
+        # Threads written whose counters are not counted yet (counted once their COPY ended).
+        self._uncounted: list[str] = []
 
     def __enter__(self) -> TreeWriter:
         return self
@@ -130,12 +133,15 @@ class TreeWriter:
                 target=self._copy, args=(pg, self._events, self._messages), daemon=True
             )
             self._copying.start()
+            self._uncounted.extend(thread.id for thread in self._threads)
             self._threads, self._runs, self._events, self._messages = [], [], [], []
             # The database tells these ids are taken once the COPY is joined, which _taken
             # does before it asks.
             self._pending = _Kept()
         if wait:
             self._join()
+            refresh_counters(self._uncounted)
+            self._uncounted = []
 
     def _copy(
         self, pg: psycopg.Connection[tuple[object, ...]], events: list[str], messages: list[str]

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from transcripts.errors import Conflict, RunClosed
+from transcripts.ledger.counters import refresh_counters
 from transcripts.ledger.notify import notify
 from transcripts.models import OPEN_STATUSES, Run, RunStatus
 from transcripts.selectors.runs import get_run
@@ -73,6 +74,7 @@ def expire_leases() -> list[str]:
                 "code": "lease_expired",
             }
             run.save(update_fields=["lease_expires_at", "status", "finished_at", "error"])
+            refresh_counters([run.thread_id])
             notify(run)
             expired.append(run.id)
     return expired

@@ -13,6 +13,7 @@ from transcripts.errors import Conflict, InvalidInput, NotFound, RunClosed, Thre
 from transcripts.ids import require_ulid, to_uuid
 from transcripts.ledger.active_path import activate_path
 from transcripts.ledger.append import append_events
+from transcripts.ledger.counters import refresh_counters
 from transcripts.ledger.notify import change_payload, notify, run_channel
 from transcripts.ledger.storable import check_storable
 from transcripts.models import OPEN_STATUSES, Event, Message, Run, RunOrigin, RunStatus, Thread
@@ -121,6 +122,7 @@ def commit_run(*, run: Run | str) -> Run:
                 "payload": change_payload(run),
             },
         )
+    refresh_counters([thread.id])
     return run
 
 
@@ -135,6 +137,7 @@ def _close_run(run: Run | str, status: str, error: dict[str, Any] | None) -> Run
         run.error = error
         run.finished_at = timezone.now()
         run.save(update_fields=["status", "error", "finished_at"])
+        refresh_counters([run.thread_id])
         notify(run)
     return run
 
@@ -224,5 +227,6 @@ def restore_run(*, run: Run | str) -> Run:
     thread.head_id = leaf
     thread.updated_at = timezone.now()
     thread.save(update_fields=["head", "updated_at"])
+    refresh_counters([thread.id])
     notify(run)
     return run

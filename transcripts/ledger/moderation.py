@@ -42,6 +42,7 @@ from transcripts.ledger.audit import (
     record_hidden_api_read,
     record_hidden_view,
 )
+from transcripts.ledger.counters import refresh_counters
 from transcripts.ledger.deletion import delete_threads
 from transcripts.ledger.lifecycle import lock_run_and_thread
 from transcripts.ledger.moderation_actions import (
@@ -108,6 +109,7 @@ def flag_message(*, user: User, message: Message, reason: str) -> bool:
         message.flagged_at = timezone.now()
         message.flag_reason = reason
         message.save(update_fields=["flagged_at", "flag_reason"])
+        refresh_counters([message.thread_id])
         record_audit(user, "flag", message, thread_id=message.thread_id, reason=reason)
     return True
 
@@ -124,6 +126,7 @@ def unflag_message(*, user: User, message: Message, reason: str = "") -> bool:
         message.flagged_at = None
         message.flag_reason = ""
         message.save(update_fields=["flagged_at", "flag_reason"])
+        refresh_counters([message.thread_id])
         record_audit(user, "unflag", message, thread_id=message.thread_id, reason=reason)
     return True
 
@@ -270,6 +273,7 @@ def redact_message(*, user: User, message: Message, reason: str) -> bool:
         )
         if retitle:
             Thread.objects.filter(pk=thread.pk).update(title=REDACTION_TEXT)
+        refresh_counters([thread.id])
         record_audit(
             user,
             "redact",
@@ -313,6 +317,7 @@ def redact_run(*, user: User, run: Run, reason: str) -> Run:
         run.snapshot = None
         run.snapshot_seq = 0
         run.save(update_fields=["error", "usage", "snapshot", "snapshot_seq"])
+        refresh_counters([run.thread_id])
         record_audit(
             user, "redact", run, thread_id=run.thread_id, reason=reason, scrubbedEvents=scrubbed
         )

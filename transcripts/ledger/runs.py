@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from transcripts.errors import Conflict, InvalidInput, ThreadLocked
 from transcripts.ids import require_ulid
+from transcripts.ledger.counters import refresh_counters
 from transcripts.ledger.storable import check_object
 from transcripts.models import Message, Run, RunOrigin, RunStatus, Thread
 
@@ -91,4 +92,5 @@ def begin_run(
             run.id = run_id
         run.save(force_insert=True)
         Thread.objects.filter(pk=thread.pk).update(updated_at=now)
+        refresh_counters([thread.id])
     return run, True

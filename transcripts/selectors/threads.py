@@ -12,8 +12,8 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from transcripts.ids import ulid_of
-from transcripts.models import OPEN_STATUSES, Message, Run, RunRating, RunStatus, Thread
-from transcripts.pagination import Keyset, Position
+from transcripts.models import Message, Run, RunRating, Thread
+from transcripts.pagination import Keyset, Position, decode_position, integer, moment, text, ulid
 from transcripts.selectors.messages import first_user_previews
 from transcripts.selectors.pages import keyset_page
 from transcripts.selectors.snippets import (
@@ -26,6 +26,32 @@ from transcripts.selectors.snippets import (
 
 # The API's thread list: most recently updated first.
 RECENT_FIRST = Keyset("updated_at", desc=True)
+
+# The thread list's sorts, by name: a column of the thread row, each with an index (project,
+# column, id) (models.THREAD_SORT_KEYS; the counters are kept by the ledger). The first name
+# of a pair puts the largest or latest first, the second the other way.
+SORT_PAIRS = {
+    "updated_at": ("recent", "oldest"),
+    "created_at": ("newest", "created_asc"),
+    "message_count": ("messages", "messages_asc"),
+    "branch_count": ("branches", "branches_asc"),
+    "total_tokens": ("tokens", "tokens_asc"),
+    "cost_micros": ("cost", "cost_asc"),
+    "last_run_duration_ms": ("duration", "duration_asc"),
+}
+THREAD_SORTS: dict[str, Keyset] = {
+    **{desc: Keyset(column, desc=True) for column, (desc, _) in SORT_PAIRS.items()},
+    **{asc: Keyset(column) for column, (_, asc) in SORT_PAIRS.items()},
+    "title": Keyset("title"),
+}
+_TIMES = ("updated_at", "created_at")
+
+
+def sort_position(cursor: str, keyset: Keyset) -> Position | None:
+    """The (sort value, thread id) a "load more" cursor of this sort continues after, or None
+    when the cursor is not one of this sort's."""
+    value = moment if keyset.key in _TIMES else text if keyset.key == "title" else integer
+    return decode_position(cursor, value, ulid)
 
 
 def visible_threads(*, include_hidden: bool = False) -> QuerySet[Thread]:
@@ -86,9 +112,7 @@ def filter_threads(
         # metadata.tags @> '["tag"]': the GIN index thread_tags_idx (migration 0016).
         threads = threads.filter(metadata__tags__contains=[tag])
     if status == "live":
-        threads = threads.filter(
-            Exists(Run.objects.filter(thread_id=OuterRef("pk"), status__in=OPEN_STATUSES))
-        )
+        threads = threads.filter(open_run_count__gt=0)
     elif status == "locked":
         threads = threads.filter(locked=True)
     elif status == "hidden":
@@ -100,24 +124,12 @@ def filter_threads(
         threads = threads.filter(
             Exists(Message.objects.filter(thread_id=OuterRef("pk"), active=False))
         )
+    # The ledger's counters on the thread row (ledger/counters.py) say these at no cost.
     if has_failed_runs:
-        threads = threads.filter(
-            Exists(Run.objects.filter(thread_id=OuterRef("pk"), status=RunStatus.FAILED))
-        )
+        threads = threads.filter(failed_run_count__gt=0)
     if flagged:
         # Flagged by a moderator, or marked flagged by the source (as the conversation shows).
-        is_flagged = (
-            Q(flagged_at__isnull=False)
-            | Q(metadata__flagged=True)
-            | (
-                Q(metadata__has_key="flagged")
-                & ~Q(metadata__flagged__in=[False, 0, ""])
-                & ~Q(metadata__flagged=None)
-            )
-        )
-        threads = threads.filter(
-            Exists(Message.objects.filter(is_flagged, thread_id=OuterRef("pk")))
-        )
+        threads = threads.filter(flagged_count__gt=0)
     if since is not None:
         threads = threads.filter(updated_at__date__gte=since)
     if until is not None:
@@ -168,48 +180,6 @@ def _agent_or_model(needle: str) -> Q | Exists:
         | EachRow(messages.filter(thread_id=OuterRef("pk")))
         | Q(agents__icontains=needle)
     )
-
-
-@dataclass(frozen=True)
-class ThreadStats:
-    """Counts shown in the thread list."""
-
-    messages: int = 0
-    branches: int = 0
-    models: tuple[str, ...] = ()
-
-
-def thread_stats(thread_ids: Sequence[str]) -> dict[str, ThreadStats]:
-    """Message count, branch count (leaves of the tree) and models used, per thread.
-
-    Every message but the leaves is somebody's parent, so leaves = messages - distinct parents.
-    """
-    if not thread_ids:
-        return {}
-    counts = {
-        ulid_of(row["thread_id"]): (row["n"], row["n"] - row["parents"])
-        for row in Message.objects.filter(thread_id__in=thread_ids)
-        .values("thread_id")
-        .annotate(n=Count("id"), parents=Count("parent_id", distinct=True))
-    }
-    models: dict[str, list[str]] = {}
-    runs = (
-        Run.objects.filter(thread_id__in=thread_ids)
-        .exclude(model="")
-        .values_list("thread_id", "model")
-        .distinct()
-        .order_by("thread_id", "model")
-    )
-    for thread_id, model in runs:
-        models.setdefault(ulid_of(thread_id), []).append(model)
-    return {
-        t: ThreadStats(
-            messages=counts.get(t, (0, 0))[0],
-            branches=counts.get(t, (0, 0))[1],
-            models=tuple(models.get(t, ())),
-        )
-        for t in thread_ids
-    }
 
 
 def preferred_counts(thread_ids: Sequence[str]) -> dict[str, int]:
@@ -281,10 +251,9 @@ def recent_threads(readable: QuerySet[Thread], limit: int) -> list[Thread]:
 
 @dataclass(frozen=True)
 class ThreadListFacts:
-    """What the thread list shows of a page of threads besides the threads: each one's stats,
-    search hit, preferred marks and first user message (keyed by thread id)."""
+    """What the thread list shows of a page of threads besides the threads and their counters:
+    each one's search hit, preferred marks and first user message (keyed by thread id)."""
 
-    stats: dict[str, ThreadStats]
     hits: dict[str, SearchHit]
     preferred: dict[str, int]
     previews: dict[str, str]
@@ -293,7 +262,6 @@ class ThreadListFacts:
 def thread_list_facts(ids: Sequence[str], query: str, preview_chars: int) -> ThreadListFacts:
     """The thread list's facts of these threads (a constant number of queries)."""
     return ThreadListFacts(
-        stats=thread_stats(ids),
         hits=search_hits(ids, query),
         preferred=preferred_counts(ids),
         previews=first_user_previews(ids, preview_chars),

@@ -1,5 +1,5 @@
-"""The thread list's rows (counts, models, preferred marks, the first question and the search hit
-of each thread) and the recent threads listed beside a conversation."""
+"""The thread list's rows (status badges, counters, cost and duration, preferred marks, the first
+question and the search hit of each thread) and the recent threads listed beside a conversation."""
 
 from __future__ import annotations
 
@@ -8,27 +8,84 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 
+from django.http import QueryDict
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from transcripts import selectors
-from transcripts.models import Thread
+from transcripts.models import RunStatus, Thread
+from transcripts.web.presenters.trace import cost_label, duration_label
 
 PREVIEW_CHARS = 140
 RECENT_THREADS = 20
 
 
+@dataclass(frozen=True)
+class Badge:
+    """A thread's state in a word (live, failed, stopped, flagged, hidden, archived, locked),
+    its tag class giving the colour."""
+
+    word: str
+    css: str
+    title: str
+
+
 @dataclass
 class ThreadRow:
-    """One line of the thread list."""
+    """One line of the thread list: the thread (its counters are columns of its row), where
+    it opens, and what the list shows of it."""
 
     thread: Thread
-    stats: selectors.ThreadStats
     url: str
     snippet: SafeString | None = None
     preferred: int = 0  # preferred marks on the thread's runs
     preview: str = ""  # the first user message on the active branch
+
+    @property
+    def badges(self) -> list[Badge]:
+        """The thread's states, in words: the run state first."""
+        return badges_of(self.thread)
+
+    @property
+    def tokens(self) -> str:
+        """Input and output tokens of its runs: "1,204 / 310"."""
+        return f"{self.thread.input_tokens:,} / {self.thread.output_tokens:,}"
+
+    @property
+    def cost(self) -> str:
+        """What its runs' tokens cost, in dollars ("—" when no run was priced)."""
+        micros = self.thread.cost_micros
+        return cost_label(micros / 1_000_000) if micros else "—"
+
+    @property
+    def duration(self) -> str:
+        """How long its last closed run took ("—" before one closed)."""
+        thread = self.thread
+        return duration_label(thread.last_run_duration_ms / 1000) if thread.last_run_status else "—"
+
+
+def badges_of(thread: Thread) -> list[Badge]:
+    """A thread's status badges: live (a run open), else failed or stopped (its last run), then
+    flagged, hidden, archived (when the thread has that field) and locked."""
+    badges = []
+    if thread.open_run_count:
+        badges.append(Badge("live", "tag-live", "A run is streaming or queued"))
+    elif thread.last_run_status == RunStatus.FAILED:
+        badges.append(Badge("failed", "tag-failed", "Its last run failed"))
+    elif thread.last_run_status == RunStatus.CANCELLED:
+        badges.append(Badge("stopped", "tag-stopped", "Its last run was stopped"))
+    if thread.flagged_count:
+        word = f"{thread.flagged_count} message{pluralize(thread.flagged_count)} flagged"
+        badges.append(Badge("flagged", "tag-error", word))
+    if thread.hidden:
+        badges.append(Badge("hidden", "tag-warn", "Hidden by a moderator"))
+    if getattr(thread, "archived", False):
+        badges.append(Badge("archived", "tag-muted", "Archived: not in the default list"))
+    if thread.locked:
+        badges.append(Badge("locked", "tag-muted", "Locked: no new runs"))
+    return badges
 
 
 def mark_hits(snippet: selectors.Snippet) -> SafeString:
@@ -52,7 +109,6 @@ def thread_rows(threads: Sequence[Thread], facts: selectors.ThreadListFacts) -> 
         rows.append(
             ThreadRow(
                 thread,
-                facts.stats[thread.id],
                 url,
                 snippet,
                 facts.preferred.get(thread.id, 0),
@@ -60,6 +116,77 @@ def thread_rows(threads: Sequence[Thread], facts: selectors.ThreadListFacts) -> 
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class SortHeader:
+    """A column header of the thread list: its label, and when it sorts, the link that sorts
+    by it (the other way when it is the current sort) and its aria-sort."""
+
+    label: str
+    css: str
+    url: str = ""
+    aria_sort: str = ""  # "ascending" or "descending" on the current sort's column
+    hint: str = ""
+
+
+# The list's columns: label, class, and the sorts a header link toggles between (the first
+# is the one a click on another column's sort gives), each with the words that say its order;
+# a column without sorts is not a link.
+Sorts = tuple[tuple[str, str], ...]
+COLUMNS: tuple[tuple[str, str, Sorts], ...] = (
+    ("Thread", "col-thread", (("title", "A to Z"),)),
+    ("Messages", "col-num", (("messages", "most first"), ("messages_asc", "fewest first"))),
+    ("Branches", "col-num", (("branches", "most first"), ("branches_asc", "fewest first"))),
+    ("Model · agent", "col-model", ()),
+    ("Tokens in / out", "col-num", (("tokens", "most first"), ("tokens_asc", "fewest first"))),
+    ("Cost", "col-num", (("cost", "highest first"), ("cost_asc", "lowest first"))),
+    ("Last run", "col-num", (("duration", "slowest first"), ("duration_asc", "fastest first"))),
+    ("Updated", "col-when", (("recent", "latest first"), ("oldest", "earliest first"))),
+)
+
+
+def _with(params: QueryDict, key: str, value: str) -> str:
+    """The thread list's URL with params, key set to value."""
+    changed = params.copy()
+    changed[key] = value
+    return f"{reverse('thread_list')}?{changed.urlencode()}"
+
+
+def sort_headers(params: QueryDict, current: str) -> list[SortHeader]:
+    """The column headers for the list sorted by current (params: the list's query, no
+    cursor): each sortable one links to its first sort, or to the next when it is current."""
+    headers = []
+    for label, css, sorts in COLUMNS:
+        names = [name for name, _ in sorts]
+        if not names:
+            headers.append(SortHeader(label, css))
+            continue
+        state = ""
+        if current in names:
+            ascending = current.endswith("_asc") or current in ("title", "oldest")
+            state = "ascending" if ascending else "descending"
+        target, words = sorts[(names.index(current) + 1) % len(sorts) if current in names else 0]
+        hint = f"Sort by {label.lower()}, {words}"
+        headers.append(SortHeader(label, css, _with(params, "sort", target), state, hint))
+    return headers
+
+
+@dataclass(frozen=True)
+class DensityLink:
+    """One side of the compact/detailed toggle."""
+
+    label: str
+    url: str
+    current: bool
+
+
+def density_links(params: QueryDict, density: str) -> list[DensityLink]:
+    """The compact/detailed toggle: plain links (the choice is remembered in a cookie)."""
+    return [
+        DensityLink(name.capitalize(), _with(params, "density", name), name == density)
+        for name in ("detailed", "compact")
+    ]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from transcripts import selectors
-from transcripts.pagination import Keyset, Position, decode_position, moment, text, ulid
 from transcripts.permissions import Access, project_access
 from transcripts.selectors.live import only_thread
 from transcripts.selectors.organise import (
@@ -21,18 +20,21 @@ from transcripts.selectors.organise import (
 )
 from transcripts.web.access import current_project, login_required, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
-from transcripts.web.presenters.threads import PREVIEW_CHARS, thread_rows
+from transcripts.web.presenters.threads import (
+    PREVIEW_CHARS,
+    density_links,
+    sort_headers,
+    thread_rows,
+)
 
 TEMPLATE = "transcripts/threads.html"
 NO_PROJECT = "transcripts/no_project.html"
 THREADS_PER_PAGE = 25
 
-SORTS: dict[str, Keyset] = {
-    "recent": Keyset("updated_at", desc=True),
-    "oldest": Keyset("updated_at"),
-    "newest": Keyset("created_at", desc=True),
-    "title": Keyset("title"),
-}
+# The compact/detailed toggle, remembered per browser for a year.
+DENSITY_COOKIE = "thread_density"
+DENSITIES = ("detailed", "compact")
+YEAR = 365 * 24 * 3600
 
 
 class ThreadFilters(forms.Form):
@@ -71,7 +73,18 @@ class ThreadFilters(forms.Form):
             ("recent", "Recent activity"),
             ("oldest", "Oldest activity"),
             ("newest", "Newest"),
+            ("created_asc", "Oldest created"),
             ("title", "Title"),
+            ("messages", "Most messages"),
+            ("messages_asc", "Fewest messages"),
+            ("branches", "Most branches"),
+            ("branches_asc", "Fewest branches"),
+            ("tokens", "Most tokens"),
+            ("tokens_asc", "Fewest tokens"),
+            ("cost", "Highest cost"),
+            ("cost_asc", "Lowest cost"),
+            ("duration", "Slowest last run"),
+            ("duration_asc", "Fastest last run"),
         ],
     )
 
@@ -89,9 +102,15 @@ def organise_context(access: Access, pins: list[str], project_id: int) -> dict[s
     }
 
 
-def _position(cursor: str, key: str) -> Position | None:
-    """The (sort value, thread id) a "load more" cursor continues after, or None if invalid."""
-    return decode_position(cursor, text if key == "title" else moment, ulid)
+
+def _density(request: HtmxHttpRequest) -> tuple[str, bool]:
+    """The list's density (compact or detailed) and whether the request chose it now (a
+    ?density= link, remembered in a cookie) rather than reading the cookie."""
+    asked = request.GET.get("density", "")
+    if asked in DENSITIES:
+        return asked, True
+    remembered = request.COOKIES.get(DENSITY_COOKIE, "")
+    return (remembered if remembered in DENSITIES else DENSITIES[0]), False
 
 
 def _invalid_filters(
@@ -131,9 +150,10 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     filters: dict[str, Any] = form.cleaned_data
     query, asked, said = split_archived(filters.get("q") or "")
     archived = asked if said else _ARCHIVED[filters.get("archived") or ""]
-    keyset = SORTS.get(filters.get("sort") or "recent", SORTS["recent"])
+    sort = filters.get("sort") or "recent"
+    keyset = selectors.THREAD_SORTS[sort]
     cursor = request.GET.get("cursor", "")
-    position = _position(cursor, keyset.key) if cursor else None
+    position = selectors.sort_position(cursor, keyset) if cursor else None
     if cursor and position is None:
         return _invalid_filters(request, form, bad_cursor=True)
     visible, access = threads_for_user(request, project)
@@ -170,10 +190,13 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     ids = [t.id for t in shown]
     params = request.GET.copy()
     params.pop("cursor", None)
+    params.pop("density", None)
+    density, chosen = _density(request)
     next_query = ""
     if more:
-        params["cursor"] = keyset.cursor(page[-1])
-        next_query = params.urlencode()
+        following = params.copy()
+        following["cursor"] = keyset.cursor(page[-1])
+        next_query = following.urlencode()
     context = {
         "form": form,
         "project": project,
@@ -183,8 +206,14 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         "filtered": any(v for k, v in filters.items() if k != "sort"),
         "can_start_thread": access.can_edit,
         **organise_context(access, pins, project.pk),
+        "headers": sort_headers(params, sort),
+        "density": density,
+        "densities": density_links(params, density),
     }
     template = TEMPLATE
     if request.htmx or only:
         template += "#rows" if cursor or only else "#results"
-    return render(request, template, context)
+    response = render(request, template, context)
+    if chosen:
+        response.set_cookie(DENSITY_COOKIE, density, max_age=YEAR, samesite="Lax")
+    return response
