@@ -83,7 +83,9 @@ def build_world(team: Team) -> World:
 
 
 @pytest.fixture
-def world(team: Team) -> World:
+def world(team: Team, settings: Any) -> World:
+    # Its web run is queued for the external generator: one that a polling agent takes.
+    settings.TRANSCRIPTS_EXTERNAL_GENERATOR = True
     return build_world(team)
 
 
@@ -185,6 +187,12 @@ def test_the_tables_cover_every_endpoint_of_the_schema(client):
         ("GET", "/datasets/{kind}"),
         # A project's stats: every caller and scope in tests/web/test_dashboard.py.
         ("GET", "/projects/{slug}/stats"),
+        # Organising a thread: another project's token (404), each scope and bad input in
+        # tests/api/test_threads_organise.py.
+        ("PATCH", "/threads/{threadId}"),
+        ("DELETE", "/threads/{threadId}"),
+        # A new thread from a message: every caller and scope in tests/api/test_forks.py.
+        ("POST", "/messages/{messageId}/fork"),
     }
     names = {"{thread}": "{threadId}", "{run}": "{runId}", "{superseded}": "{runId}"}
     names["{web_run}"] = "{runId}"
@@ -282,6 +290,7 @@ def test_an_ingest_only_token_reaching_an_existing_thread_id_gets_no_content(tea
         "headMessageId",
         "hidden",
         "locked",
+        "archived",
         "createdAt",
         "updatedAt",
     }

@@ -126,16 +126,21 @@ ANONYMOUS = ("shared", "login")
 def _open_everything(page: Any) -> None:
     """Open every disclosure the page has (tool cards, reasoning, filters, options), and of the
     popovers (a message's Regenerate/Edit forms and its More actions menu, a thread row's ⋯
-    menu) the last message's or row's only, as a person opens one at a time."""
+    menu) one at a time, as a person opens them: the last message's forms, the first message's
+    menu, the last row's menu."""
     page.evaluate(
         """() => {
             const popovers = 'details.gen-pop, details.msg-menu';
             document.querySelectorAll('details').forEach(d => {
                 if (!d.matches(popovers)) d.open = true;
             });
+            // The last message's Regenerate/Edit forms, and the first message's More actions
+            // menu (the Report menu): open together in one message they would overlap.
             const messages = document.querySelectorAll('article.msg');
             const last = messages[messages.length - 1];
-            if (last) last.querySelectorAll(popovers).forEach(d => { d.open = true; });
+            if (last) last.querySelectorAll('details.gen-pop').forEach(d => { d.open = true; });
+            const first = messages.length > 1 ? messages[0] : null;
+            if (first) first.querySelectorAll('details.msg-menu').forEach(d => { d.open = true; });
             const rows = document.querySelectorAll('.thread-row');
             const lastRow = rows[rows.length - 1];
             if (lastRow) lastRow.querySelectorAll(popovers).forEach(d => { d.open = true; });

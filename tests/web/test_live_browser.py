@@ -132,14 +132,17 @@ def test_the_list_shows_new_threads_on_top_and_updates_a_row_in_place(
     with api(live_server_asgi) as agent:
         created = agent.post("/threads", json={"title": "Made by an agent"})
         assert created.status_code == 201
-        waited(page, "#results li:first-child >> text=Made by an agent", "list-new")
+        waited(page, "#results tr.thread-row:first-child >> text=Made by an agent", "list-new")
         row = f'#results a[href$="/t/{older.id}/"]'
-        page.eval_on_selector(row, "a => a.closest('li').dataset.seen = '1'")
+        page.eval_on_selector(row, "a => a.closest('tr').dataset.seen = '1'")
         run_id = begin(agent, older.id)
         failed = agent.post(f"/runs/{run_id}/fail", json={"error": {"message": "boom"}})
         assert failed.status_code == 200
-    waited(page, "#results li:first-child >> text=An older thread", "list-activity")
-    page.wait_for_function(f"!document.querySelector('{row}').closest('li').dataset.seen")
+    waited(page, "#results tr.thread-row:first-child >> text=An older thread", "list-activity")
+    page.wait_for_function(f"!document.querySelector('{row}').closest('tr').dataset.seen")
+    # The redrawn row says, in words, that its last run failed.
+    badge = page.locator(f"#thread-{older.id} .tag", has_text="failed")
+    badge.wait_for()
     assert page.locator("#live-bar").is_hidden()
     screenshot(page, "live-list")
 

@@ -53,7 +53,10 @@ def test_the_list_answers_one_row_only_when_the_thread_passes_its_filters(
 
     row = editor_client.get("/", {"only": thread.id})
     assert row.status_code == 200
-    assert "Kept by the filter" in row.content.decode() and "<li" in row.content.decode()
+    assert (
+        "Kept by the filter" in row.content.decode()
+        and '<tr class="thread-row"' in row.content.decode()
+    )
     assert editor_client.get("/", {"only": thread.id, "failed": "on"}).status_code == 204
     assert editor_client.get("/", {"only": failed.id, "failed": "on"}).status_code == 200
     assert editor_client.get("/", {"only": "not-an-id"}).status_code == 204

@@ -102,7 +102,6 @@ def organise_context(access: Access, pins: list[str], project_id: int) -> dict[s
     }
 
 
-
 def _density(request: HtmxHttpRequest) -> tuple[str, bool]:
     """The list's density (compact or detailed) and whether the request chose it now (a
     ?density= link, remembered in a cookie) rather than reading the cookie."""
@@ -191,6 +190,9 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     params = request.GET.copy()
     params.pop("cursor", None)
     params.pop("density", None)
+    params.pop("only", None)
+    # Where a row's action returns: the list from its top (not a "load more" fragment).
+    list_url = f"{request.path}?{params.urlencode()}" if params else request.path
     density, chosen = _density(request)
     next_query = ""
     if more:
@@ -206,6 +208,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         "filtered": any(v for k, v in filters.items() if k != "sort"),
         "can_start_thread": access.can_edit,
         **organise_context(access, pins, project.pk),
+        "list_url": list_url,
         "headers": sort_headers(params, sort),
         "density": density,
         "densities": density_links(params, density),
