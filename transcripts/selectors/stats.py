@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
-from django.conf import settings
 from django.db import connection, transaction
 
 from transcripts.errors import InvalidInput
 from transcripts.ids import ulid_of
+from transcripts.selectors.prices import price_for
 from transcripts.times import OUT_OF_RANGE, parse_iso_utc
 
 # How a run's status counts: every status in one of four words.
@@ -103,34 +103,6 @@ def _moment(text: str, name: str, *, whole_day: bool) -> datetime:
             raise InvalidInput(f"{name} {OUT_OF_RANGE}", field=name)
         moment += timedelta(days=1)
     return moment
-
-
-# --- prices ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Price:
-    """US dollars per 1M input and output tokens."""
-
-    input: float
-    output: float
-
-
-def price_for(model: str) -> Price | None:
-    """The model's price (settings.TRANSCRIPTS_PRICES): exact name, any case, then the longest
-    listed prefix (a dated version); a provider prefix ("openai/gpt-4o") is ignored."""
-    table: dict[str, dict[str, float]] = settings.TRANSCRIPTS_PRICES
-    if not model:
-        return None
-    lowered = {key.lower(): value for key, value in table.items()}
-    for candidate in (model.strip(), model.strip().rsplit("/", 1)[-1]):
-        found = table.get(candidate) or lowered.get(candidate.lower())
-        if found is None:
-            prefixes = [key for key in lowered if candidate.lower().startswith(key + "-")]
-            found = lowered[max(prefixes, key=len)] if prefixes else None
-        if found is not None:
-            return Price(input=found["input"], output=found["output"])
-    return None
 
 
 def cost_of(model: str, input_tokens: int, output_tokens: int) -> float | None:

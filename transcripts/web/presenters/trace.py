@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.utils.safestring import SafeString
 
+from transcripts.selectors.prices import price_for
 from transcripts.selectors.trace import Segment, Span, Trace
 from transcripts.web import rendering
 
@@ -21,34 +21,6 @@ MIN_BAR_WIDTH = 4  # an instant (a tool that answered at once) still shows
 SHORT_VALUE_CHARS = 120  # tool inputs/outputs up to this long show inline, open
 SHORT_TEXT_CHARS = 600  # reasoning up to this long shows open
 TICKS = 4
-
-# --- prices ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Price:
-    """US dollars per 1M input and output tokens."""
-
-    input: float
-    output: float
-
-
-def price_for(model: str) -> Price | None:
-    """The model's price (settings.TRANSCRIPTS_PRICES): exact name, any case, then the longest
-    listed prefix (a dated version); a provider prefix ("openai/gpt-4o") is ignored."""
-    table: dict[str, dict[str, float]] = settings.TRANSCRIPTS_PRICES
-    if not model:
-        return None
-    name = model.strip()
-    lowered = {key.lower(): value for key, value in table.items()}
-    for candidate in (name, name.rsplit("/", 1)[-1]):
-        found = table.get(candidate) or lowered.get(candidate.lower())
-        if found is None:
-            prefixes = [key for key in lowered if candidate.lower().startswith(key + "-")]
-            found = lowered[max(prefixes, key=len)] if prefixes else None
-        if found is not None:
-            return Price(input=found["input"], output=found["output"])
-    return None
 
 
 def cost_of(span: Span) -> float | None:
