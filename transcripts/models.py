@@ -149,7 +149,7 @@ class Thread(models.Model):
     hidden = models.BooleanField(default=False)
     locked = models.BooleanField(default=False)
     # Archived by an editor: out of the default thread list, still open by link.
-    archived = models.BooleanField(default=False)
+    archived = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     # The thread list's columns (issue 27), kept by the ledger in the transaction of each

@@ -25,6 +25,7 @@ NUL = "a\u0000b"
 # A valid body for every operation with one: each field is then given a NUL in turn.
 VALID_BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/threads"): {"title": "t", "metadata": {"k": "v"}, "agents": {"a": {}}},
+    ("PATCH", "/threads/{threadId}"): {"title": "renamed", "tags": ["t"], "archived": False},
     ("POST", "/threads/{threadId}/runs"): {"metadata": {"k": "v"}},
     ("POST", "/runs/{runId}/events"): {
         "events": [{"seq": 2, "kind": "text-delta", "data": {"delta": "x"}, "at": None}]
@@ -122,7 +123,10 @@ def ids() -> dict[str, str]:
     run = make_run(thread, ("text-delta", {"delta": "hi"}), commit=False)
     share, _ = ledger.create_share(thread=thread, user=None)
     ids = {"threadId": thread.id, "runId": run.id, "jobId": run.id, "chatId": "a-chat"}
-    return {**ids, "shareId": share.id, "kind": "sft"}
+    message = Message.objects.filter(thread=thread).order_by("depth").first()
+    assert message is not None
+    places = {"messageId": message.id, "slug": thread.project.slug}
+    return {**ids, **places, "shareId": share.id, "kind": "sft"}
 
 
 def _requests(schema: dict[str, Any], ids: dict[str, str]) -> Iterator[tuple[str, Any, int]]:
@@ -162,7 +166,8 @@ def _send(client: ApiClient, request: tuple[str, str, dict[str, str], Any]) -> A
         return client.client.get("/api/v1" + path, headers={**client.headers, **headers})
     if method == "DELETE":
         return client.client.delete("/api/v1" + path, headers={**client.headers, **headers})
-    return client.client.post(
+    send = client.client.patch if method == "PATCH" else client.client.post
+    return send(
         "/api/v1" + path,
         json.dumps(body) if body is not None else "",
         content_type="application/json",
@@ -310,7 +315,8 @@ def test_an_export_names_its_charset_once(reader, fmt):
     assert response["Content-Type"].endswith("charset=utf-8")
 
 
-def test_a_queued_run_claimed_with_a_nul_worker_stays_queued(api):
+def test_a_queued_run_claimed_with_a_nul_worker_stays_queued(api, settings):
+    settings.TRANSCRIPTS_EXTERNAL_GENERATOR = True  # an agent polls for queued runs
     run = start_generation(thread=conversation(turns=1), generator="external")
 
     response = api.post(f"/runs/{run.id}/claim", {"worker": NUL})

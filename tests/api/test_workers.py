@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.api.conftest import ApiClient, error_of
@@ -10,6 +12,12 @@ from transcripts.generation.start import start_generation
 from transcripts.models import Run
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def outside_stream_layer(settings: Any) -> None:
+    """The server offers the external generator: an agent polls for its queued runs."""
+    settings.TRANSCRIPTS_EXTERNAL_GENERATOR = True
 
 
 def test_an_outside_stream_layer_finds_claims_and_streams_a_queued_run(api: ApiClient):
