@@ -462,6 +462,8 @@
     var marker = document.querySelector("[data-live-stream]");
     if (!marker || liveSource || typeof EventSource !== "function") return;
     liveSource = new EventSource(marker.getAttribute("data-live-stream"));
+    // Marked once the stream answers (tests wait for it rather than for a fixed time).
+    liveSource.addEventListener("open", function () { marker.setAttribute("data-live-open", ""); });
     ["thread", "run"].forEach(function (kind) {
       liveSource.addEventListener(kind, function (event) {
         var data;

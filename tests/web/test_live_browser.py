@@ -66,7 +66,8 @@ def test_a_run_the_api_begins_after_the_page_loaded_streams_in_and_commits(
     page = open_page(browser, live_server_asgi, editor)
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     page.wait_for_function("window.htmx !== undefined")
-    time.sleep(0.3)  # the page's stream listens
+    page.wait_for_selector("[data-live-open]", state="attached")  # the page's stream listens
+    time.sleep(0.2)
     with api(live_server_asgi) as agent:
         run_id = begin(agent, thread.id)
         waited(page, f"#run-{run_id}", "conversation-begin")
@@ -94,7 +95,8 @@ def test_a_run_that_commits_on_another_branch_keeps_the_readers_place(
     page = open_page(browser, live_server_asgi, editor)
     page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
     page.wait_for_function("window.htmx !== undefined")
-    time.sleep(0.3)
+    page.wait_for_selector("[data-live-open]", state="attached")
+    time.sleep(0.2)
     with api(live_server_asgi) as agent:
         run_id = begin(agent, thread.id, forkFromMessageId=question.id)
         waited(page, f"#run-{run_id}", "branch-begin")
@@ -128,7 +130,8 @@ def test_the_list_shows_new_threads_on_top_and_updates_a_row_in_place(
     make_thread("The newest before loading")
     page = open_page(browser, live_server_asgi, editor)
     page.goto(live_server_asgi.url + "/")
-    time.sleep(0.3)
+    page.wait_for_selector("[data-live-open]", state="attached")
+    time.sleep(0.2)
     with api(live_server_asgi) as agent:
         created = agent.post("/threads", json={"title": "Made by an agent"})
         assert created.status_code == 201
@@ -152,7 +155,8 @@ def test_a_filtered_list_never_shows_a_thread_its_filter_excludes(
 ) -> None:
     page = open_page(browser, live_server_asgi, editor)
     page.goto(live_server_asgi.url + "/?failed=on")
-    time.sleep(0.3)
+    page.wait_for_selector("[data-live-open]", state="attached")
+    time.sleep(0.2)
     plain = make_thread("Nothing failed here")
     make_run(plain, commit=False)
     failing = make_thread("This one failed")
@@ -179,7 +183,8 @@ def test_a_row_leaves_a_filtered_list_when_its_thread_stops_passing(
     page = open_page(browser, live_server_asgi, editor)
     page.goto(live_server_asgi.url + "/?status=live")
     page.wait_for_selector("#results >> text=Streaming now")
-    time.sleep(0.3)
+    page.wait_for_selector("[data-live-open]", state="attached")
+    time.sleep(0.2)
     ledger.fail_run(run=run, error={"message": "boom"})
     page.wait_for_selector(
         "#results >> text=Streaming now", state="detached", timeout=ARRIVES_WITHIN * 1000
