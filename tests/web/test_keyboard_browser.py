@@ -108,15 +108,24 @@ def _weather() -> tuple[Thread, Message]:
     return thread, Message.objects.get(thread=thread, depth=1, active=True)
 
 
+def _weather_open(
+    browser: Any, server: Any, start_worker: Any, editor: Any
+) -> tuple[Any, Thread, Message]:
+    """The weather thread open with a worker running, announcements recorded, and its first
+    answer focused."""
+    thread, first = _weather()
+    start_worker()
+    page = open_page(browser, server, editor)
+    page.goto(f"{server.url}/t/{thread.id}/")
+    page.evaluate(LISTEN)
+    page.locator(f"#m-{first.id}").focus()
+    return page, thread, first
+
+
 def test_regenerate_by_r_announces_start_and_end_and_focuses_the_new_answer(
     browser: Any, live_server_asgi: Any, start_worker: Any, editor: Any
 ) -> None:
-    thread, first = _weather()
-    start_worker()
-    page = open_page(browser, live_server_asgi, editor)
-    page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
-    page.evaluate(LISTEN)
-    page.locator(f"#m-{first.id}").focus()
+    page, thread, first = _weather_open(browser, live_server_asgi, start_worker, editor)
     page.keyboard.press("r")
     page.wait_for_selector(".run-live.is-open")
     page.wait_for_function("document.querySelector('.run-live .msg-body')", timeout=20_000)
@@ -141,12 +150,7 @@ def test_regenerate_by_r_announces_start_and_end_and_focuses_the_new_answer(
 def test_edit_by_e_that_fails_focuses_and_announces_the_error(
     browser: Any, live_server_asgi: Any, start_worker: Any, editor: Any
 ) -> None:
-    thread, first = _weather()
-    start_worker()
-    page = open_page(browser, live_server_asgi, editor)
-    page.goto(f"{live_server_asgi.url}/t/{thread.id}/")
-    page.evaluate(LISTEN)
-    page.locator(f"#m-{first.id}").focus()
+    page, thread, first = _weather_open(browser, live_server_asgi, start_worker, editor)
     page.keyboard.press("e")  # on an answer: edits the question before it
     page.wait_for_function("document.activeElement.name === 'text'")  # the toggle event's
     page.keyboard.press("Control+a")
