@@ -37,6 +37,12 @@ ENDPOINTS: dict[str, tuple[str, str, Any]] = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _external_runs_are_taken(settings):
+    """The runs queued here are for an agent that polls for them."""
+    settings.TRANSCRIPTS_EXTERNAL_GENERATOR = True
+
+
 @pytest.fixture
 def hidden_run() -> Run:
     """A queued external run in a hidden thread."""
