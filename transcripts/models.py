@@ -749,3 +749,205 @@ class ThreadPin(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} pinned {self.thread_id}"
+
+
+# --- judgement as data (issue 28) ------------------------------------------------------------
+
+
+class ScoreDataType(models.TextChoices):
+    """What a score of a config holds."""
+
+    NUMERIC = "numeric"  # a number, within min/max when they are set
+    CATEGORICAL = "categorical"  # one of the config's labels
+    BOOLEAN = "boolean"  # true or false (stored as 1 or 0, and the label "true"/"false")
+
+
+class ScoreWriters(models.TextChoices):
+    """Who may write the scores of a config."""
+
+    PEOPLE = "people"  # members, from the pages
+    API = "api"  # tokens (agents, evaluators), from the API
+    BOTH = "both"
+
+
+class ScoreSource(models.TextChoices):
+    """Where a score came from; the three are kept apart (filters, datasets, exports)."""
+
+    PERSON = "person"
+    API = "api"
+    EVALUATOR = "evaluator"
+
+
+class ScoreConfig(models.Model):
+    """A score a project defines ("helpfulness 1-5", "policy pass/fail"): its type, range or
+    labels, and who may write it. Archiving a config keeps its scores (they keep pointing at
+    it) and frees its name for a new one."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="score_configs")
+    name = models.CharField(max_length=100)
+    data_type = models.CharField(max_length=20, choices=ScoreDataType.choices)
+    min_value = models.FloatField(null=True, blank=True)
+    max_value = models.FloatField(null=True, blank=True)
+    labels = models.JSONField(default=list, blank=True)
+    description = models.TextField(blank=True, default="")
+    writers = models.CharField(
+        max_length=10, choices=ScoreWriters.choices, default=ScoreWriters.BOTH
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project", "name", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "name"],
+                condition=Q(archived_at__isnull=True),
+                name="score_config_name_per_project",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.data_type})"
+
+    @property
+    def label_list(self) -> list[str]:
+        """The config's labels (strings only)."""
+        return (
+            [x for x in self.labels if isinstance(x, str)] if isinstance(self.labels, list) else []
+        )
+
+
+class Score(models.Model):
+    """A judgement on one message, run or thread: a name, a number and/or a label, a comment,
+    its source (a person, the API, an evaluator) and its author (a user or a token).
+
+    The target is the message when message is set, else the run when run is set, else the
+    thread (a check constraint allows at most one of message and run); the thread is stored
+    always, so a thread's scores and a thread list filtered by score read one table.
+    """
+
+    id = ULIDField(primary_key=True, default=new_ulid, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    # Thread-scoped like the tree's tables: deleted with the thread by ledger/deletion.py.
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="scores", db_constraint=False
+    )
+    run = models.ForeignKey(
+        Run,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="scores",
+        db_constraint=False,
+    )
+    message = models.ForeignKey(
+        Message,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="scores",
+        db_constraint=False,
+    )
+    name = models.CharField(max_length=100)
+    config = models.ForeignKey(
+        ScoreConfig, null=True, blank=True, on_delete=models.SET_NULL, related_name="scores"
+    )
+    value = models.FloatField(null=True, blank=True)
+    label = models.CharField(max_length=100, blank=True, default="")
+    comment = models.TextField(blank=True, default="")
+    source = models.CharField(max_length=10, choices=ScoreSource.choices)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The caller's own id of the score ("" for none): unique per project, so a repeated one
+    # updates the score instead of adding another.
+    external_id = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(message__isnull=True) | Q(run__isnull=True), name="score_one_target"
+            ),
+            models.CheckConstraint(
+                condition=Q(value__isnull=False) | ~Q(label=""), name="score_has_value"
+            ),
+            models.UniqueConstraint(
+                fields=["project", "external_id"],
+                condition=~Q(external_id=""),
+                name="score_external_id_per_project",
+            ),
+        ]
+        indexes = [
+            # The scores of a thread (and of its messages on a page).
+            models.Index(fields=["thread", "message", "created_at"], name="score_thread_idx"),
+            # "Scores named X with value < v" in a project: the thread list's score filter
+            # reads the threads from the index alone.
+            models.Index(
+                fields=["project", "name", "value", "thread"], name="score_name_value_idx"
+            ),
+            models.Index(fields=["run"], name="score_run_idx", condition=Q(run__isnull=False)),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.shown_value} on {self.target_type} {self.target_id}"
+
+    @property
+    def target_type(self) -> str:
+        """ "message", "run" or "thread": what the score judges."""
+        if self.message_id is not None:
+            return "message"
+        return "run" if self.run_id is not None else "thread"
+
+    @property
+    def target_id(self) -> str:
+        """The id of what the score judges."""
+        return str(self.message_id or self.run_id or self.thread_id)
+
+    @property
+    def shown_value(self) -> str:
+        """The value as people read it: the label, else the number (without a needless .0)."""
+        if self.label:
+            return self.label
+        if self.value is None:
+            return ""
+        return str(int(self.value)) if self.value.is_integer() else f"{self.value:g}"
+
+
+class Feedback(models.Model):
+    """A member's thumbs up or down on one answer, with an optional comment: one per person
+    per message, changeable and removable.
+
+    Its own table rather than a Score of a reserved name: it belongs to a person (never a
+    token or an evaluator), needs no config, and "one per person per message" is a unique
+    constraint here, where among scores it would be a rule only for one name. The thread list's
+    `feedback:` filter, the counts on a message and the datasets' `feedback=up` read it
+    directly; exports carry it beside the scores.
+    """
+
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="feedback", db_constraint=False
+    )
+    message = models.ForeignKey(
+        Message, on_delete=models.CASCADE, related_name="feedback", db_constraint=False
+    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    up = models.BooleanField()
+    comment = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # thread first: it also finds a thread's feedback (and a message's, for the counts).
+            models.UniqueConstraint(
+                fields=["thread", "message", "user"], name="feedback_one_per_person"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{'up' if self.up else 'down'} on {self.message_id} by {self.user_id}"

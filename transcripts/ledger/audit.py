@@ -16,6 +16,8 @@ from transcripts.models import (
     Project,
     Report,
     Run,
+    Score,
+    ScoreConfig,
     ShareLink,
     Thread,
 )
@@ -34,7 +36,16 @@ def _project_id_of(thread_id: str) -> int | None:
 def record_audit(
     user: User,
     action: str,
-    target: Thread | Message | Report | Run | Project | Membership | ApiToken | ShareLink,
+    target: Thread
+    | Message
+    | Report
+    | Run
+    | Project
+    | Membership
+    | ApiToken
+    | ShareLink
+    | Score
+    | ScoreConfig,
     *,
     thread_id: str = "",
     project: Project | None = None,

@@ -53,7 +53,8 @@ _DELETE = (
 
 @transaction.atomic
 def delete_threads(thread_ids: Sequence[str]) -> Deleted:
-    """Delete the threads and their runs, events, messages, reports and ratings."""
+    """Delete the threads and their runs, events, messages, reports, ratings, scores and
+    feedback."""
     if not thread_ids:
         return Deleted()
     params = {"ids": [to_uuid(i) for i in thread_ids]}
@@ -70,6 +71,9 @@ def delete_threads(thread_ids: Sequence[str]) -> Deleted:
         # Share links point at the messages: they go first, and are not counted.
         cursor.execute("DELETE FROM transcripts_sharelink WHERE thread_id = ANY(%(ids)s)", params)
         cursor.execute("DELETE FROM transcripts_threadpin WHERE thread_id = ANY(%(ids)s)", params)
+        # Scores and feedback (issue 28) go with their thread, uncounted like the links.
+        cursor.execute("DELETE FROM transcripts_score WHERE thread_id = ANY(%(ids)s)", params)
+        cursor.execute("DELETE FROM transcripts_feedback WHERE thread_id = ANY(%(ids)s)", params)
         for name, statement in _DELETE:
             cursor.execute(statement, params)
             counts[name] = cursor.rowcount
