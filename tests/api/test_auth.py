@@ -28,6 +28,8 @@ READS = [
     "/runs/{run}/events",
     "/runs",
     "/threads/{thread}/export",
+    "/scores",
+    "/score-configs",
 ]
 # An import job is polled by its importer: an ingest token may (tests/api/test_projects.py).
 STATUS_READS = ["/imports/{run}"]
@@ -42,6 +44,7 @@ WRITES = [
     ("/runs/{run}/ai-sdk", [{"type": "text-delta", "id": "t", "delta": "x"}]),
     ("/runs/{run}/claim", {"worker": "w"}),
     ("/imports", []),
+    ("/scores", {"name": "helpfulness", "value": 1}),
 ]
 
 

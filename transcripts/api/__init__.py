@@ -18,6 +18,7 @@ from transcripts.api import (
     generator_jobs,
     otlp,
     runs,
+    scores,
     shares,
     stats,
     threads,
@@ -50,3 +51,4 @@ api.add_router("/shares", shares.router, tags=["shares"])
 api.add_router("/datasets", datasets.router, tags=["datasets"])
 api.add_router("/messages", forks.router, tags=["threads"])
 api.add_router("/projects", stats.router, tags=["stats"])
+api.add_router("", scores.router, tags=["scores"])

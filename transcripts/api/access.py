@@ -22,7 +22,7 @@ from transcripts import permissions
 from transcripts.errors import InvalidInput, NotFound, PermissionDenied
 from transcripts.ids import is_ulid
 from transcripts.ledger import Reach, moderation
-from transcripts.models import ImportJob, Project, Run, Thread
+from transcripts.models import ImportJob, Project, Run, Score, Thread
 from transcripts.permissions import ADMIN, INGEST, READ, Principal, TokenAccess
 
 _Row = TypeVar("_Row", bound=Model)
@@ -213,6 +213,19 @@ def readable_threads(request: HttpRequest) -> QuerySet[Thread]:
     """Every thread whose content the caller may read (403 without the read scope)."""
     principal = require_scope(request, READ)
     return _reachable(principal, Thread.objects.all(), "")
+
+
+def readable_scores(request: HttpRequest, scores: QuerySet[Score]) -> QuerySet[Score]:
+    """scores, narrowed to those whose thread the caller may read (403 without read)."""
+    return _reachable(require_scope(request, READ), scores, "thread__")
+
+
+def require_admin_scope(request: HttpRequest) -> Principal:
+    """The caller, refused (403) without the admin scope (a token's project-wide acts)."""
+    principal = caller(request)
+    if not _own_project_rights(principal).is_admin:
+        raise _refuse_scope(ADMIN)
+    return principal
 
 
 def readable_runs(request: HttpRequest, runs: QuerySet[Run]) -> QuerySet[Run]:

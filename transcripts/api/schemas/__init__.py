@@ -7,7 +7,7 @@ objects); a comment above each says what it reads, because a docstring would be 
 as its OpenAPI description. Input schemas are separate and validate plain JSON.
 
 One module per router (`threads.py`, `runs.py`, `events.py`, `ai_sdk.py`, `generator_jobs.py`,
-`transfer.py`, `shares.py`, `chat.py`), what they share in `common.py`; every name is
+`transfer.py`, `shares.py`, `chat.py`, `scores.py`), what they share in `common.py`; every name is
 re-exported here.
 """
 
@@ -35,6 +35,14 @@ from transcripts.api.schemas.runs import (
     RunOut,
     RunStatusOut,
     run_out,
+)
+from transcripts.api.schemas.scores import (
+    ScoreConfigIn,
+    ScoreConfigList,
+    ScoreConfigOut,
+    ScoreIn,
+    ScoreOut,
+    ScorePage,
 )
 from transcripts.api.schemas.shares import NewShareOut, ShareIn, ShareList, ShareOut
 from transcripts.api.schemas.threads import (
@@ -78,6 +86,12 @@ __all__ = [
     "RunOut",
     "RunStatusName",
     "RunStatusOut",
+    "ScoreConfigIn",
+    "ScoreConfigList",
+    "ScoreConfigOut",
+    "ScoreIn",
+    "ScoreOut",
+    "ScorePage",
     "ShareIn",
     "ShareList",
     "ShareOut",
