@@ -765,9 +765,9 @@ class ScoreDataType(models.TextChoices):
 class ScoreWriters(models.TextChoices):
     """Who may write the scores of a config."""
 
-    PEOPLE = "people"  # members, from the pages
-    API = "api"  # tokens (agents, evaluators), from the API
-    BOTH = "both"
+    PEOPLE = "people", "People"  # members, from the pages
+    API = "api", "The API"  # tokens (agents, evaluators)
+    BOTH = "both", "People and the API"
 
 
 class ScoreSource(models.TextChoices):

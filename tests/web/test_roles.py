@@ -18,12 +18,14 @@ from django.contrib.auth.models import User
 from tests.base import Team, make_user
 from tests.factories import ask, last_message, make_run, make_thread, say
 from transcripts import ledger
-from transcripts.ledger import moderation
+from transcripts.ledger import moderation, scores
 from transcripts.ledger.projects import set_member
+from transcripts.ledger.scores import Author, ConfigSpec
 from transcripts.ledger.tokens import issue_token
 from transcripts.models import (
     ApiToken,
     AuditRecord,
+    Feedback,
     Membership,
     Message,
     Profile,
@@ -31,6 +33,7 @@ from transcripts.models import (
     Report,
     Run,
     RunOrigin,
+    ScoreConfig,
     Thread,
     ThreadPin,
 )
@@ -62,6 +65,7 @@ class Place:
     report: Report
     member: User
     token: ApiToken
+    config: ScoreConfig
 
 
 def build(project: Project, *, reporter: User, member: User) -> Place:
@@ -79,12 +83,15 @@ def build(project: Project, *, reporter: User, member: User) -> Place:
         thread=thread, fork_from=prompt.id, generator="demo", origin=RunOrigin.WEB
     )
     failed = ledger.fail_run(run=failed, error="boom")
+    config = scores.create_score_config(
+        project=project, author=Author(), spec=ConfigSpec("correct", "boolean")
+    )
     report = moderation.report_message(user=reporter, message=answer, reason="spam")
     token, _ = issue_token(name=f"agent of {project.slug}", scopes=["ingest"], project=project)
     thread.refresh_from_db()
     return Place(
         project, thread, prompt, answer, superseded, active, web_run, api_run, failed, report,
-        member, token,
+        member, token, config,
     )  # fmt: skip
 
 
@@ -126,11 +133,23 @@ READS = [
          Role.VIEWER, 200),
     Case("project page", "get", lambda p: f"/p/{p.project.slug}/", Role.VIEWER, 200),
     Case("dashboard", "get", lambda p: f"/p/{p.project.slug}/dashboard/", Role.VIEWER, 200),
+    Case("scores page", "get", lambda p: f"/p/{p.project.slug}/scores/", Role.VIEWER, 200),
 ]  # fmt: skip
 
 WRITES = [
     Case("report", "post", lambda p: f"/t/{p.thread.id}/m/{p.answer.id}/report/", Role.VIEWER,
          303, data=lambda p: {"reason": "incorrect"}),
+    Case("feedback", "post", lambda p: f"/t/{p.thread.id}/m/{p.answer.id}/feedback/",
+         Role.VIEWER, 303, data=lambda p: {"rating": "up"}),
+    Case("feedback with htmx", "post", lambda p: f"/t/{p.thread.id}/m/{p.answer.id}/feedback/",
+         Role.VIEWER, 200, data=lambda p: {"rating": "down", "comment": "vague"}, htmx=True),
+    Case("add score config", "post", lambda p: f"/p/{p.project.slug}/scores/", Role.ADMIN, 303,
+         data=lambda p: {"name": "helpfulness", "data_type": "numeric", "min_value": "1",
+                         "max_value": "5", "writers": "both"}),
+    Case("archive score config", "post",
+         lambda p: f"/p/{p.project.slug}/scores/{p.config.pk}/archive/", Role.ADMIN, 303),
+    Case("require score configs", "post", lambda p: f"/p/{p.project.slug}/scores/required/",
+         Role.ADMIN, 303, data=lambda p: {"required": "on"}),
     Case("switch", "post", lambda p: "/projects/switch/", Role.VIEWER, 303,
          data=lambda p: {"project": p.project.slug}),
     Case("regenerate", "post", lambda p: f"/t/{p.thread.id}/m/{p.answer.id}/regenerate/",
@@ -202,6 +221,9 @@ def state() -> tuple[Any, ...]:
         list(Run.objects.values_list("id", flat=True).filter(ratings__isnull=False)),
         sorted(Thread.objects.values_list("id", "title", "archived", "metadata")),
         sorted(ThreadPin.objects.values_list("user_id", "thread_id")),
+        sorted(Feedback.objects.values_list("user_id", "message_id", "up", "comment")),
+        sorted(ScoreConfig.objects.values_list("project_id", "name", "archived_at")),
+        sorted(Project.objects.values_list("id", "settings")),
     )
 
 

@@ -204,18 +204,19 @@ def _require_reader(user: User, message: Message) -> None:
 
 
 @transaction.atomic
-def give_feedback(*, user: User, message: Message, up: bool, comment: str = "") -> Feedback:
-    """user's thumbs up (or down) on an answer, with a comment: one per person and message,
-    so giving it again changes it."""
+def give_feedback(
+    *, user: User, message: Message, up: bool, comment: str | None = None
+) -> Feedback:
+    """user's thumbs up (or down) on an answer, with a comment (None: keep the one given
+    before): one per person and message, so giving it again changes it."""
     _require_reader(user, message)
     if message.role != "assistant":
         raise InvalidInput("feedback is given on answers only", field="message")
-    comment = _clean_text(comment, limit=MAX_COMMENT, field="comment")
+    changes: dict[str, Any] = {"up": up, "updated_at": timezone.now()}
+    if comment is not None:
+        changes["comment"] = _clean_text(comment, limit=MAX_COMMENT, field="comment")
     feedback, created = Feedback.objects.update_or_create(
-        thread_id=message.thread_id,
-        message=message,
-        user=account_of(user),
-        defaults={"up": up, "comment": comment, "updated_at": timezone.now()},
+        thread_id=message.thread_id, message=message, user=account_of(user), defaults=changes
     )
     record_audit(
         user,
@@ -223,7 +224,7 @@ def give_feedback(*, user: User, message: Message, up: bool, comment: str = "") 
         message,
         thread_id=message.thread_id,
         up=up,
-        commented=bool(comment),
+        commented=bool(feedback.comment),
     )
     return feedback
 

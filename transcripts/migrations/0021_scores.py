@@ -44,7 +44,11 @@ class Migration(migrations.Migration):
                 (
                     "writers",
                     models.CharField(
-                        choices=[("people", "People"), ("api", "Api"), ("both", "Both")],
+                        choices=[
+                            ("people", "People"),
+                            ("api", "The API"),
+                            ("both", "People and the API"),
+                        ],
                         default="both",
                         max_length=10,
                     ),

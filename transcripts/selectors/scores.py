@@ -116,10 +116,10 @@ def feedback_summaries(
     (a message without feedback is absent)."""
     rows = Feedback.objects.filter(thread_id=thread.id, message_id__in=list(message_ids))
     counts = rows.values("message_id").annotate(
-        up=Count("pk", filter=Q(up=True)), down=Count("pk", filter=Q(up=False))
+        ups=Count("pk", filter=Q(up=True)), downs=Count("pk", filter=Q(up=False))
     )
     mine = {f.message_id: f for f in rows.filter(user_id=user_id)} if user_id else {}
     return {
-        str(c["message_id"]): FeedbackSummary(c["up"], c["down"], mine.get(c["message_id"]))
+        str(c["message_id"]): FeedbackSummary(c["ups"], c["downs"], mine.get(c["message_id"]))
         for c in counts
     }

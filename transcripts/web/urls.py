@@ -21,6 +21,7 @@ from transcripts.web.views import (
     organise,
     projects,
     runs,
+    scores,
     shares,
     threads,
     tree,
@@ -40,6 +41,13 @@ urlpatterns = [
     path("p/<slug:slug>/audit/", projects.audit_log, name="project_audit"),
     path("p/<slug:slug>/datasets/", datasets.datasets_page, name="project_datasets"),
     path("p/<slug:slug>/dashboard/", dashboard.dashboard_page, name="project_dashboard"),
+    path("p/<slug:slug>/scores/", scores.scores_page, name="project_scores"),
+    path(
+        "p/<slug:slug>/scores/<int:config_id>/archive/",
+        scores.archive_config,
+        name="project_archive_score",
+    ),
+    path("p/<slug:slug>/scores/required/", scores.need_config, name="project_scores_required"),
     path("p/<slug:slug>/members/", projects.add_member, name="project_add_member"),
     path(
         "p/<slug:slug>/members/<int:user_id>/role/",
@@ -86,6 +94,11 @@ urlpatterns = [
     ),
     path("t/<str:thread_id>/m/<str:message_id>/answer/", generation.answer, name="answer_message"),
     path("t/<str:thread_id>/m/<str:message_id>/fork/", forks.fork, name="fork_message"),
+    path(
+        "t/<str:thread_id>/m/<str:message_id>/feedback/",
+        scores.feedback,
+        name="message_feedback",
+    ),
     path("t/<str:thread_id>/reply/", generation.reply, name="reply"),
     path("runs/<str:run_id>/cancel/", generation.cancel, name="run_cancel"),
     path("runs/<str:run_id>/retry/", generation.retry, name="run_retry"),

@@ -15,11 +15,13 @@ from typing import Any
 
 from django.urls import reverse
 
-from transcripts.models import Message, Run, Thread
+from transcripts.models import Message, Run, Score, Thread
 from transcripts.selectors.forks import MessageForks
+from transcripts.selectors.scores import FeedbackSummary
 from transcripts.web import rendering
 from transcripts.web.presenters.parts import DataView, annotation_view, part_view, text_of
 from transcripts.web.presenters.parts import PartView as PartView  # compare imports it here
+from transcripts.web.presenters.scores import FeedbackView, ScoreView, feedback_view, score_view
 
 
 @dataclass
@@ -74,6 +76,9 @@ class MessageItem:
     hidden_group_summary: str = ""
     hidden_group_end: bool = False
     forks: MessageForks | None = None  # the threads started from this message
+    # An answer's feedback part and scores (the conversation only; presenters/scores.py).
+    feedback: FeedbackView | None = None
+    scores: list[ScoreView] = field(default_factory=list)
 
 
 def usage_number(usage: Any, *keys: str) -> int | None:
@@ -241,3 +246,16 @@ def projected_messages(
         Message.from_projection(message, thread=thread, run=run, depth=position, position=position)
         for position, message in enumerate(projected)
     ]
+
+
+def judge_items(
+    items: Sequence[MessageItem],
+    summaries: Mapping[str, FeedbackSummary],
+    scores: Mapping[str, Sequence[Score]],
+) -> None:
+    """Give the answers shown their feedback part, and every message shown its scores."""
+    for item in items:
+        message = item.message
+        item.scores = [score_view(s) for s in scores.get(message.id, ())]
+        if message.role == "assistant":
+            item.feedback = feedback_view(message.thread_id, message.id, summaries.get(message.id))

@@ -18,9 +18,10 @@ from transcripts.models import Message, Thread
 from transcripts.permissions import Access
 from transcripts.selectors.failed_runs import unanswered_failures
 from transcripts.selectors.forks import fork_source, forks_of
+from transcripts.selectors.scores import feedback_summaries, message_scores
 from transcripts.web.access import get_thread_for_user, login_required, message_of, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
-from transcripts.web.presenters.messages import MessageItem, message_items
+from transcripts.web.presenters.messages import MessageItem, judge_items, message_items
 from transcripts.web.presenters.organise import organise_thread
 from transcripts.web.presenters.runs import LiveRun, failed_live_run, open_live_run, options_for
 from transcripts.web.presenters.threads import RecentThreads
@@ -70,12 +71,20 @@ def export_formats() -> list[tuple[str, str]]:
 
 
 def _items(
-    thread: Thread, messages: list[Message], readable: QuerySet[Thread]
+    request: HtmxHttpRequest, thread: Thread, messages: list[Message], readable: QuerySet[Thread]
 ) -> list[MessageItem]:
+    """The cards of messages: switchers, forks, and the answers' feedback and scores."""
     items = message_items(thread, messages, siblings=selectors.siblings_of(thread, messages))
-    forks = forks_of(thread, [m.id for m in messages], readable)
+    ids = [m.id for m in messages]
+    forks = forks_of(thread, ids, readable)
     for item in items:
         item.forks = forks.get(item.message.id)
+    answers = [m.id for m in messages if m.role == "assistant"]
+    judge_items(
+        items,
+        feedback_summaries(thread, answers, request.user.pk) if answers else {},
+        message_scores(thread, ids) if ids else {},
+    )
     return items
 
 
@@ -97,7 +106,9 @@ def _more(
         messages = selectors.branch_window(origin, before=0, after=WINDOW + 1)[1:]
         context["has_later"] = len(messages) > WINDOW
         messages = messages[:WINDOW]
-    context["items"] = _items(thread, messages, threads_for_user(request, thread.project)[0])
+    context["items"] = _items(
+        request, thread, messages, threads_for_user(request, thread.project)[0]
+    )
     context["can_fork"] = access.can_edit and not thread.hidden
     context["generation_options"] = options_for(thread, access, last_choice)
     partial = "earlier" if direction == "before" else "later"
@@ -131,7 +142,7 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     else:
         messages = []
     readable, _ = threads_for_user(request, thread.project)
-    items = _items(thread, messages, readable)
+    items = _items(request, thread, messages, readable)
     context = {
         "thread": thread,
         "url": reverse("conversation", args=[thread.id]),
