@@ -86,8 +86,27 @@
       pick: function (list, index) { return nearest(list, index, "a.sib-compare"); },
       run: function (link) { link.click(); },
       none: "This message has no alternatives to compare."
+    },
+    // Feedback (issue 28) on the current answer: the thumbs' buttons, pressed again to take back.
+    "+": {
+      pick: function (list, index) { return list[index].querySelector("button.fb-up"); },
+      run: function (button) { button.click(); },
+      none: "Feedback is given on answers only."
+    },
+    "-": {
+      pick: function (list, index) { return list[index].querySelector("button.fb-down"); },
+      run: function (button) { button.click(); },
+      none: "Feedback is given on answers only."
     }
   };
+
+  // An answer's feedback part, swapped in by htmx, says what was done: read it out once.
+  document.addEventListener("htmx:afterSettle", function () {
+    document.querySelectorAll(".fb-status:not([data-announced])").forEach(function (status) {
+      status.setAttribute("data-announced", "");
+      if (status.textContent.trim()) announce(status.textContent.trim());
+    });
+  });
 
   // A key press meant as a shortcut: no modifier, not typed into a field, no dialog open.
   function plainKey(event) {
