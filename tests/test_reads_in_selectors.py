@@ -25,6 +25,7 @@ import transcripts
 from tests.base import make_user
 from transcripts import ledger
 from transcripts.demo import load_demo
+from transcripts.ledger import scores
 from transcripts.ledger.default_project import default_project
 from transcripts.ledger.projects import set_member
 from transcripts.ledger.reports import report_message
@@ -137,6 +138,18 @@ def _seed_ids(admin: Any, project: Project) -> dict[str, str]:
     assert thread is not None and message is not None and root is not None
     _, secret = ledger.create_share(thread=fork, user=admin)
     report_message(user=admin, message=message, reason="other", note="check")
+    # Judgement (issue 28): a config, a score on the message and feedback on an answer.
+    scores.create_score_config(
+        project=project, author=scores.Author(user=admin), spec=scores.ConfigSpec("tone", "boolean")
+    )
+    scores.add_score(
+        target=scores.Target(fork, message=message),
+        author=scores.Author(token_name="evaluator"),
+        spec=scores.ScoreSpec("tone", 1),
+    )
+    answer = Message.objects.filter(thread=fork, role="assistant").first()
+    assert answer is not None
+    scores.give_feedback(user=admin, message=answer, up=True, comment="clear")
     # An open run: the conversation shows it live.
     live, _ = ledger.begin_run(thread=fork, status="queued", generator="demo")
     job = ImportJob.objects.create(filename="mine.json", size=1, user=admin, project=project)
@@ -196,6 +209,7 @@ PAGES = [
     "/p/{slug}/audit/",
     "/p/{slug}/audit/?cursor={audit_cursor}",
     "/p/{slug}/datasets/",
+    "/p/{slug}/scores/",
     "/p/{slug}/datasets/?kind=sft&branches=all&dated=created&model=demo&agent=a",
     "/import/",
     "/import/{job}/",
@@ -214,6 +228,9 @@ API_GETS = [
     "/imports/{job}",
     "/runs?status=committed",
     "/chat/{thread}/messages",
+    "/scores",
+    "/scores?threadId={thread}&name=tone",
+    "/score-configs",
 ]
 
 
