@@ -24,6 +24,7 @@ from tests.browser import ARTIFACTS, BROWSER_TESTS, open_page
 from tests.factories import make_run
 from transcripts import ledger
 from transcripts.demo import load_demo
+from transcripts.ledger import scores
 from transcripts.ledger.default_project import default_project
 from transcripts.ledger.fork_thread import fork_thread
 from transcripts.ledger.projects import set_member
@@ -52,6 +53,20 @@ def _path(thread: Thread) -> list[Message]:
     return list(Message.objects.filter(thread=thread, active=True).order_by("depth"))
 
 
+def _judge(admin: Any, answer: Message) -> None:
+    """Score configs (one archived), an evaluator's score and the admin's feedback on answer."""
+    project, author = default_project(), scores.Author(user=admin)
+    for spec in (scores.ConfigSpec("helpfulness", "numeric", 1, 5, description="How much it helps"),
+                 scores.ConfigSpec("verdict", "categorical", labels=("pass", "fail")),
+                 scores.ConfigSpec("safe", "boolean", writers="api")):  # fmt: skip
+        config = scores.create_score_config(project=project, author=author, spec=spec)
+    scores.archive_score_config(config=config, author=author)
+    scores.add_score(target=scores.Target(answer.thread, message=answer),
+                     author=scores.Author(token_name="evaluator"),
+                     spec=scores.ScoreSpec("helpfulness", 4, source="evaluator"))  # fmt: skip
+    scores.give_feedback(user=admin, message=answer, up=True, comment="Straight to the point")
+
+
 def seed(admin: Any) -> Seeded:
     """The demo threads, a stopped and a failed answer, a report and a share link."""
     load_demo()
@@ -69,6 +84,7 @@ def seed(admin: Any) -> Seeded:
     answers = list(Run.objects.filter(thread=haiku, fork_from=prompt).order_by("created_at"))
     last_weather = Run.objects.filter(thread=weather).order_by("-created_at").first()
     assert last_weather is not None
+    _judge(admin, _path(weather)[1])
     return Seeded(
         urls={
             "threads": "/",
@@ -93,6 +109,7 @@ def seed(admin: Any) -> Seeded:
             "shared": f"/s/{secret}/",
             "login": "/accounts/login/",
             "thread-delete": f"/t/{weather.id}/delete/",
+            "scores": "/p/default/scores/",
         }
     )
 
@@ -119,6 +136,7 @@ PAGES = (
     "shared",
     "login",
     "thread-delete",
+    "scores",
 )
 ANONYMOUS = ("shared", "login")
 
