@@ -12,7 +12,8 @@ this package is a facade over modules with one job each:
 - `moderation.py`, `reports.py`, `audit.py`, `ratings.py`: moderators' and readers' writes;
 - `import_plan.py`, `importing.py`: whole threads imported in one transaction;
 - `llm_calls.py`: LLM calls decoded from OpenTelemetry spans recorded in the tree, exactly once;
-- `shares.py`: share links to one branch (created, revoked, expiries audited).
+- `shares.py`: share links to one branch (created, revoked, expiries audited);
+- `scores.py`: feedback on answers, score configs and scores (issue 28).
 """
 
 from __future__ import annotations
