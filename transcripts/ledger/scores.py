@@ -379,6 +379,28 @@ def _target_fields(target: Target) -> dict[str, Any]:
     }
 
 
+def _stored(project_id: int, external_id: str, fields: dict[str, Any]) -> tuple[Score, bool]:
+    """The score with fields, added, or updated when external_id names one of the project's
+    (also one a concurrent call added first: its insert's conflict turns into the update)."""
+    if external_id:
+        existing = score_by_external_id(project_id, external_id)
+        if existing is None:
+            try:
+                with transaction.atomic():
+                    new = Score.objects.create(
+                        external_id=external_id, created_at=fields["updated_at"], **fields
+                    )
+                return new, True
+            except IntegrityError:
+                existing = score_by_external_id(project_id, external_id)
+                if existing is None:
+                    raise
+        Score.objects.filter(pk=existing.pk).update(**fields)
+        existing.refresh_from_db()
+        return existing, False
+    return Score.objects.create(created_at=fields["updated_at"], **fields), True
+
+
 @transaction.atomic
 def add_score(*, target: Target, author: Author, spec: ScoreSpec) -> tuple[Score, bool]:
     """The score spec asks for on target, checked against its config, and whether it is new
@@ -399,13 +421,7 @@ def add_score(*, target: Target, author: Author, spec: ScoreSpec) -> tuple[Score
         "source": source, "author": account_of(author.user), "token_id": author.token_id,
         "updated_at": timezone.now(),
     }  # fmt: skip
-    score = score_by_external_id(project_id, external_id) if external_id else None
-    created = score is None
-    if score is None:
-        score = Score(external_id=external_id, created_at=fields["updated_at"])
-    for key, item in fields.items():
-        setattr(score, key, item)
-    score.save()
+    score, created = _stored(project_id, external_id, fields)
     record_audit(
         author.audited, "add_score" if created else "update_score", score,
         thread_id=target.thread.id, name=name, kind=score.target_type, **author.details(),
