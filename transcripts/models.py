@@ -827,11 +827,14 @@ class Score(models.Model):
     """
 
     id = ULIDField(primary_key=True, default=new_ulid, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    # The project, thread and run have no index of their own: score_name_value_idx,
+    # score_thread_idx and score_run_idx begin with them.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
     # Thread-scoped like the tree's tables: deleted with the thread by ledger/deletion.py.
     thread = models.ForeignKey(
-        Thread, on_delete=models.CASCADE, related_name="scores", db_constraint=False
-    )
+        Thread, on_delete=models.CASCADE, related_name="scores", db_constraint=False,
+        db_index=False,
+    )  # fmt: skip
     run = models.ForeignKey(
         Run,
         null=True,
@@ -839,6 +842,7 @@ class Score(models.Model):
         on_delete=models.CASCADE,
         related_name="scores",
         db_constraint=False,
+        db_index=False,
     )
     message = models.ForeignKey(
         Message,
@@ -929,9 +933,11 @@ class Feedback(models.Model):
     directly; exports carry it beside the scores.
     """
 
+    # No index of its own: feedback_one_per_person begins with it.
     thread = models.ForeignKey(
-        Thread, on_delete=models.CASCADE, related_name="feedback", db_constraint=False
-    )
+        Thread, on_delete=models.CASCADE, related_name="feedback", db_constraint=False,
+        db_index=False,
+    )  # fmt: skip
     message = models.ForeignKey(
         Message, on_delete=models.CASCADE, related_name="feedback", db_constraint=False
     )

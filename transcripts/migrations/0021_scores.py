@@ -118,6 +118,7 @@ class Migration(migrations.Migration):
                 (
                     "project",
                     models.ForeignKey(
+                        db_index=False,
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="+",
                         to="transcripts.project",
@@ -128,6 +129,7 @@ class Migration(migrations.Migration):
                     models.ForeignKey(
                         blank=True,
                         db_constraint=False,
+                        db_index=False,
                         null=True,
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="scores",
@@ -138,6 +140,7 @@ class Migration(migrations.Migration):
                     "thread",
                     models.ForeignKey(
                         db_constraint=False,
+                        db_index=False,
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="scores",
                         to="transcripts.thread",
@@ -191,6 +194,7 @@ class Migration(migrations.Migration):
                     "thread",
                     models.ForeignKey(
                         db_constraint=False,
+                        db_index=False,
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="feedback",
                         to="transcripts.thread",
