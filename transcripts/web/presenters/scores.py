@@ -78,7 +78,7 @@ class ConfigRow:
 
     config: ScoreConfig
     kind: str  # the type and its range or labels, in words
-    writers: str
+    writers: str  # who writes its scores, as "Written by …" goes on
 
     @property
     def archived(self) -> bool:
@@ -104,6 +104,14 @@ def _range(low: float | None, high: float | None) -> str:
     return f", at most {high:g}" if high is not None else ""
 
 
+# Who writes a config's scores, in a sentence ("Written by …").
+WRITTEN_BY: dict[str, str] = {
+    ScoreWriters.PEOPLE: "people",
+    ScoreWriters.API: "the API",
+    ScoreWriters.BOTH: "people and the API",
+}
+
+
 def config_rows(configs: Sequence[ScoreConfig]) -> list[ConfigRow]:
     """The scores page's rows."""
-    return [ConfigRow(c, _kind(c), ScoreWriters(c.writers).label) for c in configs]
+    return [ConfigRow(c, _kind(c), WRITTEN_BY.get(c.writers, c.writers)) for c in configs]
