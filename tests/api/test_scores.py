@@ -220,3 +220,18 @@ def test_a_browser_session_reads_its_projects_configs_and_scores(team: Team) -> 
     assert outsider.get("/score-configs", project="alpha").status_code == 404
     assert viewer.get("/scores").status_code == 200
     assert viewer.post("/score-configs", {"name": "x", "dataType": "boolean"}).status_code == 403
+
+
+def test_an_admin_token_archives_its_projects_config_and_no_other(team: Team) -> None:
+    config = _helpfulness(team)
+    assert (
+        _client(team, "ingest", "read").post(f"/score-configs/{config.pk}/archive").status_code
+        == 403
+    )
+    beta = _client(team, "admin", project=team.beta)
+    assert beta.post(f"/score-configs/{config.pk}/archive").status_code == 404
+    config.refresh_from_db()
+    assert config.archived_at is None
+    archived = _client(team, "admin").post(f"/score-configs/{config.pk}/archive")
+    assert archived.status_code == 200 and archived.json()["archivedAt"] is not None
+    assert _client(team, "admin").post("/score-configs/999999/archive").status_code == 404

@@ -253,3 +253,17 @@ def create_config(request: HttpRequest, payload: ScoreConfigIn) -> Status[dict[s
         ),
     )
     return Status(201, config_out(config))
+
+
+@router.post(
+    "/score-configs/{configId}/archive", response={200: ScoreConfigOut, **ERRORS}, auth=ingest_auth
+)
+def archive_config(request: HttpRequest, configId: int) -> dict[str, Any]:
+    """Archive a config of the token's project (admin scope): its scores stay, its name is free
+    for a new config. Archiving twice changes nothing."""
+    found = get_project_for_caller(request, None, needs=[])
+    config = selectors.config_in(found, configId)
+    if config is None:
+        raise NotFound(f"score config {configId} does not exist", configId=configId)
+    require_admin_scope(request)
+    return config_out(ledger_scores.archive_score_config(config=config, author=_author(request)))
