@@ -1,5 +1,6 @@
-"""Feedback in the browser (issue 28): a click on 👍 swaps the answer's feedback part in place
-(pressed, counted, said), and `-` on the focused answer gives 👎, pressed again takes it back."""
+"""Feedback in the browser (issue 28): a click on Helpful swaps the answer's feedback part in
+place (pressed, counted, said), and `-` on the focused answer gives Not helpful, pressed again
+takes it back."""
 
 from __future__ import annotations
 
