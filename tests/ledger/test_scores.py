@@ -206,3 +206,50 @@ def test_a_score_is_deleted_by_its_author_or_an_admin(team: Team) -> None:
     scores.delete_score(score=other, author=Author(user=team.owner))
     assert not Score.objects.exists()
     assert AuditRecord.objects.filter(action="delete_score").count() == 2
+
+
+def test_every_write_is_audited_with_who_wrote(team: Team) -> None:
+    answer = _answer(team)
+    config = _config(team, min_value=1, max_value=5)
+    _add(answer, name="helpfulness", value=2, external_id="e-1")
+    _add(answer, name="helpfulness", value=3, external_id="e-1")
+    scores.archive_score_config(config=config, author=Author(user=team.owner))
+    scores.set_scores_need_config(project=team.alpha, user=team.owner, required=True)
+    records = list(
+        AuditRecord.objects.order_by("id").values_list("action", "actor_name", "details")
+    )
+    assert [(action, actor) for action, actor, _ in records] == [
+        ("create_score_config", "owner"),
+        ("add_score", ""),
+        ("update_score", ""),
+        ("archive_score_config", "owner"),
+        ("set_scores_need_config", "owner"),
+    ]
+    assert records[1][2] == {
+        "name": "helpfulness", "kind": "message", "via": "api", "token": "evaluator-bot",
+        "tokenId": None,
+    }  # fmt: skip
+    assert AuditRecord.objects.filter(project=team.alpha).count() == 5
+
+
+def test_a_person_may_not_write_a_score_its_config_keeps_for_the_api(team: Team) -> None:
+    answer = _answer(team)
+    _config(team, name="latency", writers="api")
+    with pytest.raises(InvalidInput) as refused:
+        scores.add_score(
+            target=Target(thread=answer.thread, run=answer.run),
+            author=Author(user=team.editor),
+            spec=ScoreSpec("latency", 1, source="person"),
+        )
+    assert refused.value.details["field"] == "source"
+    person, _ = scores.add_score(
+        target=Target(thread=answer.thread, run=answer.run),
+        author=Author(user=team.editor),
+        spec=ScoreSpec("speed", 1, source="person"),
+    )
+    assert (person.target_type, person.author_id, person.source) == (
+        "run",
+        team.editor.pk,
+        "person",
+    )
+    assert Score.objects.count() == 1
