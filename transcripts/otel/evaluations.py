@@ -1,0 +1,189 @@
+"""Evaluations sent over OpenTelemetry as scores (issue 28): each `gen_ai.evaluation.result`
+event, a span event or a log record, becomes a score with source "evaluator" on the answer it
+judges, written by the calling token.
+
+What it judges: the answer produced by the span it was emitted in (the span's last assistant
+message; the span's run when it produced none), else the answer whose `gen_ai.response.id`
+it names; only in the caller's project and the threads the caller reaches. The same event
+sent again carries the same externalId, so its score is updated, never doubled. An event that
+judges nothing, or whose score its config refuses, is listed as refused and stores nothing;
+the others of the batch are taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.db import DataError
+
+from transcripts.errors import DomainError, InvalidInput
+from transcripts.formats.otlp import evaluations as semconv
+from transcripts.formats.otlp.evaluations import Evaluation, EvaluationRejected, read_evaluation
+from transcripts.formats.otlp.logs import LogEvent
+from transcripts.formats.otlp.model import Attributes, SpanData
+from transcripts.ledger import Reach
+from transcripts.ledger.scores import MAX_COMMENT, Author, ScoreSpec, Target, add_score
+from transcripts.models import Project, ScoreDataType, ScoreSource
+from transcripts.selectors.otel_scores import Judged, judged_by_response, judged_by_span
+from transcripts.selectors.scores import live_config
+
+# The attribute of the event each field of a score comes from (named in a refusal).
+_ATTRIBUTE_OF = {
+    "name": semconv.NAME,
+    "value": semconv.VALUE,
+    "label": semconv.LABEL,
+    "comment": semconv.EXPLANATION,
+}
+SHOWN = 20
+
+
+@dataclass
+class EvaluationResult:
+    """What the evaluations of a batch amounted to: scores added, scores updated (the same
+    event again) and the events refused, each with where it was and why."""
+
+    added: int = 0
+    updated: int = 0
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def error_message(self) -> str:
+        """The partial_success message: each refused event and why (the first 20)."""
+        shown = "; ".join(f"{where}: {reason}" for where, reason in self.rejected[:SHOWN])
+        more = len(self.rejected) - SHOWN
+        return shown + (f"; and {more} more" if more > 0 else "")
+
+
+def _judged(project: Project, evaluation: Evaluation, within: Reach | None) -> Judged:
+    """What evaluation judges, or EvaluationRejected when it matches nothing the caller
+    reaches (the same words whether it does not exist or is out of reach)."""
+    reach = {
+        "visible": within is None or within.visible,
+        "hidden": within is None or within.hidden,
+    }
+    found = None
+    if evaluation.span_id and evaluation.trace_id:
+        found = judged_by_span(project.id, evaluation.trace_id, evaluation.span_id, **reach)
+    if found is None and evaluation.response_id:
+        found = judged_by_response(project.id, evaluation.response_id, **reach)
+    if found is None:
+        raise EvaluationRejected(
+            f"the evaluation {evaluation.name} matches no stored answer (neither the span"
+            f" it was emitted in nor its {semconv.RESPONSE_ID})"
+        )
+    return found
+
+
+def _spec(project: Project, evaluation: Evaluation) -> ScoreSpec:
+    """The score evaluation gives. An evaluator often sends a value and a label together:
+    a numeric config keeps the value, a categorical one the label."""
+    value, label = evaluation.value, evaluation.label
+    config = live_config(project, evaluation.name)
+    if config is not None and value is not None and label:
+        if config.data_type == ScoreDataType.NUMERIC:
+            label = ""
+        elif config.data_type == ScoreDataType.CATEGORICAL:
+            value = None
+    return ScoreSpec(
+        name=evaluation.name,
+        value=value,
+        label=label,
+        comment=evaluation.explanation[:MAX_COMMENT],
+        source=ScoreSource.EVALUATOR,
+        external_id=evaluation.external_id,
+    )
+
+
+def _store(
+    project: Project,
+    evaluation: Evaluation,
+    author: Author,
+    within: Reach | None,
+    result: EvaluationResult,
+) -> None:
+    """Write evaluation's score, or EvaluationRejected naming the attribute that is wrong."""
+    judged = _judged(project, evaluation, within)
+    target = Target(thread=judged.thread, run=judged.run, message=judged.message)
+    try:
+        _, created = add_score(target=target, author=author, spec=_spec(project, evaluation))
+    except InvalidInput as exc:
+        attribute = _ATTRIBUTE_OF.get(str(exc.details.get("field", "")), "")
+        raise EvaluationRejected(f"{attribute}: {exc}" if attribute else str(exc)) from None
+    except DomainError as exc:
+        raise EvaluationRejected(str(exc)) from None
+    except DataError:
+        raise EvaluationRejected("the event holds a value PostgreSQL cannot store") from None
+    if created:
+        result.added += 1
+    else:
+        result.updated += 1
+
+
+@dataclass(frozen=True)
+class _Event:
+    """An evaluation event as found: where it is (for a refusal), its attributes, and the
+    span and time it was emitted at."""
+
+    where: str
+    attributes: Attributes
+    trace_id: str
+    span_id: str
+    time_ns: int
+
+
+def _take(
+    project: Project, author: Author, within: Reach | None, events: Iterable[_Event]
+) -> EvaluationResult:
+    """Store the score of each event, listing those refused."""
+    result = EvaluationResult()
+    for event in events:
+        try:
+            evaluation = read_evaluation(
+                event.attributes,
+                trace_id=event.trace_id,
+                span_id=event.span_id,
+                time_ns=event.time_ns,
+            )
+            _store(project, evaluation, author, within, result)
+        except EvaluationRejected as exc:
+            result.rejected.append((event.where, exc.reason))
+    return result
+
+
+def score_span_events(
+    *, project: Project, spans: Iterable[SpanData], author: Author, within: Reach | None
+) -> EvaluationResult:
+    """The scores of the evaluation events on spans, each on what its span produced."""
+    events = (
+        _Event(
+            f"span {span.span_id} event {index}",
+            event.attributes,
+            span.trace_id,
+            span.span_id,
+            event.time_ns,
+        )
+        for span in spans
+        for index, event in enumerate(span.events)
+        if event.name == semconv.EVENT
+    )
+    return _take(project, author, within, events)
+
+
+def score_log_events(
+    *, project: Project, records: Iterable[LogEvent], author: Author, within: Reach | None
+) -> EvaluationResult:
+    """The scores of the evaluation events among log records (other records are ignored),
+    each on the answer of the span it was emitted in, or of its gen_ai.response.id."""
+    events = (
+        _Event(
+            f"log record {record.index}",
+            record.attributes,
+            record.trace_id,
+            record.span_id,
+            record.time_ns,
+        )
+        for record in records
+        if record.event_name == semconv.EVENT
+    )
+    return _take(project, author, within, events)
