@@ -80,7 +80,7 @@ def _score(values: Attributes) -> float | None:
 def read_evaluation(values: Attributes, *, trace_id: str, span_id: str, time_ns: int) -> Evaluation:
     """The evaluation the event's attributes hold, or EvaluationRejected naming the attribute
     that is missing or wrong (an evaluation that failed, `error.type`, gives no score)."""
-    problem = attributes_problem(values, "the event")
+    problem = attributes_problem(values, "attributes")
     if problem:
         raise EvaluationRejected(problem)
     name = _text(values, NAME)
