@@ -27,7 +27,7 @@ from tests.otel.evaluation_events import (
     send_spans,
     with_event,
 )
-from tests.otel.spans import SECOND, T0, chat, text
+from tests.otel.spans import SECOND, T0, chat, span, text
 from transcripts.models import ApiToken, AuditRecord, Message, Run, Score
 
 pytestmark = pytest.mark.django_db
@@ -207,3 +207,36 @@ def test_an_event_on_a_span_that_answered_nothing_scores_its_run(team: Team) -> 
     run = Run.objects.get()
     assert (score.run_id, score.thread_id) == (run.id, run.thread_id)
     assert score.message is None
+
+
+def test_an_event_on_an_agent_span_scores_the_last_answer_of_its_calls(team: Team) -> None:
+    agent = span(trace=TRACE, span_id="00000000000000a0", name="invoke_agent support")
+    first = chat(
+        trace=TRACE,
+        span_id="0000000000000001",
+        parent="00000000000000a0",
+        inputs=[text("user", "Weather?")],
+        outputs=[text("assistant", "Where?")],
+        conversation="agent",
+    )
+    second = chat(
+        trace=TRACE,
+        span_id="0000000000000002",
+        parent="00000000000000a0",
+        inputs=[text("user", "Weather?"), text("assistant", "Where?"), text("user", "Paris")],
+        outputs=[text("assistant", "Sunny in Paris.")],
+        conversation="agent",
+        start=T0 + 5 * SECOND,
+    )
+    send_spans(team.token(team.alpha), with_event(agent, evaluation(name="task")), first, second)
+
+    assert Score.objects.get().message_id == answer_of("Sunny in Paris.").id
+
+
+def test_an_event_on_an_evaluator_span_under_the_call_scores_the_call_s_answer(
+    team: Team,
+) -> None:
+    judge = span(trace=TRACE, span_id="00000000000000e1", name="evaluate", parent=SPAN)
+    send_spans(team.token(team.alpha), answer_span(), with_event(judge, evaluation()))
+
+    assert Score.objects.get().message_id == answer_of("Sunny.").id

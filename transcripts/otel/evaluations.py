@@ -12,7 +12,8 @@ the others of the batch are taken.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from django.db import DataError
@@ -25,7 +26,7 @@ from transcripts.formats.otlp.model import Attributes, SpanData
 from transcripts.ledger import Reach
 from transcripts.ledger.scores import MAX_COMMENT, Author, ScoreSpec, Target, add_score
 from transcripts.models import Project, ScoreDataType, ScoreSource
-from transcripts.selectors.otel_scores import Judged, judged_by_response, judged_by_span
+from transcripts.selectors.otel_scores import Judged, judged_by_response, judged_by_spans
 from transcripts.selectors.scores import live_config
 
 # The attribute of the event each field of a score comes from (named in a refusal).
@@ -55,24 +56,45 @@ class EvaluationResult:
         return shown + (f"; and {more} more" if more > 0 else "")
 
 
-def _judged(project: Project, evaluation: Evaluation, within: Reach | None) -> Judged:
-    """What evaluation judges, or EvaluationRejected when it matches nothing the caller
-    reaches (the same words whether it does not exist or is out of reach)."""
+# Groups of span ids to look in, in order: the first group that produced an answer wins.
+_Spans = tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class _Event:
+    """An evaluation event as found: where it is (for a refusal), its attributes, the span and
+    time it was emitted at, and the spans whose answers it may judge."""
+
+    where: str
+    attributes: Attributes
+    trace_id: str
+    span_id: str
+    time_ns: int
+    spans: _Spans
+
+
+def _judged(
+    project: Project, evaluation: Evaluation, spans: _Spans, within: Reach | None
+) -> Judged:
+    """What evaluation judges: the last answer of the first of spans' groups that produced
+    one, else its gen_ai.response.id's answer; EvaluationRejected when it matches nothing the
+    caller reaches (the same words whether it does not exist or is out of reach)."""
     reach = {
         "visible": within is None or within.visible,
         "hidden": within is None or within.hidden,
     }
-    found = None
-    if evaluation.span_id and evaluation.trace_id:
-        found = judged_by_span(project.id, evaluation.trace_id, evaluation.span_id, **reach)
-    if found is None and evaluation.response_id:
+    for group in spans if evaluation.trace_id else ():
+        found = judged_by_spans(project.id, evaluation.trace_id, group, **reach)
+        if found is not None:
+            return found
+    if evaluation.response_id:
         found = judged_by_response(project.id, evaluation.response_id, **reach)
-    if found is None:
-        raise EvaluationRejected(
-            f"the evaluation {evaluation.name} matches no stored answer (neither the span"
-            f" it was emitted in nor its {semconv.RESPONSE_ID})"
-        )
-    return found
+        if found is not None:
+            return found
+    raise EvaluationRejected(
+        f"the evaluation {evaluation.name} matches no stored answer (neither the span"
+        f" it was emitted in nor its {semconv.RESPONSE_ID})"
+    )
 
 
 def _spec(project: Project, evaluation: Evaluation) -> ScoreSpec:
@@ -98,12 +120,13 @@ def _spec(project: Project, evaluation: Evaluation) -> ScoreSpec:
 def _store(
     project: Project,
     evaluation: Evaluation,
+    event: _Event,
     author: Author,
     within: Reach | None,
-    result: EvaluationResult,
-) -> None:
-    """Write evaluation's score, or EvaluationRejected naming the attribute that is wrong."""
-    judged = _judged(project, evaluation, within)
+) -> bool:
+    """Write evaluation's score (whether it is new), or EvaluationRejected naming the
+    attribute that is wrong."""
+    judged = _judged(project, evaluation, event.spans, within)
     target = Target(thread=judged.thread, run=judged.run, message=judged.message)
     try:
         _, created = add_score(target=target, author=author, spec=_spec(project, evaluation))
@@ -114,22 +137,7 @@ def _store(
         raise EvaluationRejected(str(exc)) from None
     except DataError:
         raise EvaluationRejected("the event holds a value PostgreSQL cannot store") from None
-    if created:
-        result.added += 1
-    else:
-        result.updated += 1
-
-
-@dataclass(frozen=True)
-class _Event:
-    """An evaluation event as found: where it is (for a refusal), its attributes, and the
-    span and time it was emitted at."""
-
-    where: str
-    attributes: Attributes
-    trace_id: str
-    span_id: str
-    time_ns: int
+    return created
 
 
 def _take(
@@ -145,23 +153,46 @@ def _take(
                 span_id=event.span_id,
                 time_ns=event.time_ns,
             )
-            _store(project, evaluation, author, within, result)
+            created = _store(project, evaluation, event, author, within)
         except EvaluationRejected as exc:
             result.rejected.append((event.where, exc.reason))
+            continue
+        if created:
+            result.added += 1
+        else:
+            result.updated += 1
     return result
 
 
+def _span_groups(span: SpanData, children: Mapping[str, list[str]]) -> _Spans:
+    """Where to look for what the event on span judges: span with its descendants in the
+    batch (an agent span's calls), then its parent (an evaluator's own span under the call)."""
+    group, pending = [span.span_id], list(children.get(span.span_id, ()))
+    while pending:
+        child = pending.pop()
+        if child not in group:
+            group.append(child)
+            pending.extend(children.get(child, ()))
+    parent = [span.parent_span_id] if span.parent_span_id else []
+    return (tuple(group), tuple(parent)) if parent else (tuple(group),)
+
+
 def score_span_events(
-    *, project: Project, spans: Iterable[SpanData], author: Author, within: Reach | None
+    *, project: Project, spans: Sequence[SpanData], author: Author, within: Reach | None
 ) -> EvaluationResult:
     """The scores of the evaluation events on spans, each on what its span produced."""
+    children: dict[str, list[str]] = defaultdict(list)
+    for span in spans:
+        if span.parent_span_id:
+            children[span.parent_span_id].append(span.span_id)
     events = (
         _Event(
-            f"span {span.span_id} event {index}",
-            event.attributes,
-            span.trace_id,
-            span.span_id,
-            event.time_ns,
+            where=f"span {span.span_id} event {index}",
+            attributes=event.attributes,
+            trace_id=span.trace_id,
+            span_id=span.span_id,
+            time_ns=event.time_ns,
+            spans=_span_groups(span, children),
         )
         for span in spans
         for index, event in enumerate(span.events)
@@ -177,11 +208,12 @@ def score_log_events(
     each on the answer of the span it was emitted in, or of its gen_ai.response.id."""
     events = (
         _Event(
-            f"log record {record.index}",
-            record.attributes,
-            record.trace_id,
-            record.span_id,
-            record.time_ns,
+            where=f"log record {record.index}",
+            attributes=record.attributes,
+            trace_id=record.trace_id,
+            span_id=record.span_id,
+            time_ns=record.time_ns,
+            spans=((record.span_id,),) if record.span_id else (),
         )
         for record in records
         if record.event_name == semconv.EVENT

@@ -5,6 +5,7 @@ the threads the caller reaches."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db.models import QuerySet
@@ -33,19 +34,22 @@ def _last_answer(messages: QuerySet[Message]) -> Message | None:
     return ordered.filter(role="assistant").last() or ordered.last()
 
 
-def judged_by_span(
-    project_id: int, trace_id: str, span_id: str, *, visible: bool, hidden: bool
+def judged_by_spans(
+    project_id: int, trace_id: str, span_ids: Sequence[str], *, visible: bool, hidden: bool
 ) -> Judged | None:
-    """What the span produced: its last answer, else the run it belongs to, or None."""
+    """What the spans (of one trace) produced: their last answer, else the last run holding
+    one of them, or None."""
     runs = Run.objects.filter(
         thread__in=_reached(project_id, visible=visible, hidden=hidden),
         metadata__otel__traceId=trace_id,
     )
-    message = _last_answer(Message.objects.filter(run__in=runs, metadata__otel__spanId=span_id))
+    message = _last_answer(
+        Message.objects.filter(run__in=runs, metadata__otel__spanId__in=list(span_ids))
+    )
     if message is not None:
         return Judged(thread=message.thread, message=message)
     run = (
-        runs.filter(metadata__otel__spanIds__contains=[span_id])
+        runs.filter(metadata__otel__spanIds__has_any_keys=list(span_ids))
         .select_related("thread")
         .order_by("id")
         .last()
