@@ -240,3 +240,32 @@ def test_an_event_on_an_evaluator_span_under_the_call_scores_the_call_s_answer(
     send_spans(team.token(team.alpha), answer_span(), with_event(judge, evaluation()))
 
     assert Score.objects.get().message_id == answer_of("Sunny.").id
+
+
+DOCS_EXAMPLE = b"""{"resourceLogs": [{"scopeLogs": [{"logRecords": [{
+      "timeUnixNano": "1790000003000000000",
+      "eventName": "gen_ai.evaluation.result",
+      "traceId": "5b8efff798038103d269b633813fc60c",
+      "spanId": "eee19b7ec3c1b174",
+      "attributes": [
+        {"key": "gen_ai.evaluation.name", "value": {"stringValue": "helpfulness"}},
+        {"key": "gen_ai.evaluation.score.value", "value": {"doubleValue": 4}},
+        {"key": "gen_ai.evaluation.explanation",
+         "value": {"stringValue": "Answers the question."}}
+      ]}]}]}]}"""
+
+
+def test_the_docs_example_scores_the_answer(team: Team) -> None:
+    """docs/otel.md, "Evaluations as scores": the curl example as written."""
+    token = team.token(team.alpha, "ingest")
+    send_spans(token, answer_span())
+    response = post(LOGS, token, DOCS_EXAMPLE, JSON)
+
+    assert response.status_code == 200
+    assert response.json() == {}
+    score = Score.objects.get()
+    assert (score.message_id, score.value, score.comment) == (
+        answer_of("Sunny.").id,
+        4.0,
+        "Answers the question.",
+    )
