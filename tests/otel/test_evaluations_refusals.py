@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from google.rpc import status_pb2
+from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
+from tests.api.test_limits import within_one_minute
 from tests.base import Team
 from tests.otel.evaluation_events import (
     JSON,
@@ -203,3 +204,18 @@ def test_a_hidden_thread_matches_nothing_for_a_token_without_the_admin_scope(
     answer = send_logs(team.token(team.alpha, "ingest", "admin"), by_span)
     assert not answer.HasField("partial_success")
     assert Score.objects.count() == 1
+
+
+def test_log_records_count_as_events_a_minute(team: Team, settings: Any) -> None:
+    within_one_minute(5)
+    settings.TRANSCRIPTS_TOKEN_EVENTS_PER_MINUTE = 3
+    token = team.token(team.alpha)
+    send_spans(token, answer_span())  # one span: one event
+    assert post(LOGS, token, logs(in_span()).SerializeToString()).status_code == 200
+
+    refused = post(LOGS, token, logs(in_span(value=1), in_span(value=2)).SerializeToString())
+    assert refused.status_code == 429
+    status = status_pb2.Status.FromString(refused.content)
+    retry = error_details_pb2.RetryInfo()
+    assert status.details[0].Unpack(retry)
+    assert list(Score.objects.values_list("value", flat=True)) == [4.0]

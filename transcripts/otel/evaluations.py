@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from django.db import DataError
+from django.db import DataError, IntegrityError
 
 from transcripts.errors import DomainError, InvalidInput
 from transcripts.formats.otlp import evaluations as semconv
@@ -129,7 +129,7 @@ def _store(
     judged = _judged(project, evaluation, event.spans, within)
     target = Target(thread=judged.thread, run=judged.run, message=judged.message)
     try:
-        _, created = add_score(target=target, author=author, spec=_spec(project, evaluation))
+        return _add(target, author, _spec(project, evaluation))
     except InvalidInput as exc:
         attribute = _ATTRIBUTE_OF.get(str(exc.details.get("field", "")), "")
         raise EvaluationRejected(f"{attribute}: {exc}" if attribute else str(exc)) from None
@@ -137,7 +137,15 @@ def _store(
         raise EvaluationRejected(str(exc)) from None
     except DataError:
         raise EvaluationRejected("the event holds a value PostgreSQL cannot store") from None
-    return created
+
+
+def _add(target: Target, author: Author, spec: ScoreSpec) -> bool:
+    """add_score, once more when the same event sent at the same time (two exporters' retries
+    racing) added its score first: the second time updates it."""
+    try:
+        return add_score(target=target, author=author, spec=spec)[1]
+    except IntegrityError:
+        return add_score(target=target, author=author, spec=spec)[1]
 
 
 def _take(
