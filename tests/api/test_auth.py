@@ -42,6 +42,8 @@ WRITES = [
     ("/runs/{run}/ai-sdk", [{"type": "text-delta", "id": "t", "delta": "x"}]),
     ("/runs/{run}/claim", {"worker": "w"}),
     ("/imports", []),
+    ("/otlp/v1/traces", {"resourceSpans": []}),
+    ("/otlp/v1/logs", {"resourceLogs": []}),
 ]
 
 
