@@ -25,7 +25,7 @@ from transcripts.formats.otlp.logs import LogEvent
 from transcripts.formats.otlp.model import Attributes, SpanData
 from transcripts.ledger import Reach
 from transcripts.ledger.scores import MAX_COMMENT, Author, ScoreSpec, Target, add_score
-from transcripts.models import Project, ScoreDataType, ScoreSource
+from transcripts.models import Project, ScoreConfig, ScoreDataType, ScoreSource
 from transcripts.selectors.otel_scores import Judged, judged_by_response, judged_by_spans
 from transcripts.selectors.scores import live_config
 
@@ -73,70 +73,82 @@ class _Event:
     spans: _Spans
 
 
-def _judged(
-    project: Project, evaluation: Evaluation, spans: _Spans, within: Reach | None
-) -> Judged:
-    """What evaluation judges: the last answer of the first of spans' groups that produced
-    one, else its gen_ai.response.id's answer; EvaluationRejected when it matches nothing the
-    caller reaches (the same words whether it does not exist or is out of reach)."""
-    reach = {
-        "visible": within is None or within.visible,
-        "hidden": within is None or within.hidden,
-    }
-    for group in spans if evaluation.trace_id else ():
-        found = judged_by_spans(project.id, evaluation.trace_id, group, **reach)
-        if found is not None:
-            return found
-    if evaluation.response_id:
-        found = judged_by_response(project.id, evaluation.response_id, **reach)
-        if found is not None:
-            return found
-    raise EvaluationRejected(
-        f"the evaluation {evaluation.name} matches no stored answer (neither the span"
-        f" it was emitted in nor its {semconv.RESPONSE_ID})"
-    )
+@dataclass
+class _Batch:
+    """The evaluations of one request: who writes them, into which project and threads, and
+    what was looked up already (an answer is often judged on several names at once)."""
 
+    project: Project
+    author: Author
+    within: Reach | None
+    found: dict[tuple[str, _Spans, str], Judged | None] = field(default_factory=dict)
+    configs: dict[str, ScoreConfig | None] = field(default_factory=dict)
 
-def _spec(project: Project, evaluation: Evaluation) -> ScoreSpec:
-    """The score evaluation gives. An evaluator often sends a value and a label together:
-    a numeric config keeps the value, a categorical one the label."""
-    value, label = evaluation.value, evaluation.label
-    config = live_config(project, evaluation.name)
-    if config is not None and value is not None and label:
-        if config.data_type == ScoreDataType.NUMERIC:
-            label = ""
-        elif config.data_type == ScoreDataType.CATEGORICAL:
-            value = None
-    return ScoreSpec(
-        name=evaluation.name,
-        value=value,
-        label=label,
-        comment=evaluation.explanation[:MAX_COMMENT],
-        source=ScoreSource.EVALUATOR,
-        external_id=evaluation.external_id,
-    )
+    def _lookup(self, evaluation: Evaluation, spans: _Spans) -> Judged | None:
+        """The last answer of the first of spans' groups that produced one, else the answer of
+        evaluation's gen_ai.response.id, else None."""
+        within = self.within
+        reach = {
+            "visible": within is None or within.visible,
+            "hidden": within is None or within.hidden,
+        }
+        for group in spans if evaluation.trace_id else ():
+            found = judged_by_spans(self.project.id, evaluation.trace_id, group, **reach)
+            if found is not None:
+                return found
+        if evaluation.response_id:
+            return judged_by_response(self.project.id, evaluation.response_id, **reach)
+        return None
 
+    def judged(self, evaluation: Evaluation, spans: _Spans) -> Judged:
+        """What evaluation judges, or EvaluationRejected when it matches nothing the caller
+        reaches (the same words whether it does not exist or is out of reach)."""
+        key = (evaluation.trace_id, spans, evaluation.response_id)
+        if key not in self.found:
+            self.found[key] = self._lookup(evaluation, spans)
+        found = self.found[key]
+        if found is None:
+            raise EvaluationRejected(
+                f"the evaluation {evaluation.name} matches no stored answer (neither the span"
+                f" it was emitted in nor its {semconv.RESPONSE_ID})"
+            )
+        return found
 
-def _store(
-    project: Project,
-    evaluation: Evaluation,
-    event: _Event,
-    author: Author,
-    within: Reach | None,
-) -> bool:
-    """Write evaluation's score (whether it is new), or EvaluationRejected naming the
-    attribute that is wrong."""
-    judged = _judged(project, evaluation, event.spans, within)
-    target = Target(thread=judged.thread, run=judged.run, message=judged.message)
-    try:
-        return _add(target, author, _spec(project, evaluation))
-    except InvalidInput as exc:
-        attribute = _ATTRIBUTE_OF.get(str(exc.details.get("field", "")), "")
-        raise EvaluationRejected(f"{attribute}: {exc}" if attribute else str(exc)) from None
-    except DomainError as exc:
-        raise EvaluationRejected(str(exc)) from None
-    except DataError:
-        raise EvaluationRejected("the event holds a value PostgreSQL cannot store") from None
+    def spec(self, evaluation: Evaluation) -> ScoreSpec:
+        """The score evaluation gives. An evaluator often sends a value and a label together:
+        a numeric config keeps the value, a categorical one the label."""
+        value, label = evaluation.value, evaluation.label
+        if evaluation.name not in self.configs:
+            self.configs[evaluation.name] = live_config(self.project, evaluation.name)
+        config = self.configs[evaluation.name]
+        if config is not None and value is not None and label:
+            if config.data_type == ScoreDataType.NUMERIC:
+                label = ""
+            elif config.data_type == ScoreDataType.CATEGORICAL:
+                value = None
+        return ScoreSpec(
+            name=evaluation.name,
+            value=value,
+            label=label,
+            comment=evaluation.explanation[:MAX_COMMENT],
+            source=ScoreSource.EVALUATOR,
+            external_id=evaluation.external_id,
+        )
+
+    def store(self, evaluation: Evaluation, spans: _Spans) -> bool:
+        """Write evaluation's score (whether it is new), or EvaluationRejected naming the
+        attribute that is wrong."""
+        judged = self.judged(evaluation, spans)
+        target = Target(thread=judged.thread, run=judged.run, message=judged.message)
+        try:
+            return _add(target, self.author, self.spec(evaluation))
+        except InvalidInput as exc:
+            attribute = _ATTRIBUTE_OF.get(str(exc.details.get("field", "")), "")
+            raise EvaluationRejected(f"{attribute}: {exc}" if attribute else str(exc)) from None
+        except DomainError as exc:
+            raise EvaluationRejected(str(exc)) from None
+        except DataError:
+            raise EvaluationRejected("the event holds a value PostgreSQL cannot store") from None
 
 
 def _add(target: Target, author: Author, spec: ScoreSpec) -> bool:
@@ -152,7 +164,7 @@ def _take(
     project: Project, author: Author, within: Reach | None, events: Iterable[_Event]
 ) -> EvaluationResult:
     """Store the score of each event, listing those refused."""
-    result = EvaluationResult()
+    batch, result = _Batch(project=project, author=author, within=within), EvaluationResult()
     for event in events:
         try:
             evaluation = read_evaluation(
@@ -161,7 +173,7 @@ def _take(
                 span_id=event.span_id,
                 time_ns=event.time_ns,
             )
-            created = _store(project, evaluation, event, author, within)
+            created = batch.store(evaluation, event.spans)
         except EvaluationRejected as exc:
             result.rejected.append((event.where, exc.reason))
             continue
