@@ -9,6 +9,7 @@ import gzip
 import pytest
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from tests.base import Team
@@ -269,3 +270,31 @@ def test_the_docs_example_scores_the_answer(team: Team) -> None:
         4.0,
         "Answers the question.",
     )
+
+
+def test_a_log_record_naming_its_conversation_is_matched_by_its_span_still(team: Team) -> None:
+    """The conversation id narrows the look; a wrong one misleads nothing."""
+    other_trace = "0af7651916cd43dd8448eb211c80319c"
+    token = team.token(team.alpha)
+    send_spans(
+        token,
+        answer_span(conversation="ticket-1"),
+        answer_span(trace=other_trace, conversation="ticket-2", answer="Rainy."),
+    )
+
+    def hinted(name: str, conversation: str, trace: str) -> LogRecord:
+        values = evaluation(name=name, gen_ai__conversation__id=conversation)
+        return record(values, trace=trace, span_id=SPAN)
+
+    send_logs(
+        token,
+        hinted("a", "ticket-1", TRACE),
+        hinted("b", "ticket-2", other_trace),
+        hinted("c", "ticket-2", TRACE),
+    )
+
+    assert dict(Score.objects.values_list("name", "message_id")) == {
+        "a": answer_of("Sunny.").id,
+        "b": answer_of("Rainy.").id,
+        "c": answer_of("Sunny.").id,
+    }

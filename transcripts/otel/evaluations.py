@@ -22,7 +22,7 @@ from transcripts.errors import DomainError, InvalidInput
 from transcripts.formats.otlp import evaluations as semconv
 from transcripts.formats.otlp.evaluations import Evaluation, EvaluationRejected, read_evaluation
 from transcripts.formats.otlp.logs import LogEvent
-from transcripts.formats.otlp.model import Attributes, SpanData
+from transcripts.formats.otlp.model import Attributes, AttributeValue, SpanData
 from transcripts.ledger import Reach
 from transcripts.ledger.scores import MAX_COMMENT, Author, ScoreSpec, Target, add_score
 from transcripts.models import Project, ScoreConfig, ScoreDataType, ScoreSource
@@ -37,6 +37,7 @@ _ATTRIBUTE_OF = {
     "comment": semconv.EXPLANATION,
 }
 SHOWN = 20
+CONVERSATION_ID = "gen_ai.conversation.id"
 
 
 @dataclass
@@ -71,6 +72,8 @@ class _Event:
     span_id: str
     time_ns: int
     spans: _Spans
+    # The threads (external ids) it is likely in: its conversation id, its trace id.
+    conversations: tuple[str, ...] = ()
 
 
 @dataclass
@@ -84,28 +87,39 @@ class _Batch:
     found: dict[tuple[str, _Spans, str], Judged | None] = field(default_factory=dict)
     configs: dict[str, ScoreConfig | None] = field(default_factory=dict)
 
-    def _lookup(self, evaluation: Evaluation, spans: _Spans) -> Judged | None:
+    def _lookup(
+        self, evaluation: Evaluation, spans: _Spans, conversations: tuple[str, ...]
+    ) -> Judged | None:
         """The last answer of the first of spans' groups that produced one, else the answer of
-        evaluation's gen_ai.response.id, else None."""
+        evaluation's gen_ai.response.id, else None: in conversations' threads, else (when
+        given and nothing was found there) in the whole project."""
         within = self.within
         reach = {
             "visible": within is None or within.visible,
             "hidden": within is None or within.hidden,
         }
-        for group in spans if evaluation.trace_id else ():
-            found = judged_by_spans(self.project.id, evaluation.trace_id, group, **reach)
-            if found is not None:
-                return found
-        if evaluation.response_id:
-            return judged_by_response(self.project.id, evaluation.response_id, **reach)
+        project_id, trace_id = self.project.id, evaluation.trace_id
+        for narrowed in (conversations, ()) if conversations else ((),):
+            for group in spans if trace_id else ():
+                found = judged_by_spans(
+                    project_id, trace_id, group, conversations=narrowed, **reach
+                )
+                if found is not None:
+                    return found
+            if evaluation.response_id:
+                found = judged_by_response(
+                    project_id, evaluation.response_id, conversations=narrowed, **reach
+                )
+                if found is not None:
+                    return found
         return None
 
-    def judged(self, evaluation: Evaluation, spans: _Spans) -> Judged:
+    def judged(self, evaluation: Evaluation, event: _Event) -> Judged:
         """What evaluation judges, or EvaluationRejected when it matches nothing the caller
         reaches (the same words whether it does not exist or is out of reach)."""
-        key = (evaluation.trace_id, spans, evaluation.response_id)
+        key = (evaluation.trace_id, event.spans, evaluation.response_id)
         if key not in self.found:
-            self.found[key] = self._lookup(evaluation, spans)
+            self.found[key] = self._lookup(evaluation, event.spans, event.conversations)
         found = self.found[key]
         if found is None:
             raise EvaluationRejected(
@@ -135,10 +149,10 @@ class _Batch:
             external_id=evaluation.external_id,
         )
 
-    def store(self, evaluation: Evaluation, spans: _Spans) -> bool:
+    def store(self, evaluation: Evaluation, event: _Event) -> bool:
         """Write evaluation's score (whether it is new), or EvaluationRejected naming the
         attribute that is wrong."""
-        judged = self.judged(evaluation, spans)
+        judged = self.judged(evaluation, event)
         target = Target(thread=judged.thread, run=judged.run, message=judged.message)
         try:
             return _add(target, self.author, self.spec(evaluation))
@@ -173,7 +187,7 @@ def _take(
                 span_id=event.span_id,
                 time_ns=event.time_ns,
             )
-            created = batch.store(evaluation, event.spans)
+            created = batch.store(evaluation, event)
         except EvaluationRejected as exc:
             result.rejected.append((event.where, exc.reason))
             continue
@@ -197,11 +211,30 @@ def _span_groups(span: SpanData, children: Mapping[str, list[str]]) -> _Spans:
     return (tuple(group), tuple(parent)) if parent else (tuple(group),)
 
 
+def _conversations(*candidates: AttributeValue) -> tuple[str, ...]:
+    """The thread external ids among candidates (strings, first ones first, no repeats)."""
+    texts = (c for c in candidates if isinstance(c, str) and c)
+    return tuple(dict.fromkeys(texts))
+
+
+def _span_conversations(span: SpanData, by_id: Mapping[str, SpanData]) -> tuple[str, ...]:
+    """The conversation ids on span and its ancestors in the batch, then its trace id."""
+    found: list[AttributeValue] = []
+    seen: set[str] = set()
+    current: SpanData | None = span
+    while current is not None and current.span_id not in seen:
+        seen.add(current.span_id)
+        found.append(current.attributes.get(CONVERSATION_ID))
+        current = by_id.get(current.parent_span_id or "")
+    return _conversations(*found, span.trace_id)
+
+
 def score_span_events(
     *, project: Project, spans: Sequence[SpanData], author: Author, within: Reach | None
 ) -> EvaluationResult:
     """The scores of the evaluation events on spans, each on what its span produced."""
     children: dict[str, list[str]] = defaultdict(list)
+    by_id = {span.span_id: span for span in spans}
     for span in spans:
         if span.parent_span_id:
             children[span.parent_span_id].append(span.span_id)
@@ -213,6 +246,7 @@ def score_span_events(
             span_id=span.span_id,
             time_ns=event.time_ns,
             spans=_span_groups(span, children),
+            conversations=_span_conversations(span, by_id),
         )
         for span in spans
         for index, event in enumerate(span.events)
@@ -234,6 +268,7 @@ def score_log_events(
             span_id=record.span_id,
             time_ns=record.time_ns,
             spans=((record.span_id,),) if record.span_id else (),
+            conversations=_conversations(record.attributes.get(CONVERSATION_ID), record.trace_id),
         )
         for record in records
         if record.event_name == semconv.EVENT

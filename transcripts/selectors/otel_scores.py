@@ -22,10 +22,14 @@ class Judged:
     message: Message | None = None
 
 
-def _reached(project_id: int, *, visible: bool, hidden: bool) -> QuerySet[Thread]:
-    """The project's threads the caller reaches (visible ones, hidden ones, or both)."""
+def _reached(
+    project_id: int, conversations: Sequence[str], *, visible: bool, hidden: bool
+) -> QuerySet[Thread]:
+    """The project's threads the caller reaches (visible ones, hidden ones, or both), only
+    those of conversations (their external ids) when some are given."""
     allowed = [flag for flag, ok in ((False, visible), (True, hidden)) if ok]
-    return Thread.objects.filter(project_id=project_id, hidden__in=allowed)
+    threads = Thread.objects.filter(project_id=project_id, hidden__in=allowed)
+    return threads.filter(external_id__in=list(conversations)) if conversations else threads
 
 
 def _last_answer(messages: QuerySet[Message]) -> Message | None:
@@ -35,12 +39,19 @@ def _last_answer(messages: QuerySet[Message]) -> Message | None:
 
 
 def judged_by_spans(
-    project_id: int, trace_id: str, span_ids: Sequence[str], *, visible: bool, hidden: bool
+    project_id: int,
+    trace_id: str,
+    span_ids: Sequence[str],
+    *,
+    conversations: Sequence[str] = (),
+    visible: bool,
+    hidden: bool,
 ) -> Judged | None:
     """What the spans (of one trace) produced: their last answer, else the last run holding
-    one of them, or None."""
+    one of them, or None. Given conversations (the threads' external ids it may be in), an
+    indexed look there; else a look through the project's runs."""
     runs = Run.objects.filter(
-        thread__in=_reached(project_id, visible=visible, hidden=hidden),
+        thread__in=_reached(project_id, conversations, visible=visible, hidden=hidden),
         metadata__otel__traceId=trace_id,
     )
     message = _last_answer(
@@ -58,11 +69,17 @@ def judged_by_spans(
 
 
 def judged_by_response(
-    project_id: int, response_id: str, *, visible: bool, hidden: bool
+    project_id: int,
+    response_id: str,
+    *,
+    conversations: Sequence[str] = (),
+    visible: bool,
+    hidden: bool,
 ) -> Judged | None:
-    """The answer whose provider response id is response_id, or None."""
+    """The answer whose provider response id is response_id (in conversations, when given),
+    or None."""
     runs = Run.objects.filter(
-        thread__in=_reached(project_id, visible=visible, hidden=hidden),
+        thread__in=_reached(project_id, conversations, visible=visible, hidden=hidden),
         metadata__otel__responseIds__contains=[response_id],
     )
     message = _last_answer(
