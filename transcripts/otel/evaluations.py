@@ -201,11 +201,11 @@ def _take(
 def _span_groups(span: SpanData, children: Mapping[str, list[str]]) -> _Spans:
     """Where to look for what the event on span judges: span with its descendants in the
     batch (an agent span's calls), then its parent (an evaluator's own span under the call)."""
-    group, pending = [span.span_id], list(children.get(span.span_id, ()))
+    group, pending = {span.span_id: None}, list(children.get(span.span_id, ()))
     while pending:
         child = pending.pop()
         if child not in group:
-            group.append(child)
+            group[child] = None
             pending.extend(children.get(child, ()))
     parent = [span.parent_span_id] if span.parent_span_id else []
     return (tuple(group), tuple(parent)) if parent else (tuple(group),)
