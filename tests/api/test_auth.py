@@ -45,6 +45,8 @@ WRITES = [
     ("/runs/{run}/claim", {"worker": "w"}),
     ("/imports", []),
     ("/scores", {"name": "helpfulness", "value": 1}),
+    ("/otlp/v1/traces", {"resourceSpans": []}),
+    ("/otlp/v1/logs", {"resourceLogs": []}),
 ]
 
 

@@ -1,24 +1,29 @@
-"""The OTLP/HTTP traces receiver: `OTEL_EXPORTER_OTLP_ENDPOINT=http://HOST/api/v1/otlp`.
+"""The OTLP/HTTP receiver of traces and logs: `OTEL_EXPORTER_OTLP_ENDPOINT=http://HOST/api/v1/otlp`.
 
-Answers as the OTLP specification says: 200 with an `ExportTraceServiceResponse` in the
-request's encoding (with `partial_success` naming the spans refused), 400 for a body that is
-not a request, 413 past `TRANSCRIPTS_OTLP_MAX_BYTES` (compressed or not), 415 for another
-content type or encoding, 429 with Retry-After (and a `RetryInfo` in the `google.rpc.Status`)
-past the caller's quota of requests or spans a minute (docs/access.md). Refusals of protobuf
-requests carry a `google.rpc.Status`, those of JSON requests the API's error shape.
+Spans become threads, and `gen_ai.evaluation.result` events (on spans, or as log records)
+scores (docs/otel.md). Answers as the OTLP specification says: 200 with an
+`ExportTraceServiceResponse` (`ExportLogsServiceResponse`) in the request's encoding (with
+`partial_success` naming the spans or records refused), 400 for a body that is not a request,
+413 past `TRANSCRIPTS_OTLP_MAX_BYTES` (compressed or not), 415 for another content type or
+encoding, 429 with Retry-After (and a `RetryInfo` in the `google.rpc.Status`) past the
+caller's quota of requests or events (spans, log records) a minute (docs/access.md). Refusals
+of protobuf requests carry a `google.rpc.Status`, those of JSON requests the API's error shape.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from google.protobuf.message import Message
 from google.rpc import status_pb2
 from ninja import Router
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from transcripts.api.access import append_reach, caller_project, require_scope
+from transcripts.api.access import append_reach, caller, caller_project, require_scope
 from transcripts.api.auth import ingest_auth
 from transcripts.api.errors import error_response
 from transcripts.formats.otlp.decode import (
@@ -29,11 +34,20 @@ from transcripts.formats.otlp.decode import (
     parse_request,
     spans_of,
 )
+from transcripts.formats.otlp.logs import (
+    encode_logs_response,
+    log_events_of,
+    parse_logs,
+    record_count,
+)
+from transcripts.ledger.scores import Author
 from transcripts.limits import charge_events
+from transcripts.otel.evaluations import score_log_events, score_span_events
 from transcripts.otel.ingest import ingest_spans
 from transcripts.permissions import INGEST
 
 router = Router(auth=ingest_auth)  # mounted at /otlp
+M = TypeVar("M", bound=Message)
 
 # google.rpc.Code of each refusal.
 _RPC_CODES = {400: 3, 413: 8, 415: 3}  # INVALID_ARGUMENT, RESOURCE_EXHAUSTED
@@ -94,43 +108,96 @@ def _span_count(export: ExportTraceServiceRequest) -> int:
     )
 
 
+def _body(request: HttpRequest) -> bytes:
+    """The request's body, inflated, or _Refused: a content type other than OTLP's (415),
+    another encoding (415), past the size limit (413), a broken gzip stream (400)."""
+    content_type = request.content_type or ""
+    if content_type not in (PROTOBUF, JSON):
+        raise _Refused(
+            415,
+            "unsupported_media_type",
+            f"send {PROTOBUF} or {JSON}, not {content_type or 'no content type'}",
+        )
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("gzip", "identity", ""):
+        raise _Refused(415, "unsupported_media_type", f"unsupported Content-Encoding {encoding}")
+    limit = max_bytes()
+    body = _read(request, limit)
+    return _gunzip(body, limit) if encoding == "gzip" else body
+
+
+def _parsed(request: HttpRequest, parse: Callable[[bytes, str], M]) -> M:
+    """The request's OTLP message, read by parse, or _Refused (400 for what is not one)."""
+    body = _body(request)
+    try:
+        return parse(body, request.content_type or "")
+    except UndecodableBody as exc:
+        raise _Refused(400, "bad_request", str(exc)) from None
+
+
+def _author(request: HttpRequest) -> Author:
+    """The calling token, as the author of the scores it sends."""
+    principal = caller(request)
+    return Author(token_id=principal.token_id, token_name=principal.name)
+
+
+def _joined(*messages: str) -> str:
+    """The non-empty messages, one after the other."""
+    return "; ".join(message for message in messages if message)
+
+
 # Outside the OpenAPI schema: its bodies are OTLP protobuf or OTLP JSON, specified by
 # OpenTelemetry (docs/otel.md), not JSON objects of this API.
 @router.post("/v1/traces", include_in_schema=False)
 def export_traces(request: HttpRequest) -> HttpResponse:
-    """Receive OTLP/HTTP trace spans (protobuf or JSON, gzip or not) into threads."""
+    """Receive OTLP/HTTP trace spans (protobuf or JSON, gzip or not) into threads, and their
+    evaluation events as scores."""
     require_scope(request, INGEST)
     content_type = request.content_type or ""
     try:
-        if content_type not in (PROTOBUF, JSON):
-            raise _Refused(
-                415,
-                "unsupported_media_type",
-                f"send {PROTOBUF} or {JSON}, not {content_type or 'no content type'}",
-            )
-        encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
-        if encoding not in ("gzip", "identity", ""):
-            raise _Refused(
-                415, "unsupported_media_type", f"unsupported Content-Encoding {encoding}"
-            )
-        limit = max_bytes()
-        body = _read(request, limit)
-        if encoding == "gzip":
-            body = _gunzip(body, limit)
-        try:
-            export = parse_request(body, content_type)
-        except UndecodableBody as exc:
-            raise _Refused(400, "bad_request", str(exc)) from None
+        export = _parsed(request, parse_request)
     except _Refused as exc:
         return _refusal(exc, content_type)
     # The spans count against the events a minute (429 with RetryInfo past them).
     charge_events(request, _span_count(export))
-    result = ingest_spans(
+    project, within = caller_project(request), append_reach(request, needs=[INGEST])
+    spans = list(spans_of(export))
+    result = ingest_spans(project=project, spans=spans, within=within)
+    refused = {span_id for span_id, _ in result.rejected}
+    scores = score_span_events(
+        project=project,
+        spans=[span for span in spans if span.span_id not in refused],
+        author=_author(request),
+        within=within,
+    )
+    # A refused evaluation event is a warning: its span is stored, so it is not counted.
+    answer = encode_response(
+        content_type,
+        rejected=len(result.rejected),
+        error_message=_joined(result.error_message, scores.error_message),
+    )
+    return HttpResponse(answer, status=200, content_type=content_type)
+
+
+@router.post("/v1/logs", include_in_schema=False)
+def export_logs(request: HttpRequest) -> HttpResponse:
+    """Receive OTLP/HTTP log records (protobuf or JSON, gzip or not): their evaluation events
+    become scores; other records are accepted and not stored."""
+    require_scope(request, INGEST)
+    content_type = request.content_type or ""
+    try:
+        export = _parsed(request, parse_logs)
+    except _Refused as exc:
+        return _refusal(exc, content_type)
+    # The records count against the events a minute, as spans do.
+    charge_events(request, record_count(export))
+    scores = score_log_events(
         project=caller_project(request),
-        spans=spans_of(export),
+        records=log_events_of(export),
+        author=_author(request),
         within=append_reach(request, needs=[INGEST]),
     )
-    answer = encode_response(
-        content_type, rejected=len(result.rejected), error_message=result.error_message
+    answer = encode_logs_response(
+        content_type, rejected=len(scores.rejected), error_message=scores.error_message
     )
     return HttpResponse(answer, status=200, content_type=content_type)

@@ -90,15 +90,16 @@ def _iso(ns: int) -> str:
 
 def _call_metadata(call: LlmCall) -> JsonObject:
     span = call.span
-    meta: JsonObject = {
-        "otel": {
-            "convention": call.convention,
-            "traceId": span.trace_id,
-            "spanId": span.span_id,
-            "startedAt": _iso(span.start_ns),
-            "durationMs": round(max(span.end_ns - span.start_ns, 0) / 1e6, 3),
-        }
+    otel: JsonObject = {
+        "convention": call.convention,
+        "traceId": span.trace_id,
+        "spanId": span.span_id,
+        "startedAt": _iso(span.start_ns),
+        "durationMs": round(max(span.end_ns - span.start_ns, 0) / 1e6, 3),
     }
+    if call.response_id:
+        otel["responseId"] = call.response_id
+    meta: JsonObject = {"otel": otel}
     if call.model:
         meta["model"] = call.model
     if call.provider:
@@ -335,6 +336,7 @@ def _record_conversation(
                 "otel": {
                     "traceId": last.span.trace_id,
                     "spanIds": [c.span.span_id for c in unit.calls],
+                    "responseIds": [c.response_id for c in unit.calls if c.response_id],
                     "convention": last.convention,
                 }
             },

@@ -17,6 +17,8 @@ from transcripts.models import Project
 # agent.name: OpenInference names the agent on its AGENT span, the calls' ancestor.
 _AGENT_NAME_KEYS = ("gen_ai.agent.name", "agent_name", "agent.name")
 _CONVERSATION_KEYS = ("gen_ai.conversation.id",)
+# Where a call names the provider's id of its answer (an evaluation finds its answer by it).
+_RESPONSE_ID_KEYS = ("gen_ai.response.id", "ai.response.id")
 
 
 @dataclass
@@ -53,6 +55,15 @@ def _from_ancestors(
     return None
 
 
+def _first_text(span: SpanData, keys: tuple[str, ...]) -> str | None:
+    """The first non-empty string value of keys on span itself."""
+    for key in keys:
+        value = span.attributes.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def read_calls(spans: Iterable[SpanData]) -> tuple[list[LlmCall], list[tuple[str, str]], int]:
     """The LLM calls among spans, the spans refused (id, reason), and how many spans there were.
 
@@ -82,6 +93,8 @@ def read_calls(spans: Iterable[SpanData]) -> tuple[list[LlmCall], list[tuple[str
             call.agent_name = _from_ancestors(span, by_id, _AGENT_NAME_KEYS)
         if call.conversation_id is None:
             call.conversation_id = _from_ancestors(span, by_id, _CONVERSATION_KEYS)
+        if call.response_id is None:
+            call.response_id = _first_text(span, _RESPONSE_ID_KEYS)
         calls.append(call)
     return calls, rejected, len(checked)
 

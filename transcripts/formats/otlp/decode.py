@@ -7,9 +7,10 @@ import binascii
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
+from typing import TypeVar
 
 from google.protobuf import json_format
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -22,13 +23,14 @@ from transcripts.jsonvalue import JsonObject, JsonValue
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 # OTLP JSON writes these ids in hex where protobuf's JSON mapping expects base64.
+M = TypeVar("M", bound=Message)
 _HEX_ID_KEYS = frozenset(
     {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
 )
 
 
 class UndecodableBody(Exception):
-    """The body is not an ExportTraceServiceRequest in the declared encoding."""
+    """The body is not the OTLP request expected, in the declared encoding."""
 
 
 def _hex_ids_to_base64(value: JsonValue) -> JsonValue:
@@ -48,26 +50,41 @@ def _hex_ids_to_base64(value: JsonValue) -> JsonValue:
     return out
 
 
-def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
-    """The request message of a body in content_type (protobuf or JSON), or UndecodableBody."""
-    request = ExportTraceServiceRequest()
+def parse_into(body: bytes, content_type: str, message: M, top: str) -> M:
+    """message filled from a body in content_type (protobuf, or OTLP JSON whose top-level list
+    is top), or UndecodableBody."""
+    name = type(message).__name__
     if content_type == PROTOBUF:
         try:
-            request.ParseFromString(body)
+            message.ParseFromString(body)
         except (DecodeError, RuntimeError, ValueError) as exc:
-            raise UndecodableBody(f"not an ExportTraceServiceRequest: {exc}") from None
-        return request
+            raise UndecodableBody(f"not an {name}: {exc}") from None
+        return message
     try:
         document = json.loads(body)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise UndecodableBody(f"not JSON: {exc}") from None
     if not isinstance(document, dict):
-        raise UndecodableBody("an OTLP JSON body is an object with resourceSpans")
+        raise UndecodableBody(f"an OTLP JSON body is an object with {top}")
     try:
-        json_format.ParseDict(_hex_ids_to_base64(document), request, ignore_unknown_fields=True)
+        json_format.ParseDict(_hex_ids_to_base64(document), message, ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise UndecodableBody(f"not OTLP JSON: {exc}") from None
-    return request
+    return message
+
+
+def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
+    """The request message of a body in content_type (protobuf or JSON), or UndecodableBody."""
+    return parse_into(body, content_type, ExportTraceServiceRequest(), "resourceSpans")
+
+
+def encode_message(message: Message, content_type: str) -> bytes:
+    """message in content_type: protobuf, or OTLP JSON."""
+    if content_type == PROTOBUF:
+        encoded: bytes = message.SerializeToString()
+        return encoded
+    text: str = json_format.MessageToJson(message, indent=None)
+    return text.encode()
 
 
 def encode_response(content_type: str, *, rejected: int = 0, error_message: str = "") -> bytes:
@@ -76,11 +93,7 @@ def encode_response(content_type: str, *, rejected: int = 0, error_message: str 
     if rejected or error_message:
         response.partial_success.rejected_spans = rejected
         response.partial_success.error_message = error_message
-    if content_type == PROTOBUF:
-        encoded: bytes = response.SerializeToString()
-        return encoded
-    text: str = json_format.MessageToJson(response, indent=None)
-    return text.encode()
+    return encode_message(response, content_type)
 
 
 def any_value(value: AnyValue) -> AttributeValue:
@@ -165,6 +178,11 @@ def _attributes_problem(values: Attributes, where: str) -> str | None:
         if problem:
             return problem
     return None
+
+
+def attributes_problem(values: Attributes, where: str) -> str | None:
+    """Why values cannot be stored (a NUL, a lone surrogate, NaN or infinity), else None."""
+    return _attributes_problem(values, where)
 
 
 def unstorable(span: SpanData) -> str | None:

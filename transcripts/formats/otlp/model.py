@@ -77,6 +77,7 @@ class LlmCall:
     finish_reason: str | None = None
     agent_name: str | None = None
     error: str | None = None
+    response_id: str | None = None  # the provider's id of the answer (gen_ai.response.id)
 
 
 class SpanRejected(Exception):
