@@ -213,7 +213,7 @@ def test_submit_writes_person_scores_and_a_done_item_leaves_the_queue(team: Team
 @pytest.mark.parametrize(
     ("answers", "field"),
     [
-        ({"helpfulness": "7", "policy": "y"}, "value"),
+        ({"helpfulness": "7", "policy": "y"}, "helpfulness"),
         ({"helpfulness": "four", "policy": "y"}, "helpfulness"),
         ({"helpfulness": "3", "policy": "maybe"}, "policy"),
         ({"helpfulness": "3"}, "policy"),

@@ -80,16 +80,32 @@ class QueueSpec:
 
 @dataclass(frozen=True)
 class ItemSource:
-    """Where items come from: a thread-list query string, thread ids, message ids."""
+    """Where items come from: a thread-list query string, thread ids, message ids, and ids
+    that may be either (a page's one box)."""
 
     filter: str = ""
     thread_ids: tuple[str, ...] = ()
     message_ids: tuple[str, ...] = ()
+    any_ids: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
         """Whether it names nothing."""
-        return not (self.filter.strip() or self.thread_ids or self.message_ids)
+        return not (self.filter.strip() or self.thread_ids or self.message_ids or self.any_ids)
+
+
+def _sorted_ids(readable: QuerySet[Thread], source: ItemSource) -> ItemSource:
+    """source with its any_ids sorted into thread ids and message ids (an id that is neither
+    is taken as a message id, which the checks then refuse, naming it)."""
+    if not source.any_ids:
+        return source
+    threads = readable_ids(readable, source.any_ids)
+    return replace(
+        source,
+        thread_ids=(*source.thread_ids, *(i for i in source.any_ids if i in threads)),
+        message_ids=(*source.message_ids, *(i for i in source.any_ids if i not in threads)),
+        any_ids=(),
+    )
 
 
 @dataclass(frozen=True)
@@ -178,6 +194,7 @@ def _wanted(
 ) -> tuple[list[tuple[str, str | None]], bool]:
     """The (thread id, message id or None) pairs source names, and whether the cap cut them."""
     readable = _readable(author, project)
+    source = _sorted_ids(readable, source)
     if len(source.thread_ids) + len(source.message_ids) > MAX_ITEMS:
         raise InvalidInput(f"give at most {MAX_ITEMS} ids at once", field="threadIds")
     found = readable_ids(readable, source.thread_ids)
@@ -413,7 +430,10 @@ def submit_review(
     target = Target(thread=item.thread, message=item.message)
     specs = [_spec(c, answers.get(c.name, ""), comment, source) for c in queue_configs(queue)]
     for spec in specs:
-        add_score(target=target, author=author, spec=spec)
+        try:
+            add_score(target=target, author=author, spec=spec)
+        except InvalidInput as refused:
+            raise InvalidInput(refused.message, field=spec.name) from None
     now = timezone.now()
     review.completed_at = now
     review.save(update_fields=["completed_at"])

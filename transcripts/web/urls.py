@@ -20,6 +20,7 @@ from transcripts.web.views import (
     new_thread,
     organise,
     projects,
+    queues,
     runs,
     shares,
     threads,
@@ -40,6 +41,18 @@ urlpatterns = [
     path("p/<slug:slug>/audit/", projects.audit_log, name="project_audit"),
     path("p/<slug:slug>/datasets/", datasets.datasets_page, name="project_datasets"),
     path("p/<slug:slug>/dashboard/", dashboard.dashboard_page, name="project_dashboard"),
+    path("p/<slug:slug>/queues/", queues.queues_page, name="project_queues"),
+    path("p/<slug:slug>/queues/<int:queue_id>/", queues.queue_page, name="project_queue"),
+    path(
+        "p/<slug:slug>/queues/<int:queue_id>/close/",
+        queues.close_queue,
+        name="project_queue_close",
+    ),
+    path(
+        "p/<slug:slug>/queues/<int:queue_id>/review/",
+        queues.review_page,
+        name="project_queue_review",
+    ),
     path("p/<slug:slug>/members/", projects.add_member, name="project_add_member"),
     path(
         "p/<slug:slug>/members/<int:user_id>/role/",
