@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 
 from tests.base import Team
 from tests.factories import ask, make_thread, say
+from tests.test_reads_in_selectors import recording
 from transcripts.ledger import queues, scores
 from transcripts.ledger.queues import ItemSource, QueueSpec
 from transcripts.ledger.scores import Author, ConfigSpec
@@ -236,3 +237,14 @@ def test_review_without_javascript_claims_submits_skips_and_ends_empty(team: Tea
 def test_the_project_page_and_the_header_link_the_queues(team: Team) -> None:
     page = team.client(team.viewer).get("/p/alpha/").content.decode()
     assert 'href="/p/alpha/queues/"' in page
+
+
+def test_the_queue_pages_read_only_through_selectors(team: Team) -> None:
+    queue = _queue(team, [_answered(team, "a")])
+    client = team.client(team.owner)
+    client.post(_review_url(queue), {"action": "next"})
+    base = f"/p/alpha/queues/{queue.pk}/"
+    with recording() as recorder:
+        for url in ("/p/alpha/queues/", base, base + "review/"):
+            assert client.get(url).status_code == 200, url
+    assert not recorder.offences, "\n".join(map(str, recorder.offences))

@@ -17,6 +17,7 @@ from transcripts.api import (
     forks,
     generator_jobs,
     otlp,
+    queues,
     runs,
     shares,
     stats,
@@ -50,3 +51,4 @@ api.add_router("/shares", shares.router, tags=["shares"])
 api.add_router("/datasets", datasets.router, tags=["datasets"])
 api.add_router("/messages", forks.router, tags=["threads"])
 api.add_router("/projects", stats.router, tags=["stats"])
+api.add_router("/queues", queues.router, tags=["queues"])
