@@ -32,7 +32,7 @@ router = Router(auth=read_auth)  # mounted at /queues
 MAX_ID = 2**63 - 1
 
 
-class ItemsIn(InputSchema):
+class QueueItemsIn(InputSchema):
     threadIds: list[Id] = Field(
         default_factory=list, description="Threads to judge, each on its last answer"
     )
@@ -44,14 +44,14 @@ class ItemsIn(InputSchema):
     )
 
 
-class QueueIn(ItemsIn):
+class NewQueueIn(QueueItemsIn):
     name: str = Field(description="The queue's name")
     description: str = ""
     scoreConfigs: list[str] = Field(description="Names of the project's score configs to ask")
     reviewsPerItem: int = Field(1, description="Reviews each item wants (1 to 20)")
 
 
-class ProgressOut(Schema):
+class QueueProgressOut(Schema):
     total: int
     done: int
     open: int
@@ -59,7 +59,7 @@ class ProgressOut(Schema):
     text: str = Field(examples=["37 of 120 done"])
 
 
-class AddedOut(Schema):
+class QueueItemsAddedOut(Schema):
     added: int = Field(description="Items new to the queue")
     matched: int = Field(description="Items the ids and filter named")
     capped: bool = Field(description="Whether the filter matched more than 1,000 threads")
@@ -75,14 +75,14 @@ class QueueOut(Schema):
     filter: str
     createdAt: datetime
     closedAt: datetime | None
-    progress: ProgressOut
+    progress: QueueProgressOut
 
 
 class NewQueueOut(QueueOut):
-    items: AddedOut
+    items: QueueItemsAddedOut
 
 
-class ClaimOut(Schema):
+class QueueClaimOut(Schema):
     itemId: int
     threadId: Id
     messageId: Id | None = Field(description="The answer to judge (null: the whole thread)")
@@ -118,8 +118,10 @@ def _queue_for_caller(request: HttpRequest, queue_id: int) -> AnnotationQueue:
     return queue
 
 
-def _added(added: Added) -> AddedOut:
-    return AddedOut(added=added.added, matched=added.matched, capped=added.capped, text=added.text)
+def _added(added: Added) -> QueueItemsAddedOut:
+    return QueueItemsAddedOut(
+        added=added.added, matched=added.matched, capped=added.capped, text=added.text
+    )
 
 
 def _queue_out(queue: AnnotationQueue) -> QueueOut:
@@ -133,7 +135,7 @@ def _queue_out(queue: AnnotationQueue) -> QueueOut:
         filter=queue.source_filter,
         createdAt=queue.created_at,
         closedAt=queue.closed_at,
-        progress=ProgressOut(
+        progress=QueueProgressOut(
             total=progress.total,
             done=progress.done,
             open=progress.open,
@@ -143,7 +145,7 @@ def _queue_out(queue: AnnotationQueue) -> QueueOut:
     )
 
 
-def _source(payload: ItemsIn) -> ItemSource:
+def _source(payload: QueueItemsIn) -> ItemSource:
     return ItemSource(
         filter=payload.filter,
         thread_ids=tuple(payload.threadIds),
@@ -152,7 +154,7 @@ def _source(payload: ItemsIn) -> ItemSource:
 
 
 @router.post("", response={201: NewQueueOut, **ERRORS}, auth=ingest_auth)
-def create_queue(request: HttpRequest, payload: QueueIn) -> Status[NewQueueOut]:
+def create_queue(request: HttpRequest, payload: NewQueueIn) -> Status[NewQueueOut]:
     """Make a queue of the token's project (admin scope) from threadIds, messageIds and/or a
     thread-list filter (201, with how many items it holds)."""
     principal = caller(request)
@@ -173,8 +175,8 @@ def create_queue(request: HttpRequest, payload: QueueIn) -> Status[NewQueueOut]:
     return Status(201, NewQueueOut(**out.model_dump(), items=_added(added)))
 
 
-@router.post("/{queueId}/items", response={200: AddedOut, **ERRORS}, auth=ingest_auth)
-def add_items(request: HttpRequest, queueId: int, payload: ItemsIn) -> AddedOut:
+@router.post("/{queueId}/items", response={200: QueueItemsAddedOut, **ERRORS}, auth=ingest_auth)
+def add_items(request: HttpRequest, queueId: int, payload: QueueItemsIn) -> QueueItemsAddedOut:
     """Add threads, answers or a filter's threads to an open queue (admin scope)."""
     queue = _queue_for_caller(request, queueId)
     principal = caller(request)
@@ -196,11 +198,11 @@ def get_queue(request: HttpRequest, queueId: int) -> QueueOut:
 
 @router.post(
     "/{queueId}/next",
-    response={200: ClaimOut, 204: None, **ERRORS},
+    response={200: QueueClaimOut, 204: None, **ERRORS},
     auth=ingest_auth,
     openapi_extra={"responses": {204: {"description": "Nothing is left for the caller"}}},
 )
-def claim_next(request: HttpRequest, queueId: int) -> Status[ClaimOut | None]:
+def claim_next(request: HttpRequest, queueId: int) -> Status[QueueClaimOut | None]:
     """Claim the queue's next item for the calling token (read scope): the one it holds
     already, else the next free one, held for 15 minutes; 204 when nothing is left for it;
     409 when the queue is closed."""
@@ -214,7 +216,7 @@ def claim_next(request: HttpRequest, queueId: int) -> Status[ClaimOut | None]:
     item = review.item
     return Status(
         200,
-        ClaimOut(
+        QueueClaimOut(
             itemId=item.pk,
             threadId=str(item.thread_id),
             messageId=str(item.message_id) if item.message_id else None,
