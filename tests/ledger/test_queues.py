@@ -14,7 +14,7 @@ from tests.base import Team, make_user
 from tests.factories import ask, make_thread, say
 from tests.ledger.test_concurrency import in_threads
 from transcripts.errors import Conflict, InvalidInput, PermissionDenied
-from transcripts.ledger import queues, scores
+from transcripts.ledger import moderation, queues, scores
 from transcripts.ledger.deletion import delete_threads
 from transcripts.ledger.projects import set_member
 from transcripts.ledger.queues import ItemSource, QueueSpec
@@ -334,3 +334,16 @@ def test_reviewers_claiming_at_once_never_share_more_than_the_queue_wants(
     assert len(taken) == min(len(reviewers), 3 * wanted)
     assert all(taken.count(t) == wanted for t in set(taken))
     assert set(taken) == {t.id for t in threads}
+
+
+def test_a_hidden_threads_item_goes_only_to_those_who_see_hidden_threads(team: Team) -> None:
+    hidden, visible = _answered(team.alpha, "hidden"), _answered(team.alpha, "visible")
+    queue = _queue(team, [hidden, visible])
+    moderation.hide_thread(user=team.moderator, thread=hidden, reason="check")
+    # The editor is passed the (older) hidden item; the admin gets it.
+    assert _held_thread(queues.claim_next(queue=queue, author=Author(user=team.editor))) == (
+        visible.id
+    )
+    assert _held_thread(queues.claim_next(queue=queue, author=Author(user=team.owner))) == (
+        hidden.id
+    )

@@ -210,7 +210,9 @@ def claim_next(request: HttpRequest, queueId: int) -> Status[QueueClaimOut | Non
     principal = caller(request)
     if not ({READ, ADMIN} & principal.scopes):
         raise PermissionDenied("this token lacks the 'read' scope", scope=READ)
-    review = queue_services.claim_next(queue=queue, author=_author(principal))
+    review = queue_services.claim_next(
+        queue=queue, author=_author(principal), sees_hidden=ADMIN in principal.scopes
+    )
     if review is None:
         return Status(204, None)
     item = review.item
@@ -221,6 +223,6 @@ def claim_next(request: HttpRequest, queueId: int) -> Status[QueueClaimOut | Non
             threadId=str(item.thread_id),
             messageId=str(item.message_id) if item.message_id else None,
             leasedUntil=review.leased_until,
-            scoreConfigs=[c.name for c in queue_reads.queue_configs(queue)],
+            scoreConfigs=[c.name for c in queue_reads.queue_configs(queue, live=True)],
         ),
     )

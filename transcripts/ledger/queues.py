@@ -37,6 +37,7 @@ from transcripts.models import (
 )
 from transcripts.permissions import project_access, readable_threads
 from transcripts.selectors.queues import (
+    Reviewer,
     held_review,
     holders,
     item_in,
@@ -306,26 +307,31 @@ def close_queue(*, queue: AnnotationQueue, author: Author) -> AnnotationQueue:
 # --- reviews ---------------------------------------------------------------------------------
 
 
-def _who(author: Author) -> tuple[int | None, int | None]:
-    """(user id, token id) of the reviewer."""
+def _who(queue: AnnotationQueue, author: Author, sees_hidden: bool = False) -> Reviewer:
+    """The reviewer author is: a member, who sees hidden threads as their role says; or a
+    token, which sees them as its caller says (the admin scope)."""
     if author.user is not None:
-        return author.user.pk, None
-    return None, author.token_id
+        access = project_access(author.user, queue.project_id)
+        return Reviewer(user_id=author.user.pk, sees_hidden=access.sees_hidden)
+    return Reviewer(token_id=author.token_id, sees_hidden=sees_hidden)
 
 
 @transaction.atomic
-def claim_next(*, queue: AnnotationQueue, author: Author) -> QueueReview | None:
+def claim_next(
+    *, queue: AnnotationQueue, author: Author, sees_hidden: bool = False
+) -> QueueReview | None:
     """The item the reviewer holds in queue, its lease renewed; else the next free item, held
     by them for LEASE from now; None when nothing is left for them.
 
     First the items no other claim is busy with (SKIP LOCKED); when none is left, the others,
     each once the claim on it ends (a queue wanting N reviews may still have room in it). An
     item is locked in a savepoint and let go when it turns out full, so a waiting claim holds
-    no lock and two claims never wait on each other."""
+    no lock and two claims never wait on each other. An item on a hidden thread goes only to
+    a reviewer who sees hidden threads (a token: sees_hidden, its admin scope)."""
     _require_reviewer(author, queue)
     now = timezone.now()
-    user_id, token_id = _who(author)
-    held = held_review(queue, user_id, token_id, now)
+    who = _who(queue, author, sees_hidden)
+    held = held_review(queue, who, now)
     if held is not None:
         held.leased_until = now + LEASE
         held.save(update_fields=["leased_until"])
@@ -335,12 +341,12 @@ def claim_next(*, queue: AnnotationQueue, author: Author) -> QueueReview | None:
         while len(passed) < MAX_PASSED:
             try:
                 with transaction.atomic():  # a savepoint: a full item's lock goes with it
-                    item = next_candidate(queue, user_id, token_id, now, passed, wait=wait)
+                    item = next_candidate(queue, who, now, passed, wait=wait)
                     if item is None:
                         break
                     if holders(item, now) >= queue.reviews_per_item:
                         raise _Full(item.pk)
-                    return _lease(queue, item, author, now)
+                    return _lease(queue, item, author, who, now)
             except _Full as full:
                 passed.append(full.item_id)
     return None
@@ -355,11 +361,12 @@ class _Full(Exception):
         self.item_id = item_id
 
 
-def _lease(queue: AnnotationQueue, item: QueueItem, author: Author, now: datetime) -> QueueReview:
+def _lease(
+    queue: AnnotationQueue, item: QueueItem, author: Author, who: Reviewer, now: datetime
+) -> QueueReview:
     """The reviewer's lease on item (their own run-out lease, if any, taken up again)."""
-    user_id, token_id = _who(author)
-    review = review_of(item.pk, user_id, token_id) or QueueReview(
-        item=item, reviewer=account_of(author.user), token_id=token_id
+    review = review_of(item.pk, who) or QueueReview(
+        item=item, reviewer=account_of(author.user), token_id=who.token_id
     )
     review.leased_until = now + LEASE
     review.save()
@@ -379,8 +386,7 @@ def _held_item(
     item = item_in(queue, item_id, lock=True)
     if item is None:
         raise NotFound(f"item {item_id} is not in this queue", itemId=item_id)
-    user_id, token_id = _who(author)
-    review = review_of(item.pk, user_id, token_id, lock=True)
+    review = review_of(item.pk, _who(queue, author), lock=True)
     if review is None or review.completed_at is not None:
         raise Conflict("you do not hold this item: take the next one", itemId=item_id)
     if item.state == QueueItemState.DONE:
@@ -428,7 +434,8 @@ def submit_review(
     item, review = _held_item(queue, item_id, author)
     source = ScoreSource.PERSON if author.user is not None else ScoreSource.API
     target = Target(thread=item.thread, message=item.message)
-    specs = [_spec(c, answers.get(c.name, ""), comment, source) for c in queue_configs(queue)]
+    configs = queue_configs(queue, live=True)
+    specs = [_spec(c, answers.get(c.name, ""), comment, source) for c in configs]
     for spec in specs:
         try:
             add_score(target=target, author=author, spec=spec)

@@ -170,7 +170,7 @@ class Progress:
 
     total: int = 0
     done: int = 0
-    in_review: int = 0
+    in_review: int = 0  # items held by a reviewer now
 
     @property
     def open(self) -> int:
@@ -223,14 +223,26 @@ def queue_by_id(queue_id: int) -> AnnotationQueue | None:
     return AnnotationQueue.objects.select_related("project").filter(pk=queue_id).first()
 
 
-def queue_configs(queue: AnnotationQueue) -> list[ScoreConfig]:
-    """The configs the queue asks for, by name."""
-    return list(queue.configs.order_by("name"))
+def queue_configs(queue: AnnotationQueue, *, live: bool = False) -> list[ScoreConfig]:
+    """The configs the queue asks for, by name (live: only those not archived since, which
+    a review answers)."""
+    configs = queue.configs.order_by("name")
+    return list(configs.filter(archived_at=None) if live else configs)
 
 
 def queue_member_names(queue: AnnotationQueue) -> list[str]:
     """The usernames of the members assigned to the queue ([]: every editor and up)."""
     return sorted(queue.members.values_list("username", flat=True))
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    """Who claims: a member (user_id) or a token (token_id), and whether they may see hidden
+    threads (a hidden thread's items go to them only)."""
+
+    user_id: int | None = None
+    token_id: int | None = None
+    sees_hidden: bool = False
 
 
 def _active(now: datetime) -> Q:
@@ -245,12 +257,17 @@ def progress(queue: AnnotationQueue, now: datetime) -> Progress:
     counts = QueueItem.objects.filter(queue=queue).aggregate(
         total=Count("pk"), done=Count("pk", filter=Q(state=QueueItemState.DONE))
     )
-    in_review = QueueReview.objects.filter(
-        item__queue=queue,
-        item__state=QueueItemState.OPEN,
-        completed_at__isnull=True,
-        leased_until__gt=now,
-    ).count()
+    in_review = (
+        QueueReview.objects.filter(
+            item__queue=queue,
+            item__state=QueueItemState.OPEN,
+            completed_at__isnull=True,
+            leased_until__gt=now,
+        )
+        .values("item_id")
+        .distinct()
+        .count()
+    )
     return Progress(total=counts["total"], done=counts["done"], in_review=in_review)
 
 
@@ -268,20 +285,24 @@ def may_review(user: User, queue: AnnotationQueue) -> bool:
     return access.role is not None and access.role >= Role.EDITOR
 
 
-def _of_reviewer(user_id: int | None, token_id: int | None) -> Q:
-    """Reviews by the user (or, for None, the token)."""
-    return Q(reviewer_id=user_id) if user_id is not None else Q(token_id=token_id)
+def _of_reviewer(who: Reviewer) -> Q:
+    """Reviews by the user (or, without one, the token)."""
+    return Q(reviewer_id=who.user_id) if who.user_id is not None else Q(token_id=who.token_id)
 
 
-def held_review(
-    queue: AnnotationQueue, user_id: int | None, token_id: int | None, now: datetime
-) -> QueueReview | None:
+def _readable_items(who: Reviewer, prefix: str = "") -> Q:
+    """Items the reviewer may be given: not on a hidden thread, unless they see those."""
+    return Q() if who.sees_hidden else Q(**{f"{prefix}thread__hidden": False})
+
+
+def held_review(queue: AnnotationQueue, who: Reviewer, now: datetime) -> QueueReview | None:
     """The reviewer's live lease in queue (an open item they hold, not yet reviewed), with its
     item, thread and message; or None."""
     return (
         QueueReview.objects.select_related("item", "item__thread", "item__message")
         .filter(
-            _of_reviewer(user_id, token_id),
+            _of_reviewer(who),
+            _readable_items(who, "item__"),
             item__queue=queue,
             item__state=QueueItemState.OPEN,
             completed_at__isnull=True,
@@ -292,18 +313,15 @@ def held_review(
     )
 
 
-def review_of(
-    item_id: int, user_id: int | None, token_id: int | None, *, lock: bool = False
-) -> QueueReview | None:
+def review_of(item_id: int, who: Reviewer, *, lock: bool = False) -> QueueReview | None:
     """The reviewer's review (or lease) of the item, or None."""
-    rows = QueueReview.objects.filter(_of_reviewer(user_id, token_id), item_id=item_id)
+    rows = QueueReview.objects.filter(_of_reviewer(who), item_id=item_id)
     return (rows.select_for_update() if lock else rows).first()
 
 
 def next_candidate(
     queue: AnnotationQueue,
-    user_id: int | None,
-    token_id: int | None,
+    who: Reviewer,
     now: datetime,
     passed: Sequence[int],
     *,
@@ -314,7 +332,7 @@ def next_candidate(
     the transaction ends: one no other claim has locked (FOR UPDATE SKIP LOCKED), or with
     wait the first one, once the claim holding it ends. passed: items already found full."""
     mine = QueueReview.objects.filter(
-        _of_reviewer(user_id, token_id), item_id=OuterRef("pk"), completed_at__isnull=False
+        _of_reviewer(who), item_id=OuterRef("pk"), completed_at__isnull=False
     )
     held = (
         QueueReview.objects.filter(_active(now), item_id=OuterRef("pk"))
@@ -324,7 +342,7 @@ def next_candidate(
         .values("n")
     )
     return (
-        QueueItem.objects.filter(queue=queue, state=QueueItemState.OPEN)
+        QueueItem.objects.filter(_readable_items(who), queue=queue, state=QueueItemState.OPEN)
         .exclude(pk__in=list(passed))
         .exclude(Exists(mine))
         .alias(held=held)

@@ -28,6 +28,7 @@ from transcripts.ledger.scores import Author
 from transcripts.models import AnnotationQueue, Project, QueueReview, ScoreConfig
 from transcripts.permissions import Access, Role
 from transcripts.selectors import queues as queue_reads
+from transcripts.selectors.queues import Reviewer
 from transcripts.selectors.scores import score_configs
 from transcripts.web.access import get_project_for_user, login_required, require_role
 from transcripts.web.http import HtmxHttpRequest
@@ -181,7 +182,7 @@ def close_queue(request: HtmxHttpRequest, slug: str, queue_id: int) -> HttpRespo
 # --- the review page -------------------------------------------------------------------------
 
 
-def _reviewer(request: HtmxHttpRequest, slug: str, queue_id: int) -> AnnotationQueue:
+def _reviewer(request: HtmxHttpRequest, slug: str, queue_id: int) -> tuple[AnnotationQueue, Access]:
     """The queue for one of its reviewers: a 404 for outsiders, a 403 for other members."""
     queue, access = _queue_of(request, slug, queue_id)
     if not queue_reads.may_review(request.user, queue):
@@ -191,12 +192,13 @@ def _reviewer(request: HtmxHttpRequest, slug: str, queue_id: int) -> AnnotationQ
                 action="review in this queue",
             )
         require_role(access, Role.EDITOR, "review in this queue")
-    return queue
+    return queue, access
 
 
 def _review_page(
     request: HtmxHttpRequest,
     queue: AnnotationQueue,
+    access: Access,
     *,
     status: int = 200,
     answers: dict[str, str] | None = None,
@@ -207,7 +209,8 @@ def _review_page(
     now = timezone.now()
     held: QueueReview | None = None
     if queue.closed_at is None:
-        held = queue_reads.held_review(queue, request.user.pk, None, now)
+        who = Reviewer(user_id=request.user.pk, sees_hidden=access.sees_hidden)
+        held = queue_reads.held_review(queue, who, now)
     context: dict[str, Any] = {
         "project": queue.project,
         "queue": queue,
@@ -221,7 +224,7 @@ def _review_page(
         context.update(
             thread=thread,
             items=message_items(thread, queue_reads.review_branch(held.item)),
-            fields=score_fields(queue_reads.queue_configs(queue), answers or {}, error),
+            fields=score_fields(queue_reads.queue_configs(queue, live=True), answers or {}, error),
             comment=comment,
         )
     return render(request, REVIEW_TEMPLATE, context, status=status)
@@ -241,13 +244,13 @@ def review_page(request: HtmxHttpRequest, slug: str, queue_id: int) -> HttpRespo
     """GET: the item the reviewer holds, or the way to the next. POST action=next claims the
     next item, action=submit scores the held one, action=skip passes on it; each then takes
     the next item and goes back to the page."""
-    queue = _reviewer(request, slug, queue_id)
+    queue, access = _reviewer(request, slug, queue_id)
     if request.method == "GET":
-        return _review_page(request, queue)
+        return _review_page(request, queue, access)
     author = Author(user=request.user)
     action = request.POST.get("action", "")
     if action == "submit":
-        configs = queue_reads.queue_configs(queue)
+        configs = queue_reads.queue_configs(queue, live=True)
         answers = {c.name: request.POST.get(f"score-{c.pk}", "") for c in configs}
         comment = request.POST.get("comment", "")
         try:
@@ -261,7 +264,7 @@ def review_page(request: HtmxHttpRequest, slug: str, queue_id: int) -> HttpRespo
         except InvalidInput as refused:
             given = {f"score-{c.pk}": answers[c.name] for c in configs}
             return _review_page(
-                request, queue, status=422, answers=given, comment=comment,
+                request, queue, access, status=422, answers=given, comment=comment,
                 error=(str(refused.details.get("field", "")), refused.message),
             )  # fmt: skip
     elif action == "skip":
