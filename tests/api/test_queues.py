@@ -12,7 +12,7 @@ from tests.base import Team
 from tests.factories import ask, make_thread, say
 from transcripts.ledger import queues, scores
 from transcripts.ledger.scores import Author, ConfigSpec
-from transcripts.models import AnnotationQueue, Message, QueueItem, QueueReview, Thread
+from transcripts.models import AnnotationQueue, Message, QueueItem, QueueReview, Score, Thread
 
 pytestmark = pytest.mark.django_db
 
@@ -148,3 +148,34 @@ def test_a_closed_queue_gives_no_item(alpha: Team) -> None:
     queues.close_queue(queue=AnnotationQueue.objects.get(), author=Author(user=alpha.owner))
     assert admin.post(f"/queues/{queue_id}/next").status_code == 409
     assert admin.get(f"/queues/{queue_id}").json()["closedAt"] is not None
+
+
+def test_a_token_reviews_the_item_it_claimed(alpha: Team) -> None:
+    team = alpha
+    a, b = _answered(team, "a"), _answered(team, "b")
+    admin = ApiClient(team.token(team.alpha, "admin"))
+    queue_id = _create(admin, threadIds=[a.id, b.id]).json()["id"]  # type: ignore[attr-defined]
+    reader = ApiClient(team.token(team.alpha, "read"))
+    claim = reader.post(f"/queues/{queue_id}/next").json()
+    url = f"/queues/{queue_id}/items/{claim['itemId']}/review"
+
+    refused = reader.post(url, {"scores": {"helpfulness": 9}})
+    assert refused.status_code == 422 and "helpfulness" in refused.content.decode()
+    assert not Score.objects.exists()
+    other = ApiClient(team.token(team.alpha, "read"))
+    assert other.post(url, {"scores": {"helpfulness": 3}}).status_code == 409
+
+    done = reader.post(url, {"scores": {"helpfulness": 4}, "comment": "fine"})
+    assert done.status_code == 200
+    assert done.json() == {"itemId": claim["itemId"], "state": "done", "doneCount": 1}
+    score = Score.objects.get()
+    assert (score.value, score.source, score.message_id, score.comment) == (
+        4.0, "api", claim["messageId"], "fine"
+    )  # fmt: skip
+    assert score.token_id is not None and score.author is None
+    # The next item, skipped: nothing is left for this token.
+    nxt = reader.post(f"/queues/{queue_id}/next").json()
+    skipped = reader.post(f"/queues/{queue_id}/items/{nxt['itemId']}/review", {"skip": True})
+    assert skipped.status_code == 200 and skipped.json()["state"] == "open"
+    assert reader.post(f"/queues/{queue_id}/next").status_code == 204
+    assert admin.get(f"/queues/{queue_id}").json()["progress"]["text"] == "1 of 2 done"

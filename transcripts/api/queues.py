@@ -66,6 +66,22 @@ class QueueItemsAddedOut(Schema):
     text: str
 
 
+class QueueReviewIn(InputSchema):
+    scores: dict[str, float | bool | str] = Field(
+        default_factory=dict,
+        description="One answer per score of the queue: a number, a label, or true/false",
+        examples=[{"helpfulness": 4, "policy": True}],
+    )
+    comment: str = ""
+    skip: bool = Field(False, description="Pass on the item instead (scores are ignored)")
+
+
+class QueueReviewOut(Schema):
+    itemId: int
+    state: str = Field(description="open (wants more reviews) or done")
+    doneCount: int
+
+
 class QueueOut(Schema):
     id: int
     name: str
@@ -226,3 +242,38 @@ def claim_next(request: HttpRequest, queueId: int) -> Status[QueueClaimOut | Non
             scoreConfigs=[c.name for c in queue_reads.queue_configs(queue, live=True)],
         ),
     )
+
+
+def _answer_text(value: float | bool | str) -> str:
+    """An answer as the review form would type it."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float | int):
+        return repr(value)
+    return value
+
+
+@router.post(
+    "/{queueId}/items/{itemId}/review", response={200: QueueReviewOut, **ERRORS}, auth=ingest_auth
+)
+def review_item(
+    request: HttpRequest, queueId: int, itemId: int, payload: QueueReviewIn
+) -> QueueReviewOut:
+    """Finish the calling token's review of the item it holds (read scope): its scores, one
+    per score of the queue (source api), or skip; a refusal names the score and stores
+    nothing; an item the token does not hold: 409."""
+    queue = _queue_for_caller(request, queueId)
+    principal = caller(request)
+    if not ({READ, ADMIN} & principal.scopes):
+        raise PermissionDenied("this token lacks the 'read' scope", scope=READ)
+    if not 0 < itemId <= MAX_ID:
+        raise NotFound(f"item {itemId} is not in this queue", itemId=itemId)
+    author = _author(principal)
+    if payload.skip:
+        item = queue_services.skip_item(queue=queue, item_id=itemId, author=author)
+    else:
+        answers = {name: _answer_text(value) for name, value in payload.scores.items()}
+        item = queue_services.submit_review(
+            queue=queue, item_id=itemId, author=author, answers=answers, comment=payload.comment
+        )
+    return QueueReviewOut(itemId=item.pk, state=item.state, doneCount=item.done_count)
