@@ -179,3 +179,11 @@ def test_a_token_reviews_the_item_it_claimed(alpha: Team) -> None:
     assert skipped.status_code == 200 and skipped.json()["state"] == "open"
     assert reader.post(f"/queues/{queue_id}/next").status_code == 204
     assert admin.get(f"/queues/{queue_id}").json()["progress"]["text"] == "1 of 2 done"
+
+
+def test_ids_past_any_row_are_404s(alpha: Team) -> None:
+    admin = ApiClient(alpha.token(alpha.alpha, "admin"))
+    queue_id = _create(admin, threadIds=[_answered(alpha, "a").id]).json()["id"]  # type: ignore[attr-defined]
+    huge = 10**30
+    assert admin.post(f"/queues/{queue_id}/items/{huge}/review", {"skip": True}).status_code == 404
+    assert admin.post(f"/queues/{huge}/next").status_code == 404

@@ -248,3 +248,15 @@ def test_the_queue_pages_read_only_through_selectors(team: Team) -> None:
         for url in ("/p/alpha/queues/", base, base + "review/"):
             assert client.get(url).status_code == 200, url
     assert not recorder.offences, "\n".join(map(str, recorder.offences))
+
+
+def test_ids_past_any_row_are_404s_not_errors(team: Team) -> None:
+    queue = _queue(team, [_answered(team, "a")])
+    client = team.client(team.owner)
+    huge = 10**30
+    assert client.get(f"/p/alpha/queues/{huge}/").status_code == 404
+    assert client.post(f"/p/alpha/queues/{huge}/review/", {"action": "next"}).status_code == 404
+    refused = client.post(_review_url(queue), {"action": "skip", "item": str(huge)})
+    assert refused.status_code == 404
+    assert client.post(_review_url(queue), {"action": "skip", "item": "x"}).status_code == 422
+    assert client.post(_review_url(queue), {"action": "dance"}).status_code == 422

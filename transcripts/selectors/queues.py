@@ -31,6 +31,7 @@ from transcripts.selectors.organise import split_archived
 from transcripts.selectors.paths import path_ids_to
 from transcripts.selectors.threads import RECENT_FIRST, filter_threads, search_threads
 
+MAX_ROW_ID = 2**63 - 1
 # The longest branch the review page shows (its last messages, the answer to judge last).
 REVIEW_MESSAGES = 40
 
@@ -213,13 +214,22 @@ def queues_of(project: Project) -> list[AnnotationQueue]:
     )
 
 
+def _storable(row_id: int) -> bool:
+    """Whether row_id can be a row's id (a bigint): a larger one names nothing."""
+    return 0 < row_id <= MAX_ROW_ID
+
+
 def queue_in(project: Project, queue_id: int) -> AnnotationQueue | None:
     """The project's queue with that id, or None."""
+    if not _storable(queue_id):
+        return None
     return AnnotationQueue.objects.filter(project=project, pk=queue_id).first()
 
 
 def queue_by_id(queue_id: int) -> AnnotationQueue | None:
     """The queue with its project (for the access decision), or None."""
+    if not _storable(queue_id):
+        return None
     return AnnotationQueue.objects.select_related("project").filter(pk=queue_id).first()
 
 
@@ -360,6 +370,8 @@ def holders(item: QueueItem, now: datetime) -> int:
 
 def item_in(queue: AnnotationQueue, item_id: int, *, lock: bool = False) -> QueueItem | None:
     """The queue's item with that id (locked for an update when lock), or None."""
+    if not _storable(item_id):
+        return None
     rows = QueueItem.objects.filter(queue=queue, pk=item_id)
     return (rows.select_for_update() if lock else rows).first()
 
