@@ -83,3 +83,9 @@ def test_a_reviewer_scores_and_skips_by_keyboard_only(
     assert QueueReview.objects.filter(reviewer=team.editor, skipped=True).count() == 1
     assert QueueItem.objects.filter(state="done").count() == 2
     assert not errors
+    phone = open_page(browser, live_server, team.owner, viewport={"width": 390, "height": 844})
+    phone.goto(f"{live_server.url}/p/alpha/queues/{queue.pk}/")
+    assert "2 of 3 done" in phone.inner_text("#content")
+    screenshot(phone, "28-queue-390")
+    phone.goto(f"{live_server.url}/p/alpha/queues/")
+    screenshot(phone, "28-queues-390")
