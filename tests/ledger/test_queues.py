@@ -347,3 +347,30 @@ def test_a_hidden_threads_item_goes_only_to_those_who_see_hidden_threads(team: T
     assert _held_thread(queues.claim_next(queue=queue, author=Author(user=team.owner))) == (
         hidden.id
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reviewers_working_through_a_queue_at_once_give_each_item_its_reviews(
+    team: Team,
+) -> None:
+    threads = [_answered(team.alpha, f"t{n}") for n in range(6)]
+    queue = _queue(team, threads, reviews_per_item=2)
+    reviewers = [make_user(f"worker{n}") for n in range(4)]
+    for user in reviewers:
+        set_member(project=team.alpha, user=user, role="editor")
+
+    def work(index: int) -> int:
+        author = Author(user=reviewers[index])
+        done = 0
+        while (review := queues.claim_next(queue=queue, author=author)) is not None:
+            answers = {"helpfulness": str(1 + index), "policy": "y"}
+            queues.submit_review(
+                queue=queue, item_id=review.item.pk, author=author, answers=answers
+            )
+            done += 1
+        return done
+
+    assert sum(in_threads(len(reviewers), work)) == 12
+    assert set(QueueItem.objects.values_list("state", "done_count")) == {("done", 2)}
+    per_item = Score.objects.filter(name="helpfulness").values_list("thread_id", "author_id")
+    assert len(per_item) == 12 and len(set(per_item)) == 12
