@@ -260,3 +260,9 @@ def test_ids_past_any_row_are_404s_not_errors(team: Team) -> None:
     assert refused.status_code == 404
     assert client.post(_review_url(queue), {"action": "skip", "item": "x"}).status_code == 422
     assert client.post(_review_url(queue), {"action": "dance"}).status_code == 422
+
+
+def test_a_link_may_fill_in_the_filter_of_the_create_form(team: Team) -> None:
+    _configs(team)
+    page = team.client(team.owner).get("/p/alpha/queues/", {"filter": "?q=refund&failed=1"})
+    assert 'value="?q=refund&amp;failed=1"' in page.content.decode()

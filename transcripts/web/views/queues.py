@@ -83,11 +83,13 @@ def _errors(form: forms.Form) -> str:
     )
 
 
-def _queue_form(project: Project, data: Any = None) -> QueueForm:
-    """The create form with the project's people-written configs and its members."""
+def _queue_form(project: Project, data: Any = None, filter_text: str = "") -> QueueForm:
+    """The create form with the project's people-written configs and its members (its
+    filter filled in with filter_text: a link from a thread list passes its query string)."""
     members = sorted(selectors.members_of(project), key=lambda m: m.user.get_username())
     configs = people_configs(score_configs(project))
-    return QueueForm(data, configs=configs, members=members)
+    initial = {"filter": filter_text[:2000]}
+    return QueueForm(data, configs=configs, members=members, initial=initial)
 
 
 def _list(
@@ -115,7 +117,8 @@ def queues_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """The project's queues with their progress; POST makes one (moderators and admins)."""
     project, access = get_project_for_user(request, slug)
     if request.method == "GET":
-        return _list(request, project, access, _queue_form(project))
+        filter_text = request.GET.get("filter", "")
+        return _list(request, project, access, _queue_form(project, filter_text=filter_text))
     require_role(access, Role.MODERATOR, "create annotation queues")
     form = _queue_form(project, request.POST)
     if not form.is_valid():
