@@ -957,3 +957,128 @@ class Feedback(models.Model):
 
     def __str__(self) -> str:
         return f"{'up' if self.up else 'down'} on {self.message_id} by {self.user_id}"
+
+
+class AnnotationQueue(models.Model):
+    """A list of threads (or answers) for people to score one at a time (issue 28): which
+    configs it asks for, who reviews (the assigned members; nobody assigned: every editor and
+    up), how many reviews each item wants, and whether it is closed."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="queues")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    configs = models.ManyToManyField(ScoreConfig, related_name="+")
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="+", blank=True)
+    reviews_per_item = models.PositiveSmallIntegerField(default=1)
+    # The thread-list query string the items were taken from ("" when picked by id), kept for
+    # the record.
+    source_filter = models.CharField(max_length=2000, blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project", "-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(reviews_per_item__gte=1), name="queue_reviews_per_item_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class QueueItemState(models.TextChoices):
+    """Where an item stands: waiting for reviews, or done (it has them all)."""
+
+    OPEN = "open"
+    DONE = "done"
+
+
+class QueueItem(models.Model):
+    """One thing a queue asks its reviewers to judge: a thread, on the branch ending at
+    message (its last answer when the item was added; None: a thread without one)."""
+
+    queue = models.ForeignKey(AnnotationQueue, on_delete=models.CASCADE, related_name="items")
+    # Thread-scoped like the scores: deleted with the thread by ledger/deletion.py.
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
+    message = models.ForeignKey(
+        Message,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_constraint=False,
+    )
+    done_count = models.PositiveSmallIntegerField(default=0)
+    state = models.CharField(
+        max_length=10, choices=QueueItemState.choices, default=QueueItemState.OPEN
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["queue", "message"],
+                condition=Q(message__isnull=False),
+                name="queue_item_one_per_message",
+            ),
+            models.UniqueConstraint(
+                fields=["queue", "thread"],
+                condition=Q(message__isnull=True),
+                name="queue_item_one_per_thread",
+            ),
+        ]
+        indexes = [
+            # The next open item of a queue, oldest first (the claim).
+            models.Index(fields=["queue", "state", "id"], name="queue_item_next_idx"),
+            models.Index(fields=["thread"], name="queue_item_thread_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"item {self.pk} of queue {self.queue_id}"
+
+
+class QueueReview(models.Model):
+    """A reviewer's hold on an item (a 15-minute lease), then their review of it: completed
+    (scored) or skipped. A lease that runs out returns the item to the queue. The reviewer is
+    a member (user) or an API token (token)."""
+
+    item = models.ForeignKey(QueueItem, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    leased_until = models.DateTimeField()
+    completed_at = models.DateTimeField(null=True, blank=True)
+    skipped = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(reviewer__isnull=True, token__isnull=False)
+                | Q(reviewer__isnull=False, token__isnull=True),
+                name="queue_review_one_reviewer",
+            ),
+            models.UniqueConstraint(
+                fields=["item", "reviewer"],
+                condition=Q(reviewer__isnull=False),
+                name="queue_review_one_per_user",
+            ),
+            models.UniqueConstraint(
+                fields=["item", "token"],
+                condition=Q(token__isnull=False),
+                name="queue_review_one_per_token",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"review of item {self.item_id}"

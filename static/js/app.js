@@ -682,3 +682,62 @@
     });
   });
 })();
+
+/* --- Queues (issue 28): the review page by keyboard. Digits answer the first score (a
+   number within its range, or its nth label), y/n the first yes-or-no score, Enter submits
+   and opens the next item, s skips. Nothing happens while the reader types in a field. --- */
+(function () {
+  "use strict";
+
+  function typing(target) {
+    return target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+  }
+
+  function pick(fieldset, value) {
+    var radio = fieldset.querySelector('input[type=radio][value="' + value + '"]');
+    if (radio) { radio.checked = true; return true; }
+    return false;
+  }
+
+  function answerDigit(page, digit) {
+    var fieldset = page.querySelector("fieldset[data-queue-digits]");
+    if (!fieldset) return false;
+    var number = fieldset.querySelector("input[type=number]");
+    if (number) {
+      var low = number.min === "" ? -Infinity : Number(number.min);
+      var high = number.max === "" ? Infinity : Number(number.max);
+      if (digit < low || digit > high) return false;
+      number.value = String(digit);
+      return true;
+    }
+    var radios = fieldset.querySelectorAll("input[type=radio]");
+    if (digit < 1 || digit > radios.length) return false;
+    radios[digit - 1].checked = true;
+    return true;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    var page = document.querySelector("[data-queue-review]");
+    if (!page || event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (document.querySelector("dialog[open]")) return;
+    var target = event.target;
+    if (event.key === "Enter") {
+      if (target && target.closest && target.closest("textarea, button, a, summary, select")) return;
+      var form = page.querySelector("form[data-queue-primary]");
+      if (form) { event.preventDefault(); form.requestSubmit(); }
+      return;
+    }
+    if (typing(target) && !(target.type === "radio" || target.type === "checkbox")) return;
+    var handled = false;
+    if (/^[0-9]$/.test(event.key)) {
+      handled = answerDigit(page, Number(event.key));
+    } else if (event.key === "y" || event.key === "n") {
+      var yesno = page.querySelector("fieldset[data-queue-yesno]");
+      handled = yesno ? pick(yesno, event.key === "y" ? "yes" : "no") : false;
+    } else if (event.key === "s") {
+      var skip = page.querySelector("form[data-queue-skip]");
+      if (skip) { skip.requestSubmit(); handled = true; }
+    }
+    if (handled) event.preventDefault();
+  });
+})();

@@ -24,11 +24,13 @@ from tests.browser import ARTIFACTS, BROWSER_TESTS, open_page
 from tests.factories import make_run
 from transcripts import ledger
 from transcripts.demo import load_demo
-from transcripts.ledger import scores
+from transcripts.ledger import queues, scores
 from transcripts.ledger.default_project import default_project
 from transcripts.ledger.fork_thread import fork_thread
 from transcripts.ledger.projects import set_member
+from transcripts.ledger.queues import ItemSource, QueueSpec
 from transcripts.ledger.reports import report_message
+from transcripts.ledger.scores import Author, ConfigSpec, create_score_config
 from transcripts.ledger.shares import create_share
 from transcripts.models import Message, Run, Thread
 
@@ -67,6 +69,24 @@ def _judge(admin: Any, answer: Message) -> None:
     scores.give_feedback(user=admin, message=answer, up=True, comment="Straight to the point")
 
 
+def _queue(admin: Any, threads: list[Thread]) -> int:
+    """A queue of the threads asking three scores (helpfulness is _judge's), its first item
+    held by admin (issue 28)."""
+    author = Author(user=admin)
+    for spec in (
+        ConfigSpec(name="policy", data_type="boolean"),
+        ConfigSpec(name="tone", data_type="categorical", labels=("dry", "warm", "too warm")),
+    ):
+        create_score_config(project=default_project(), author=author, spec=spec)
+    queue, _ = queues.create_queue(
+        project=default_project(), author=author,
+        spec=QueueSpec(name="Weekly review", config_names=("helpfulness", "policy", "tone")),
+        source=ItemSource(thread_ids=tuple(t.id for t in threads)),
+    )  # fmt: skip
+    queues.claim_next(queue=queue, author=author)
+    return queue.pk
+
+
 def seed(admin: Any) -> Seeded:
     """The demo threads, a stopped and a failed answer, a report and a share link."""
     load_demo()
@@ -85,6 +105,7 @@ def seed(admin: Any) -> Seeded:
     last_weather = Run.objects.filter(thread=weather).order_by("-created_at").first()
     assert last_weather is not None
     _judge(admin, _path(weather)[1])
+    queue = _queue(admin, [weather, haiku])
     return Seeded(
         urls={
             "threads": "/",
@@ -110,6 +131,9 @@ def seed(admin: Any) -> Seeded:
             "login": "/accounts/login/",
             "thread-delete": f"/t/{weather.id}/delete/",
             "scores": "/p/default/scores/",
+            "queues": "/p/default/queues/",
+            "queue": f"/p/default/queues/{queue}/",
+            "queue-review": f"/p/default/queues/{queue}/review/",
         }
     )
 
@@ -137,6 +161,9 @@ PAGES = (
     "login",
     "thread-delete",
     "scores",
+    "queues",
+    "queue",
+    "queue-review",
 )
 ANONYMOUS = ("shared", "login")
 

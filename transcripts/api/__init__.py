@@ -17,6 +17,7 @@ from transcripts.api import (
     forks,
     generator_jobs,
     otlp,
+    queues,
     runs,
     scores,
     shares,
@@ -52,3 +53,4 @@ api.add_router("/datasets", datasets.router, tags=["datasets"])
 api.add_router("/messages", forks.router, tags=["threads"])
 api.add_router("/projects", stats.router, tags=["stats"])
 api.add_router("", scores.router, tags=["scores"])
+api.add_router("/queues", queues.router, tags=["queues"])

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from transcripts.jsonvalue import JsonValue
 from transcripts.models import (
+    AnnotationQueue,
     ApiToken,
     AuditRecord,
     Membership,
@@ -45,7 +46,8 @@ def record_audit(
     | ApiToken
     | ShareLink
     | Score
-    | ScoreConfig,
+    | ScoreConfig
+    | AnnotationQueue,
     *,
     thread_id: str = "",
     project: Project | None = None,

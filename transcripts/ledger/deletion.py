@@ -74,6 +74,13 @@ def delete_threads(thread_ids: Sequence[str]) -> Deleted:
         # Scores and feedback (issue 28) go with their thread, uncounted like the links.
         cursor.execute("DELETE FROM transcripts_score WHERE thread_id = ANY(%(ids)s)", params)
         cursor.execute("DELETE FROM transcripts_feedback WHERE thread_id = ANY(%(ids)s)", params)
+        # Their queue items (issue 28) too, with the reviews of them.
+        cursor.execute(
+            "DELETE FROM transcripts_queuereview WHERE item_id IN"
+            " (SELECT id FROM transcripts_queueitem WHERE thread_id = ANY(%(ids)s))",
+            params,
+        )
+        cursor.execute("DELETE FROM transcripts_queueitem WHERE thread_id = ANY(%(ids)s)", params)
         for name, statement in _DELETE:
             cursor.execute(statement, params)
             counts[name] = cursor.rowcount

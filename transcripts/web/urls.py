@@ -20,6 +20,7 @@ from transcripts.web.views import (
     new_thread,
     organise,
     projects,
+    queues,
     runs,
     scores,
     shares,
@@ -48,6 +49,18 @@ urlpatterns = [
         name="project_archive_score",
     ),
     path("p/<slug:slug>/scores/required/", scores.need_config, name="project_scores_required"),
+    path("p/<slug:slug>/queues/", queues.queues_page, name="project_queues"),
+    path("p/<slug:slug>/queues/<int:queue_id>/", queues.queue_page, name="project_queue"),
+    path(
+        "p/<slug:slug>/queues/<int:queue_id>/close/",
+        queues.close_queue,
+        name="project_queue_close",
+    ),
+    path(
+        "p/<slug:slug>/queues/<int:queue_id>/review/",
+        queues.review_page,
+        name="project_queue_review",
+    ),
     path("p/<slug:slug>/members/", projects.add_member, name="project_add_member"),
     path(
         "p/<slug:slug>/members/<int:user_id>/role/",
