@@ -171,3 +171,19 @@ def test_the_api_and_the_page_give_the_judged_datasets(
     assert page.status_code == 200 and 'name="minScore"' in text and 'name="from"' in text
     assert "<strong>1</strong> row" in text and "last answer below minScore" in text
     assert "minScore=helpfulness%3A4" in text and "feedback=up" in text  # the download link
+
+
+def test_who_gets_the_judged_datasets(
+    team: Team, chats: dict[str, Message], regenerated: Regenerated
+) -> None:
+    judged = {"minScore": "helpfulness:1", "feedback": "up"}
+    pairs = {"from": "scores", "name": "helpfulness"}
+    outsider = ApiClient(team.token(team.beta, "read", "admin"))
+    ingest_only = ApiClient(team.token(team.alpha, "ingest"))
+
+    assert outsider.get("/datasets/sft", project="alpha", **judged).status_code == 404
+    assert outsider.get("/datasets/preferences", project="alpha", **pairs).status_code == 404
+    assert ingest_only.get("/datasets/sft", **judged).status_code == 403
+    assert ingest_only.get("/datasets/preferences", **pairs).status_code == 403
+    page = team.client(team.outsider).get("/p/alpha/datasets/", {"kind": "sft", **judged})
+    assert page.status_code == 404

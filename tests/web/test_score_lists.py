@@ -171,3 +171,14 @@ def test_the_api_list_takes_the_same_words(team: Team, judged: dict[str, Thread]
     refused = api.get("/threads", q="score:helpfulness<oops")
     assert refused.status_code == 422
     assert refused.json()["error"]["details"]["field"] == "q"
+
+
+def test_no_one_finds_another_projects_threads_by_score(
+    team: Team, judged: dict[str, Thread]
+) -> None:
+    beta = ApiClient(team.token(team.beta, "read", "admin"))
+    listed = beta.get("/threads", q="score:helpfulness<3")
+    page = team.client(team.outsider).get("/", {"q": "feedback:down"}).content.decode()
+
+    assert listed.status_code == 200 and listed.json()["threads"] == []
+    assert not any(f'href="/t/{t.id}/"' in page for t in judged.values())

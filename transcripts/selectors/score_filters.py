@@ -110,10 +110,14 @@ def split_judged(query: str) -> tuple[str, Judged]:
     return " ".join(rest), Judged(tuple(scores), feedback, unscored)
 
 
-def _having(threads: QuerySet[Thread], rows: QuerySet[Any]) -> QuerySet[Thread]:
+def _having(
+    threads: QuerySet[Thread], rows: QuerySet[Any], candidates: QuerySet[Any]
+) -> QuerySet[Thread]:
     """threads with at least one of rows (which have a thread_id): the matching threads read
-    at once when they are few, else a check per thread as the list walks in order."""
-    few = few_ids(rows.values_list("thread_id").distinct())
+    at once from candidates (rows in the project) when they are few, else a check per thread
+    (its own rows, on the index by thread) as the list walks in order."""
+    # Rows, not distinct threads: reading stops at the 501st, where a DISTINCT reads them all.
+    few = few_ids(candidates.values_list("thread_id"))
     if few is not None:
         return threads.filter(pk__in=few)
     return threads.filter(EachRow(rows.filter(thread_id=OuterRef("pk"))))
@@ -122,16 +126,16 @@ def _having(threads: QuerySet[Thread], rows: QuerySet[Any]) -> QuerySet[Thread]:
 def judged_threads(
     threads: QuerySet[Thread], project_id: int | None, judged: Judged
 ) -> QuerySet[Thread]:
-    """threads (of the project, when one is given: its index narrows the search) narrowed by
-    what judged asks."""
-    scores, feedback = Score.objects.all(), Feedback.objects.all()
-    if project_id is not None:
-        scores = scores.filter(project_id=project_id)
-        feedback = feedback.filter(thread__project_id=project_id)
+    """threads (of the project, when one is given: it narrows the search for few matches)
+    narrowed by what judged asks."""
     for test in judged.scores:
-        threads = _having(threads, scores.filter(test.matches()))
+        scores = Score.objects.filter(test.matches())
+        in_project = scores if project_id is None else scores.filter(project_id=project_id)
+        threads = _having(threads, scores, in_project)
     if judged.feedback is not None:
-        threads = _having(threads, feedback.filter(up=judged.feedback))
+        feedback = Feedback.objects.filter(up=judged.feedback)
+        mine = feedback if project_id is None else feedback.filter(thread__project_id=project_id)
+        threads = _having(threads, feedback, mine)
     if judged.unscored:
         threads = threads.exclude(Exists(Score.objects.filter(thread_id=OuterRef("pk")))).exclude(
             Exists(Feedback.objects.filter(thread_id=OuterRef("pk")))
