@@ -24,6 +24,7 @@ from tests.browser import ARTIFACTS, BROWSER_TESTS, open_page
 from tests.factories import make_run
 from transcripts import ledger
 from transcripts.demo import load_demo
+from transcripts.ledger import scores
 from transcripts.ledger.default_project import default_project
 from transcripts.ledger.fork_thread import fork_thread
 from transcripts.ledger.projects import set_member
@@ -52,6 +53,30 @@ def _path(thread: Thread) -> list[Message]:
     return list(Message.objects.filter(thread=thread, active=True).order_by("depth"))
 
 
+def _judge(admin: Any, weather: Thread, run: Run, answers: list[Run]) -> None:
+    """Scores and feedback (issue 28) for the list's Score column, the run page, Compare and
+    the dashboard: a helpfulness config, scores from a person and an evaluator, a 👍 and 👎."""
+    by_admin, bot = scores.Author(user=admin), scores.Author(token_name="grader")
+    spec = scores.ConfigSpec(name="helpfulness", data_type="numeric", min_value=1, max_value=5)
+    scores.create_score_config(project=default_project(), author=by_admin, spec=spec)
+    answer = Message.objects.filter(run=run, role="assistant").last()
+    assert answer is not None
+    for target, value, author, source, comment in (
+        (scores.Target(weather, message=answer), 4, by_admin, "person", "Clear and sourced."),
+        (scores.Target(weather, run=run), 2, bot, "evaluator", "Missed the wind speed."),
+        (scores.Target(answers[0].thread, run=answers[0]), 5, bot, "evaluator", ""),
+    ):
+        scores.add_score(
+            target=target,
+            author=author,
+            spec=scores.ScoreSpec(name="helpfulness", value=value, comment=comment, source=source),
+        )
+    scores.give_feedback(user=admin, message=answer, up=True, comment="Good answer")
+    first = Message.objects.filter(run=answers[0], role="assistant").first()
+    assert first is not None
+    scores.give_feedback(user=admin, message=first, up=False)
+
+
 def seed(admin: Any) -> Seeded:
     """The demo threads, a stopped and a failed answer, a report and a share link."""
     load_demo()
@@ -69,11 +94,13 @@ def seed(admin: Any) -> Seeded:
     answers = list(Run.objects.filter(thread=haiku, fork_from=prompt).order_by("created_at"))
     last_weather = Run.objects.filter(thread=weather).order_by("-created_at").first()
     assert last_weather is not None
+    _judge(admin, weather, last_weather, answers)
     return Seeded(
         urls={
             "threads": "/",
             "threads-search": "/?q=haiku",
             "threads-compact": "/?density=compact&sort=messages",
+            "threads-scores": "/?q=score:helpfulness<5&scoreColumn=helpfulness&sort=score_asc",
             "new-thread": "/new/",
             "import": "/import/",
             "conversation-tools": f"/t/{weather.id}/",
@@ -101,6 +128,7 @@ PAGES = (
     "threads",
     "threads-search",
     "threads-compact",
+    "threads-scores",
     "new-thread",
     "import",
     "conversation-tools",
