@@ -90,7 +90,8 @@ def test_compare_shows_each_branch_its_own_scores_and_feedback(team: Team) -> No
     ]
     assert [(s.name, s.comment) for s in wrong.judgement.scores] == [("accuracy", "wrong city")]
     page = response.content.decode()
-    assert "👍 2 up" in page and "👎 1 down" in page and "wrong city" in page
+    assert "Feedback: 2 up, 0 down" in page and "Feedback: 0 up, 1 down" in page
+    assert "wrong city" in page
 
 
 def test_an_outsider_gets_a_404_on_the_scored_run(team: Team) -> None:

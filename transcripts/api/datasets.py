@@ -47,7 +47,7 @@ def export_dataset(
         " number (helpfulness:4)",
     ),
     feedback: str = Query(
-        "", description="sft: up keeps only paths whose last answer has more 👍 than 👎"
+        "", description="sft: up keeps only paths whose last answer has more thumbs up than down"
     ),
     from_: str = Query(
         "ratings",

@@ -28,7 +28,7 @@ RATING, KEPT, SCORE = "rating", "kept", "score"
 ACTIVE, OTHER = "active", "other"
 REDACTED = "redacted"
 BELOW_MIN_SCORE = "last answer below minScore"
-NOT_LIKED = "last answer without more 👍 than 👎"
+NOT_LIKED = "last answer without more thumbs up than down"
 
 
 @dataclass(frozen=True)
