@@ -894,6 +894,12 @@ class Score(models.Model):
             # A thread's scores of one name (migration 0022): the thread list's check per
             # thread of `score:name<v` and its Score column's average, from the index alone.
             models.Index(fields=["thread", "name", "value"], name="score_thread_name_idx"),
+            # `score:policy=fail`: a project's scores of one name and label (labelled ones only).
+            models.Index(
+                fields=["project", "name", "label", "thread"],
+                name="score_name_label_idx",
+                condition=~Q(label=""),
+            ),
         ]
 
     def __str__(self) -> str:

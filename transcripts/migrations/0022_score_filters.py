@@ -1,5 +1,5 @@
 """The thread list's score filters and Score column (issue 28): a thread's scores of one name,
-read from an index alone."""
+and a project's scores of one name and label, read from indexes alone."""
 
 from django.db import migrations, models
 
@@ -11,5 +11,13 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="score",
             index=models.Index(fields=["thread", "name", "value"], name="score_thread_name_idx"),
+        ),
+        migrations.AddIndex(
+            model_name="score",
+            index=models.Index(
+                condition=models.Q(("label", ""), _negated=True),
+                fields=["project", "name", "label", "thread"],
+                name="score_name_label_idx",
+            ),
         ),
     ]
