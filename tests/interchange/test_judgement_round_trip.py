@@ -19,7 +19,8 @@ from transcripts.errors import InvalidInput
 from transcripts.ledger import scores
 from transcripts.ledger.deletion import delete_threads
 from transcripts.ledger.scores import Author, ConfigSpec, ScoreSpec, Target
-from transcripts.models import Feedback, Message, Score, Thread
+from transcripts.ledger.tokens import issue_token
+from transcripts.models import ApiToken, Feedback, Message, Score, Thread
 
 pytestmark = pytest.mark.django_db
 
@@ -55,10 +56,15 @@ def _scored_thread(team: Team, specs: list[Any], feedback: dict[str, Any]) -> Th
     ask(thread, "Question?")
     answer = last_message(say(thread, "Answer."))
     people = {"viewer": team.viewer, "editor": team.editor, "owner": team.owner}
+    token = ApiToken.objects.get(project=team.alpha, name="grader")
     for target, name, (value, label), comment, by_person in specs:
         targets = [Target(thread), Target(thread, run=answer.run), Target(thread, message=answer)]
         where = targets[target]
-        author = Author(user=team.editor) if by_person else Author(token_name="bot")
+        author = (
+            Author(user=team.editor)
+            if by_person
+            else Author(token_id=token.pk, token_name=token.name)
+        )
         spec = ScoreSpec(
             name=name,
             value=value,
@@ -84,6 +90,8 @@ def _judgement(exported: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def test_scores_and_feedback_come_back_exactly(team: Team) -> None:
+    issue_token(project=team.alpha, name="grader", scopes=["ingest"])
+
     @given(score_specs, feedback_specs)
     @SETTINGS
     def check(specs: list[Any], feedback: dict[str, Any]) -> None:
@@ -99,12 +107,15 @@ def test_scores_and_feedback_come_back_exactly(team: Team) -> None:
         assert _judgement(after) == _judgement(before)
         assert len(after.get("scores", [])) == len(specs)
         assert len(after.get("feedback", [])) == len(feedback)
+        tokens = {s["token"] for s in after.get("scores", []) if s["source"] == "evaluator"}
+        assert tokens <= {"grader"}
         delete_threads([again.id])
 
     check()
 
 
 def test_into_another_project_scores_land_on_the_new_ids(team: Team) -> None:
+    issue_token(project=team.alpha, name="grader", scopes=["ingest"])
     thread = _scored_thread(
         team,
         [(2, "helpfulness", (4.0, ""), "clear", False), (1, "policy", (None, "pass"), "", True)],
@@ -131,6 +142,7 @@ def test_into_another_project_scores_land_on_the_new_ids(team: Team) -> None:
     )
     assert on_message.config is not None and on_message.config.project_id == team.beta.id
     assert on_message.source == "evaluator" and on_message.author_id is None
+    assert on_message.token_id is None  # beta has no token called grader
     assert (on_run.run_id, on_run.label, on_run.config) == (answer.run_id, "pass", None)
     assert on_run.author_id is None  # editor is no member of beta
     assert not Feedback.objects.filter(thread=copy).exists()
@@ -155,6 +167,7 @@ def test_into_another_project_scores_land_on_the_new_ids(team: Team) -> None:
 def test_a_malformed_score_is_refused_naming_its_path(
     team: Team, score: dict[str, Any], path: str
 ) -> None:
+    issue_token(project=team.alpha, name="grader", scopes=["ingest"])
     thread = _scored_thread(team, [], {})
     document = _canonical(thread)
     document["scores"] = [score]

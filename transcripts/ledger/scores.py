@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -23,6 +24,7 @@ from transcripts.jsonvalue import JsonObject, as_str, text_of
 from transcripts.ledger.audit import record_audit
 from transcripts.ledger.rights import account_of, require
 from transcripts.models import (
+    ApiToken,
     Feedback,
     Membership,
     Message,
@@ -458,28 +460,21 @@ class JudgementImported:
 def import_judgement(project: Project, judged: list[ImportedJudgement]) -> JudgementImported:
     """Store imported scores and feedback on their threads' new ids (canonical documents were
     checked already). A score links to the live config of its name if the project has one,
-    to its author if that username is a member, and keeps its externalId when the project has
-    not used it; feedback is kept only when its username is a member (else skipped)."""
+    to its author if that username is a member (else to the project's one token of its token's
+    name, if any), and keeps its externalId when the project has not used it; feedback is kept
+    only when its username is a member (else skipped)."""
     done = JudgementImported()
     if not any(j.scores or j.feedback for j in judged):
         return done
-    members = dict(
-        Membership.objects.filter(project=project).values_list("user__username", "user_id")
-    )
-    configs = {
-        c.name: c for c in ScoreConfig.objects.filter(project=project, archived_at__isnull=True)
-    }
-    wanted = {text_of(s.get("externalId")) for j in judged for s in j.scores} - {""}
-    taken = set(
-        Score.objects.filter(project=project, external_id__in=wanted).values_list(
-            "external_id", flat=True
-        )
-    )
+    members, configs, tokens, taken = _import_lookups(project, judged)
     scores: list[Score] = []
     feedback: list[Feedback] = []
     for item in judged:
         for entry in item.scores:
             score = _imported_score(project, item, entry, members, configs)
+            score.token_id = (
+                tokens.get(text_of(entry.get("token"))) if score.author_id is None else None
+            )
             if score.external_id in taken:
                 score.external_id = ""
             taken.add(score.external_id)
@@ -499,6 +494,32 @@ def import_judgement(project: Project, judged: list[ImportedJudgement]) -> Judge
         scores=done.scores, feedback=done.feedback, skipped=len(done.skipped),
     )  # fmt: skip
     return done
+
+
+def _import_lookups(
+    project: Project, judged: list[ImportedJudgement]
+) -> tuple[dict[str, int], dict[str, ScoreConfig], dict[str, int], set[str]]:
+    """What an import links its scores to in project: member ids by username, live configs by
+    name, token ids by name (names only one token has), and the externalIds already used."""
+    members = dict(
+        Membership.objects.filter(project=project).values_list("user__username", "user_id")
+    )
+    configs = {
+        c.name: c for c in ScoreConfig.objects.filter(project=project, archived_at__isnull=True)
+    }
+    named = Counter(ApiToken.objects.filter(project=project).values_list("name", flat=True))
+    tokens = {
+        name: pk
+        for name, pk in ApiToken.objects.filter(project=project).values_list("name", "pk")
+        if named[name] == 1
+    }
+    wanted = {text_of(s.get("externalId")) for j in judged for s in j.scores} - {""}
+    taken = set(
+        Score.objects.filter(project=project, external_id__in=wanted).values_list(
+            "external_id", flat=True
+        )
+    )
+    return members, configs, tokens, taken
 
 
 def _imported_score(
