@@ -182,3 +182,19 @@ def test_no_one_finds_another_projects_threads_by_score(
 
     assert listed.status_code == 200 and listed.json()["threads"] == []
     assert not any(f'href="/t/{t.id}/"' in page for t in judged.values())
+
+
+def test_the_column_offers_the_scores_that_average(team: Team) -> None:
+    owner = Author(user=team.owner)
+    for spec in (
+        ConfigSpec(name="accuracy", data_type="numeric"),
+        ConfigSpec(name="safe", data_type="boolean"),
+        ConfigSpec(name="policy", data_type="categorical", labels=("pass", "fail")),
+    ):
+        scores.create_score_config(project=team.alpha, author=owner, spec=spec)
+    make_thread("any", project=team.alpha)
+
+    page = team.client(team.viewer).get("/").content.decode()
+
+    offered = page.split('name="scoreColumn"')[1].split("</select>")[0]
+    assert '"accuracy"' in offered and '"safe"' in offered and '"policy"' not in offered

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 
 from transcripts import selectors
 from transcripts.errors import InvalidInput
-from transcripts.models import Thread
+from transcripts.models import ScoreDataType, Thread
 from transcripts.pagination import Keyset, Position, decode_position, ulid
 from transcripts.permissions import Access, project_access
 from transcripts.selectors.live import only_thread
@@ -138,8 +138,14 @@ def _judged(
 
 
 def _score_names(project_id: int, column: str) -> list[str]:
-    """The names the Score column may show: the live configs', and the one shown."""
-    names = [c.name for c in score_configs(project_id) if c.archived_at is None]
+    """The names the Score column offers: the live numeric and boolean configs' (a categorical
+    score has no average), and the one shown."""
+    averaged = (ScoreDataType.NUMERIC, ScoreDataType.BOOLEAN)
+    names = [
+        c.name
+        for c in score_configs(project_id)
+        if c.archived_at is None and c.data_type in averaged
+    ]
     return names if not column or column in names else [*names, column]
 
 
