@@ -895,6 +895,15 @@ class Score(models.Model):
                 fields=["project", "name", "value", "thread"], name="score_name_value_idx"
             ),
             models.Index(fields=["run"], name="score_run_idx", condition=Q(run__isnull=False)),
+            # A thread's scores of one name (migration 0022): the thread list's check per
+            # thread of `score:name<v` and its Score column's average, from the index alone.
+            models.Index(fields=["thread", "name", "value"], name="score_thread_name_idx"),
+            # `score:policy=fail`: a project's scores of one name and label (labelled ones only).
+            models.Index(
+                fields=["project", "name", "label", "thread"],
+                name="score_name_label_idx",
+                condition=~Q(label=""),
+            ),
         ]
 
     def __str__(self) -> str:

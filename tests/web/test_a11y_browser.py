@@ -55,18 +55,33 @@ def _path(thread: Thread) -> list[Message]:
     return list(Message.objects.filter(thread=thread, active=True).order_by("depth"))
 
 
-def _judge(admin: Any, answer: Message) -> None:
-    """Score configs (one archived), an evaluator's score and the admin's feedback on answer."""
-    project, author = default_project(), scores.Author(user=admin)
+def _judge(admin: Any, weather: Thread, run: Run, answers: list[Run]) -> None:
+    """Scores and feedback (issue 28) for the conversation, the list's Score column, the run
+    page, Compare and the dashboard: configs (one archived), scores from a person and an
+    evaluator, a 👍 with a comment and a 👎."""
+    by_admin, bot = scores.Author(user=admin), scores.Author(token_name="grader")
+    project = default_project()
     for spec in (scores.ConfigSpec("helpfulness", "numeric", 1, 5, description="How much it helps"),
                  scores.ConfigSpec("verdict", "categorical", labels=("pass", "fail")),
                  scores.ConfigSpec("safe", "boolean", writers="api")):  # fmt: skip
-        config = scores.create_score_config(project=project, author=author, spec=spec)
-    scores.archive_score_config(config=config, author=author)
-    scores.add_score(target=scores.Target(answer.thread, message=answer),
-                     author=scores.Author(token_name="evaluator"),
-                     spec=scores.ScoreSpec("helpfulness", 4, source="evaluator"))  # fmt: skip
+        config = scores.create_score_config(project=project, author=by_admin, spec=spec)
+    scores.archive_score_config(config=config, author=by_admin)
+    answer = Message.objects.filter(run=run, role="assistant").last()
+    assert answer is not None
+    for target, value, author, source, comment in (
+        (scores.Target(weather, message=answer), 4, by_admin, "person", "Clear and sourced."),
+        (scores.Target(weather, run=run), 2, bot, "evaluator", "Missed the wind speed."),
+        (scores.Target(answers[0].thread, run=answers[0]), 5, bot, "evaluator", ""),
+    ):
+        scores.add_score(
+            target=target,
+            author=author,
+            spec=scores.ScoreSpec(name="helpfulness", value=value, comment=comment, source=source),
+        )
     scores.give_feedback(user=admin, message=answer, up=True, comment="Straight to the point")
+    first = Message.objects.filter(run=answers[0], role="assistant").first()
+    assert first is not None
+    scores.give_feedback(user=admin, message=first, up=False)
 
 
 def _queue(admin: Any, threads: list[Thread]) -> int:
@@ -104,13 +119,14 @@ def seed(admin: Any) -> Seeded:
     answers = list(Run.objects.filter(thread=haiku, fork_from=prompt).order_by("created_at"))
     last_weather = Run.objects.filter(thread=weather).order_by("-created_at").first()
     assert last_weather is not None
-    _judge(admin, _path(weather)[1])
+    _judge(admin, weather, last_weather, answers)
     queue = _queue(admin, [weather, haiku])
     return Seeded(
         urls={
             "threads": "/",
             "threads-search": "/?q=haiku",
             "threads-compact": "/?density=compact&sort=messages",
+            "threads-scores": "/?q=score:helpfulness<5&scoreColumn=helpfulness&sort=score_asc",
             "new-thread": "/new/",
             "import": "/import/",
             "conversation-tools": f"/t/{weather.id}/",
@@ -142,6 +158,7 @@ PAGES = (
     "threads",
     "threads-search",
     "threads-compact",
+    "threads-scores",
     "new-thread",
     "import",
     "conversation-tools",

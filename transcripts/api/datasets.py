@@ -40,6 +40,21 @@ def export_dataset(
     q: str = Query("", description="full-text search, as the thread list searches"),
     branches: str = Query("active", description="sft: active (the active path) or all"),
     metadata: str = Query("", description="add `metadata` to each row (default: not for openai)"),
+    minScore: str = Query(
+        "",
+        max_length=200,
+        description="sft: only paths whose last answer's scores of a name average at least a"
+        " number (helpfulness:4)",
+    ),
+    feedback: str = Query(
+        "", description="sft: up keeps only paths whose last answer has more thumbs up than down"
+    ),
+    from_: str = Query(
+        "ratings",
+        alias="from",
+        description="preferences: pairs from Prefer marks (ratings) or from scores that differ",
+    ),
+    name: str = Query("", description="preferences from=scores: the score's name"),
 ) -> StreamingHttpResponse:
     """A project's dataset: `preferences` (a pair per fork point and rejected answer) or `sft`
     (a chat row per path), streamed as JSON Lines; hidden threads and redacted messages never
@@ -61,6 +76,10 @@ def export_dataset(
             "q": q,
             "branches": branches,
             "metadata": metadata,
+            "minScore": minScore,
+            "feedback": feedback,
+            "from": from_,
+            "name": name,
         },
     )
     return dataset_response(request, found, query)

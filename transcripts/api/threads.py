@@ -46,6 +46,7 @@ from transcripts.pagination import (
 )
 from transcripts.permissions import ADMIN, INGEST, READ
 from transcripts.selectors.organise import split_archived
+from transcripts.selectors.score_filters import judged_threads, split_judged
 
 router = Router(tags=["threads"], auth=read_auth)
 
@@ -103,12 +104,18 @@ def list_threads(
     ),
 ) -> dict[str, Any]:
     """Threads of the token's project, most recently updated first; q searches every branch
-    (`archived:yes` in q finds archived threads, as archived=true does)."""
+    (`archived:yes` in q finds archived threads, as archived=true does; `score:name<3`,
+    `score:name=label`, `feedback:up|down` and `unscored` keep the threads so judged)."""
     readable = selectors.with_external_id(readable_threads(request), externalId)
     after = _position(cursor, moment, ulid) if cursor else None
+    q, judged = split_judged(q)
     q, asked, said = split_archived(q)
     wanted = asked if said else _ARCHIVED[archived]
-    filtered = selectors.filter_threads(readable, archived=wanted, tag=tag.strip())
+    filtered = judged_threads(
+        selectors.filter_threads(readable, archived=wanted, tag=tag.strip()),
+        caller(request).project_id,
+        judged,
+    )
     threads = selectors.search_threads(filtered, q)
     page = selectors.thread_page(threads, after=after, limit=limit + 1)
     more = len(page) > limit

@@ -52,7 +52,10 @@ def rows(project: Project, query: DatasetQuery) -> Iterator[Row | Skipped]:
     """Every row of the dataset, in thread order, and each row left out with its reason."""
     active_only = query.kind == SFT and query.branches == "active"
     for tree in thread_trees(
-        dataset_threads(project, query.thread_filters), active_only=active_only
+        dataset_threads(project, query.thread_filters),
+        active_only=active_only,
+        score_name=query.judged_by,
+        feedback=query.kind == SFT and query.liked,
     ):
         tree.thread.project = project
         if query.kind == PREFERENCES:

@@ -6,20 +6,29 @@ before the next user message (tool calls, their results, the final text). The ch
 is the one with the most "preferred" marks (ties: the active one, then the latest mark); with
 no marks, the one the thread keeps (active; off the active path, the committed one, else the
 newest). Every other answer is rejected, one pair each.
+
+With from=scores, a pair is two answers of a fork point whose scores of the name asked for
+differ: the chosen one has the higher. An answer's score is the average of those scores on its
+messages and on its run; an answer without one is in no pair. A chat path (sft) may be kept
+only when its last answer passes: minScore, the average of that message's scores of the name
+at least the number; feedback=up, more 👍 than 👎 on that message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import combinations
 
-from transcripts.datasets.query import DatasetQuery
+from transcripts.datasets.query import SCORES, DatasetQuery
 from transcripts.models import RunStatus
 from transcripts.selectors.datasets import Node, ThreadTree
 
-RATING, KEPT = "rating", "kept"
+RATING, KEPT, SCORE = "rating", "kept", "score"
 ACTIVE, OTHER = "active", "other"
 REDACTED = "redacted"
+BELOW_MIN_SCORE = "last answer below minScore"
+NOT_LIKED = "last answer without more thumbs up than down"
 
 
 @dataclass(frozen=True)
@@ -104,8 +113,41 @@ def _fork_points(tree: ThreadTree) -> Iterator[tuple[Node, list[Node]]]:
             yield fork, candidates
 
 
+def _redaction_checked(
+    tree: ThreadTree, fork: Node, chosen: list[Node], rejected: list[Node], chosen_by: str
+) -> PreferencePair | Skipped:
+    """The pair, or Skipped when a message of it is redacted."""
+    prompt = tree.path_to(fork)
+    if any(node.redacted for node in (*prompt, *chosen, *rejected)):
+        return Skipped(REDACTED, tree.thread.id)
+    return PreferencePair(tree, fork, prompt, chosen, rejected, chosen_by)
+
+
+def _answer_score(tree: ThreadTree, answer: list[Node]) -> float | None:
+    """The average of the scores read on the answer's messages and its run, or None."""
+    values = [v for node in answer for v in tree.scores.get(node.id, [])]
+    values += tree.scores.get(answer[0].run_id, [])
+    return sum(values) / len(values) if values else None
+
+
+def score_pairs(tree: ThreadTree) -> Iterator[PreferencePair | Skipped]:
+    """Every pair of scored answers at the thread's fork points whose scores differ, the
+    higher chosen (or why one is left out)."""
+    for fork, candidates in _fork_points(tree):
+        answers = [answer_of(tree, c) for c in candidates]
+        scored = [(a, score) for a in answers if (score := _answer_score(tree, a)) is not None]
+        for (one, first), (other, second) in combinations(scored, 2):
+            if first == second:
+                continue
+            chosen, rejected = (one, other) if first > second else (other, one)
+            yield _redaction_checked(tree, fork, chosen, rejected, SCORE)
+
+
 def preference_pairs(tree: ThreadTree, query: DatasetQuery) -> Iterator[PreferencePair | Skipped]:
     """Every pair of the thread's fork points (or why one is left out)."""
+    if query.pairs_from == SCORES:
+        yield from score_pairs(tree)
+        return
     for fork, candidates in _fork_points(tree):
         first, chosen_by = _chosen(tree, candidates)
         if query.rated_only and chosen_by != RATING:
@@ -146,7 +188,22 @@ def chat_paths(tree: ThreadTree, query: DatasetQuery) -> Iterator[ChatPath | Ski
         if any(node.redacted for node in path):
             yield Skipped(REDACTED, tree.thread.id)
             continue
-        yield ChatPath(tree, path, branch)
+        failed = _last_answer_fails(tree, path[-1], query)
+        yield Skipped(failed, tree.thread.id) if failed else ChatPath(tree, path, branch)
+
+
+def _last_answer_fails(tree: ThreadTree, answer: Node, query: DatasetQuery) -> str:
+    """Why the path ending at answer does not pass the query's minScore and feedback ("" when
+    it passes)."""
+    if query.min_score is not None:
+        values = tree.scores.get(answer.id, [])
+        if not values or sum(values) / len(values) < query.min_score[1]:
+            return BELOW_MIN_SCORE
+    if query.liked:
+        up, down = tree.feedback.get(answer.id, (0, 0))
+        if up <= down:
+            return NOT_LIKED
+    return ""
 
 
 def _rated(tree: ThreadTree, node: Node) -> bool:

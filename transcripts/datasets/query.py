@@ -3,9 +3,11 @@ the command line and checked once (bad input is an InvalidInput that names the f
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from transcripts.errors import InvalidInput
 from transcripts.selectors.datasets import ThreadFilters
@@ -16,10 +18,14 @@ FORMATS: dict[str, tuple[str, ...]] = {PREFERENCES: ("trl", "openai"), SFT: ("op
 KINDS = tuple(FORMATS)
 DATED = ("updated", "created")
 BRANCHES = ("active", "all")
+# Where preference pairs come from: readers' "Prefer" marks (today's), or scores that differ.
+PAIRS_FROM = ("ratings", "scores")
+RATINGS, SCORES = PAIRS_FROM
 # OpenAI documents only the training keys of a row; elsewhere metadata rides in every row.
 METADATA_ON_REQUEST = frozenset({"openai"})
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 MAX_TEXT = 200
+MAX_NAME = 100
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,20 @@ class DatasetQuery:
     search: str = ""
     branches: str = "active"
     metadata: bool = True
+    # sft: only paths whose last answer has scores named min_score[0] averaging at least
+    # min_score[1], and (liked) more 👍 than 👎.
+    min_score: tuple[str, float] | None = None
+    liked: bool = False
+    # preferences: pairs from "ratings" (Prefer marks) or from "scores" named score_name.
+    pairs_from: str = RATINGS
+    score_name: str = ""
+
+    @property
+    def judged_by(self) -> str:
+        """The score name whose scores the rows read ("" for none)."""
+        if self.kind == PREFERENCES:
+            return self.score_name if self.pairs_from == SCORES else ""
+        return self.min_score[0] if self.min_score is not None else ""
 
     @property
     def thread_filters(self) -> ThreadFilters:
@@ -49,7 +69,9 @@ class DatasetQuery:
             model=self.model,
             agent=self.agent,
             branched=self.kind == PREFERENCES,
-            rated_only=self.rated_only,
+            rated_only=self.rated_only and self.pairs_from == RATINGS,
+            scored=self.judged_by,
+            liked=self.kind == SFT and self.liked,
         )
 
     @property
@@ -89,6 +111,37 @@ def _text(value: str, field: str) -> str:
     return value
 
 
+def _min_score(value: str) -> tuple[str, float] | None:
+    """minScore's name:number (helpfulness:4), or None when empty."""
+    value = value.strip()
+    if not value:
+        return None
+    name, _, number = value.rpartition(":")
+    try:
+        minimum = float(number)
+    except ValueError:
+        minimum = math.nan
+    if not name.strip() or len(name) > MAX_NAME or not math.isfinite(minimum):
+        raise InvalidInput("minScore must be name:number, as helpfulness:4", field="minScore")
+    return name.strip(), minimum
+
+
+def _feedback(value: str) -> bool:
+    """Whether feedback=up asks for liked answers ("" for any)."""
+    return _choice(value.strip().lower() or "any", ("any", "up"), "feedback") == "up"
+
+
+def _pairs_from(values: Mapping[str, str]) -> tuple[str, str]:
+    """(from, name): where pairs come from, and the score named when from=scores."""
+    source = _choice(values.get("from") or RATINGS, PAIRS_FROM, "from")
+    name = values.get("name", "").strip()
+    if len(name) > MAX_NAME:
+        raise InvalidInput(f"name must be at most {MAX_NAME} characters", field="name")
+    if source == SCORES and not name:
+        raise InvalidInput("from=scores needs the name of a score", field="name")
+    return source, name if source == SCORES else ""
+
+
 def parse_query(kind: str, values: Mapping[str, str]) -> DatasetQuery:
     """The export asked for by values (query string names), or InvalidInput naming the field.
 
@@ -114,4 +167,17 @@ def parse_query(kind: str, values: Mapping[str, str]) -> DatasetQuery:
         search=_text(values.get("q", ""), "q"),
         branches=_choice(values.get("branches") or "active", BRANCHES, "branches"),
         metadata=_flag(values.get("metadata") or metadata_default, "metadata"),
+        **_judgement(kind, values),
     )
+
+
+def _judgement(kind: str, values: Mapping[str, str]) -> dict[str, Any]:
+    """The fields of a query that read scores and feedback (those of the other kind are
+    ignored, as branches is for preferences)."""
+    if kind == SFT:
+        return {
+            "min_score": _min_score(values.get("minScore", "")),
+            "liked": _feedback(values.get("feedback", "")),
+        }
+    pairs_from, name = _pairs_from(values)
+    return {"pairs_from": pairs_from, "score_name": name}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -25,9 +26,15 @@ VERSION = 1
 
 
 def export_canonical(thread: TreeThread) -> JsonObject:
-    """The thread as a canonical JSON document, sharing the thread's values."""
+    """The thread as a canonical JSON document, sharing the thread's values (with its scores
+    and feedback when it has any)."""
     # No deep copy: the document is written out, never changed, and copying a 5,000-message
     # thread cost more than reading it.
+    judgement: JsonObject = {}
+    if thread.scores:
+        judgement["scores"] = list(thread.scores)
+    if thread.feedback:
+        judgement["feedback"] = list(thread.feedback)
     return {
         "format": FORMAT_NAME,
         "version": VERSION,
@@ -43,6 +50,7 @@ def export_canonical(thread: TreeThread) -> JsonObject:
         },
         "messages": thread.messages,
         "runs": thread.runs,
+        **judgement,
     }
 
 
@@ -92,6 +100,13 @@ def _read_document(document: JsonValue, path: str, problems: Problems) -> TreeTh
     leaf = head.get("activeLeafId")
     if isinstance(leaf, str) and leaf not in seen:
         problems.add(f"{tpath}.activeLeafId", "does not name a message of the document")
+    run_ids = {rid for r in objects_in(runs) if isinstance(rid := r.get("id"), str)}
+    scores = problems.array(doc.get("scores", []), f"{path}.scores")
+    feedback = problems.array(doc.get("feedback", []), f"{path}.feedback")
+    for index, score in enumerate(scores or []):
+        _check_score(score, f"{path}.scores[{index}]", problems, seen, run_ids)
+    for index, item in enumerate(feedback or []):
+        _check_feedback(item, f"{path}.feedback[{index}]", problems, seen)
     if problems.items:
         return None
     # Every value was checked above: the narrowing below only tells the type checker so.
@@ -113,7 +128,64 @@ def _read_document(document: JsonValue, path: str, problems: Problems) -> TreeTh
         created_at=as_str(head.get("createdAt")),
         updated_at=as_str(head.get("updatedAt")),
         runs=copy.deepcopy(objects_in(runs)),
+        scores=copy.deepcopy(objects_in(scores or [])),
+        feedback=copy.deepcopy(objects_in(feedback or [])),
     )
+
+
+SCORE_SOURCES = ("person", "api", "evaluator")
+
+
+def _check_score(
+    value: JsonValue, path: str, problems: Problems, messages: set[str], runs: set[str]
+) -> None:
+    """Check one score: a name, a number and/or a label, its source, and what it judges (a
+    message or a run of the document, else the thread)."""
+    score = problems.obj(value, path)
+    if score is None:
+        return
+    name = score.get("name")
+    if not isinstance(name, str) or not name.strip():
+        problems.add(f"{path}.name", "expected a non-empty string")
+    number = score.get("value")
+    if number is not None and (
+        isinstance(number, bool)
+        or not isinstance(number, (int, float))
+        or not math.isfinite(number)
+    ):
+        problems.add(f"{path}.value", f"expected a finite number or null, got {json_kind(number)}")
+    for key in ("label", "comment", "externalId"):
+        if not isinstance(score.get(key, ""), str):
+            problems.add(f"{path}.{key}", f"expected a string, got {json_kind(score.get(key))}")
+    if number is None and not score.get("label"):
+        problems.add(f"{path}.value", "a score needs a value or a label")
+    if score.get("source") not in SCORE_SOURCES:
+        problems.add(f"{path}.source", f"expected one of {', '.join(SCORE_SOURCES)}")
+    for key in ("author", "token", "createdAt", "updatedAt"):
+        problems.opt_string(score.get(key), f"{path}.{key}")
+    message, run = score.get("messageId"), score.get("runId")
+    if message is not None and message not in messages:
+        problems.add(f"{path}.messageId", "does not name a message of the document")
+    if run is not None and run not in runs:
+        problems.add(f"{path}.runId", "does not name a run of the document")
+
+
+def _check_feedback(value: JsonValue, path: str, problems: Problems, messages: set[str]) -> None:
+    """Check one feedback: a 👍 (up true) or 👎 on a message of the document, by a username."""
+    item = problems.obj(value, path)
+    if item is None:
+        return
+    if item.get("messageId") not in messages:
+        problems.add(f"{path}.messageId", "does not name a message of the document")
+    user = item.get("user")
+    if not isinstance(user, str) or not user:
+        problems.add(f"{path}.user", "expected a username")
+    if not isinstance(item.get("up"), bool):
+        problems.add(f"{path}.up", f"expected a boolean, got {json_kind(item.get('up'))}")
+    if not isinstance(item.get("comment", ""), str):
+        problems.add(f"{path}.comment", "expected a string")
+    for key in ("createdAt", "updatedAt"):
+        problems.opt_string(item.get(key), f"{path}.{key}")
 
 
 # A message's fields in the order a reader goes through them.

@@ -34,6 +34,9 @@ class TreeThread:
     created_at: str | None = None
     updated_at: str | None = None
     runs: list[JsonObject] = field(default_factory=list)
+    # Judgement (canonical only): scores on the thread, its runs and messages, and feedback.
+    scores: list[JsonObject] = field(default_factory=list)
+    feedback: list[JsonObject] = field(default_factory=list)
 
 
 def make_message(

@@ -17,7 +17,7 @@ from transcripts.formats import FORMATS, TreeThread
 from transcripts.formats.threadprotocol import export_threadprotocol_branches
 from transcripts.jsonvalue import JsonObject
 from transcripts.message_schema import message_object
-from transcripts.models import Event, Message, Run, Thread
+from transcripts.models import Event, Feedback, Message, Run, Score, Thread
 from transcripts.times import to_iso
 
 EXPORT_FORMATS = [key for key, spec in FORMATS.items() if spec.exporter is not None]
@@ -25,11 +25,58 @@ JSON_LINES = "application/x-ndjson"
 
 
 def thread_tree(
-    thread: Thread, *, leaf: str | None = None, with_events: bool = False
+    thread: Thread,
+    *,
+    leaf: str | None = None,
+    with_events: bool = False,
+    with_judgement: bool = False,
 ) -> TreeThread:
-    """The whole thread (every branch and run) as a TreeThread; leaf picks the active path."""
+    """The whole thread (every branch and run) as a TreeThread; leaf picks the active path;
+    with_judgement adds its scores and feedback."""
     with _no_collection():
-        return _read_tree(thread, leaf=leaf, with_events=with_events)
+        tree = _read_tree(thread, leaf=leaf, with_events=with_events)
+    if with_judgement:
+        tree.scores, tree.feedback = judgement_of(thread)
+    return tree
+
+
+def judgement_of(thread: Thread) -> tuple[list[JsonObject], list[JsonObject]]:
+    """The thread's scores and feedback as the canonical format writes them: who (username,
+    or the token's name), when, the source, name, value or label, comment and target."""
+    scores: list[JsonObject] = [
+        {
+            "id": str(score.id),
+            "name": score.name,
+            "value": score.value,
+            "label": score.label,
+            "comment": score.comment,
+            "source": score.source,
+            "messageId": str(score.message_id) if score.message_id else None,
+            "runId": str(score.run_id) if score.run_id else None,
+            "author": score.author.username if score.author else None,
+            "token": score.token.name if score.token else None,
+            "externalId": score.external_id,
+            "createdAt": to_iso(score.created_at),
+            "updatedAt": to_iso(score.updated_at),
+        }
+        for score in Score.objects.filter(thread=thread)
+        .select_related("author", "token")
+        .order_by("created_at", "id")
+    ]
+    feedback: list[JsonObject] = [
+        {
+            "messageId": str(item.message_id),
+            "user": item.user.username,
+            "up": item.up,
+            "comment": item.comment,
+            "createdAt": to_iso(item.created_at),
+            "updatedAt": to_iso(item.updated_at),
+        }
+        for item in Feedback.objects.filter(thread=thread)
+        .select_related("user")
+        .order_by("created_at", "id")
+    ]
+    return scores, feedback
 
 
 @contextmanager
@@ -174,7 +221,10 @@ def export_thread(
             field="format",
         )
     every_branch = _every_branch(branches, fmt)
-    tree = thread_tree(thread, leaf=leaf, with_events=with_events and fmt == "canonical")
+    canonical = fmt == "canonical"
+    tree = thread_tree(
+        thread, leaf=leaf, with_events=with_events and canonical, with_judgement=canonical
+    )
     try:
         exported = export_threadprotocol_branches(tree) if every_branch else spec.exporter(tree)
     except FormatError as exc:

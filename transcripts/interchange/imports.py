@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -39,6 +39,9 @@ class ImportReport(TypedDict):
     labelled: int
     skipped: list[dict[str, str]]
     skippedTotal: int
+    # Canonical documents' judgement, when the import carried any.
+    scores: NotRequired[int]
+    feedback: NotRequired[int]
 
 
 @dataclass
@@ -213,6 +216,11 @@ def import_trees(
             writer.flush()
     except FormatError as exc:
         raise format_error(exc) from None
+    judged = writer.judgement
+    if judged.scores or judged.feedback or judged.skipped:
+        result.report["scores"], result.report["feedback"] = judged.scores, judged.feedback
+        for where, why in judged.skipped:
+            log.add(where, "feedback", why)
     add_skips(result.report, log)
     return result
 

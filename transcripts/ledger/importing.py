@@ -47,6 +47,7 @@ from transcripts.ledger.import_plan import (
     projected_message,
     statuses,
 )
+from transcripts.ledger.scores import ImportedJudgement, JudgementImported, import_judgement
 from transcripts.ledger.storable import check_object, check_storable
 from transcripts.ledger.threads import MAX_TITLE
 from transcripts.models import Project, Run, RunOrigin, RunStatus, Thread
@@ -93,6 +94,9 @@ class TreeWriter:
         self._copy_failed: BaseException | None = None
         # Threads written whose counters are not counted yet (counted once their COPY ended).
         self._uncounted: list[str] = []
+        # The scores and feedback of the buffered threads, and what was written of them.
+        self._judged: list[ImportedJudgement] = []
+        self.judgement = JudgementImported()
 
     def __enter__(self) -> TreeWriter:
         return self
@@ -127,6 +131,7 @@ class TreeWriter:
             # Foreign keys are checked at commit: a thread may name its head before it exists.
             Thread.objects.bulk_create(self._threads, batch_size=500)
             Run.objects.bulk_create(self._runs, batch_size=500)
+            self._write_judgement()
             pg = connection.connection
             assert pg is not None  # bulk_create connected
             self._copying = threading.Thread(
@@ -142,6 +147,14 @@ class TreeWriter:
             self._join()
             refresh_counters(self._uncounted)
             self._uncounted = []
+
+    def _write_judgement(self) -> None:
+        """Store the buffered threads' scores and feedback (their rows name ids only)."""
+        written = import_judgement(self.project, self._judged)
+        self.judgement.scores += written.scores
+        self.judgement.feedback += written.feedback
+        self.judgement.skipped += written.skipped
+        self._judged = []
 
     def _copy(
         self, pg: psycopg.Connection[tuple[object, ...]], events: list[str], messages: list[str]
@@ -313,6 +326,15 @@ class TreeWriter:
                 add_events(run, checked_events(events_in, "runs[].events"))
         if head is not None:
             thread.head_id = head[1]
+        if tree.scores or tree.feedback:
+            stored_runs = {
+                source_id: run_id
+                for source, run_id in zip(sources, run_ids, strict=True)
+                if isinstance(source_id := source.get("id"), str)
+            }
+            self._judged.append(
+                ImportedJudgement(thread.id, tree.scores, tree.feedback, ids, stored_runs)
+            )
         self._runs += runs + extra_runs
         self._events += event_rows
         self._messages += message_lines

@@ -55,7 +55,17 @@ from transcripts.ledger.moderation_actions import (
 from transcripts.ledger.reasons import clean_reason
 from transcripts.ledger.reports import close_report, report_message
 from transcripts.ledger.rights import require
-from transcripts.models import Event, Message, Report, ReportStatus, Run, RunStatus, Thread
+from transcripts.models import (
+    Event,
+    Feedback,
+    Message,
+    Report,
+    ReportStatus,
+    Run,
+    RunStatus,
+    Score,
+    Thread,
+)
 from transcripts.permissions import Role, User, member_access
 from transcripts.projector import REDACTION_TEXT
 
@@ -273,6 +283,7 @@ def redact_message(*, user: User, message: Message, reason: str) -> bool:
         )
         if retitle:
             Thread.objects.filter(pk=thread.pk).update(title=REDACTION_TEXT)
+        erased = _erase_comments(message_ids=[each.pk for each in redacted])
         refresh_counters([thread.id])
         record_audit(
             user,
@@ -283,6 +294,7 @@ def redact_message(*, user: User, message: Message, reason: str) -> bool:
             scrubbedEvents=scrubbed,
             runId=message.run_id,
             toolMessages=[str(each.pk) for each in redacted[1:]],
+            erasedComments=erased,
         )
     return True
 
@@ -317,11 +329,26 @@ def redact_run(*, user: User, run: Run, reason: str) -> Run:
         run.snapshot = None
         run.snapshot_seq = 0
         run.save(update_fields=["error", "usage", "snapshot", "snapshot_seq"])
+        erased = _erase_comments(run_id=run.pk)
         refresh_counters([run.thread_id])
         record_audit(
-            user, "redact", run, thread_id=run.thread_id, reason=reason, scrubbedEvents=scrubbed
-        )
+            user, "redact", run, thread_id=run.thread_id, reason=reason, scrubbedEvents=scrubbed,
+            erasedComments=erased,
+        )  # fmt: skip
     return run
+
+
+def _erase_comments(*, message_ids: list[str] | None = None, run_id: str | None = None) -> int:
+    """Erase the comments of the scores and feedback on the redacted messages (or of the
+    scores on a redacted run): a comment is free text that may quote the content, so it goes
+    with it; the scores' values and labels stay. How many comments were erased."""
+    if message_ids is not None:
+        scores = Score.objects.filter(message_id__in=message_ids)
+        feedback = Feedback.objects.filter(message_id__in=message_ids)
+        erased = feedback.exclude(comment="").update(comment="")
+    else:
+        scores, erased = Score.objects.filter(run_id=run_id), 0
+    return erased + scores.exclude(comment="").update(comment="")
 
 
 def delete_thread(*, user: User, thread: Thread, reason: str) -> None:

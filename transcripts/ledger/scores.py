@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from django.contrib.auth.models import AnonymousUser
@@ -19,10 +20,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from transcripts.errors import Conflict, InvalidInput, NotFound
+from transcripts.jsonvalue import JsonObject, as_str, text_of
 from transcripts.ledger.audit import record_audit
 from transcripts.ledger.rights import account_of, require
 from transcripts.models import (
+    ApiToken,
     Feedback,
+    Membership,
     Message,
     Project,
     Run,
@@ -40,6 +44,7 @@ from transcripts.selectors.scores import (
     score_by_external_id,
     scores_need_config,
 )
+from transcripts.times import parse_iso_utc
 
 MAX_NAME = 100
 MAX_LABEL = 100
@@ -443,3 +448,137 @@ def delete_score(*, score: Score, author: Author) -> None:
         author.audited, "delete_score", score, thread_id=score.thread_id, name=score.name,
         **author.details(),
     )  # fmt: skip
+
+
+# --- imports (canonical documents carry scores and feedback) ---------------------------------
+
+
+@dataclass(frozen=True)
+class ImportedJudgement:
+    """One imported thread's scores and feedback as the document holds them, with the ids
+    its messages and runs were stored under (document id -> stored id)."""
+
+    thread_id: str
+    scores: list[JsonObject]
+    feedback: list[JsonObject]
+    message_ids: dict[str, str]
+    run_ids: dict[str, str]
+
+
+@dataclass
+class JudgementImported:
+    """What an import wrote of judgement, and the feedback it left out (why, per item)."""
+
+    scores: int = 0
+    feedback: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why)
+
+
+def import_judgement(project: Project, judged: list[ImportedJudgement]) -> JudgementImported:
+    """Store imported scores and feedback on their threads' new ids (canonical documents were
+    checked already). A score links to the live config of its name if the project has one,
+    to its author if that username is a member (else to the project's one token of its token's
+    name, if any), and keeps its externalId when the project has not used it; feedback is kept
+    only when its username is a member (else skipped)."""
+    done = JudgementImported()
+    if not any(j.scores or j.feedback for j in judged):
+        return done
+    members, configs, tokens, taken = _import_lookups(project, judged)
+    scores: list[Score] = []
+    feedback: list[Feedback] = []
+    for item in judged:
+        for entry in item.scores:
+            score = _imported_score(project, item, entry, members, configs)
+            score.token_id = (
+                tokens.get(text_of(entry.get("token"))) if score.author_id is None else None
+            )
+            if score.external_id in taken:
+                score.external_id = ""
+            taken.add(score.external_id)
+            scores.append(score)
+        for index, entry in enumerate(item.feedback):
+            user_id = members.get(text_of(entry.get("user")))
+            if user_id is None:
+                where = f"thread {item.thread_id} feedback[{index}]"
+                done.skipped.append((where, f"{entry.get('user')} is not a member here"))
+                continue
+            feedback.append(_imported_feedback(item, entry, user_id))
+    Score.objects.bulk_create(scores, batch_size=1000)
+    Feedback.objects.bulk_create(feedback, batch_size=1000, ignore_conflicts=True)
+    done.scores, done.feedback = len(scores), len(feedback)
+    record_audit(
+        AnonymousUser(), "import_scores", project, project=project,
+        scores=done.scores, feedback=done.feedback, skipped=len(done.skipped),
+    )  # fmt: skip
+    return done
+
+
+def _import_lookups(
+    project: Project, judged: list[ImportedJudgement]
+) -> tuple[dict[str, int], dict[str, ScoreConfig], dict[str, int], set[str]]:
+    """What an import links its scores to in project: member ids by username, live configs by
+    name, token ids by name (names only one token has), and the externalIds already used."""
+    members = dict(
+        Membership.objects.filter(project=project).values_list("user__username", "user_id")
+    )
+    configs = {
+        c.name: c for c in ScoreConfig.objects.filter(project=project, archived_at__isnull=True)
+    }
+    named = Counter(ApiToken.objects.filter(project=project).values_list("name", flat=True))
+    tokens = {
+        name: pk
+        for name, pk in ApiToken.objects.filter(project=project).values_list("name", "pk")
+        if named[name] == 1
+    }
+    wanted = {text_of(s.get("externalId")) for j in judged for s in j.scores} - {""}
+    taken = set(
+        Score.objects.filter(project=project, external_id__in=wanted).values_list(
+            "external_id", flat=True
+        )
+    )
+    return members, configs, tokens, taken
+
+
+def _imported_score(
+    project: Project,
+    item: ImportedJudgement,
+    entry: JsonObject,
+    members: dict[str, int],
+    configs: dict[str, ScoreConfig],
+) -> Score:
+    """The unsaved Score an imported entry stands for, on the stored ids."""
+    message = as_str(entry.get("messageId"))
+    run = as_str(entry.get("runId"))
+    value = entry.get("value")
+    name = text_of(entry.get("name")).strip()[:MAX_NAME]
+    created = parse_iso_utc(entry.get("createdAt")) or timezone.now()
+    return Score(
+        project=project,
+        thread_id=item.thread_id,
+        message_id=item.message_ids.get(message) if message else None,
+        run_id=item.run_ids.get(run) if run and not message else None,
+        name=name,
+        config=configs.get(name),
+        value=float(value) if isinstance(value, (int, float)) else None,
+        label=text_of(entry.get("label"))[:MAX_LABEL],
+        comment=text_of(entry.get("comment")),
+        source=text_of(entry.get("source")),
+        author_id=members.get(text_of(entry.get("author"))),
+        external_id=text_of(entry.get("externalId"))[:MAX_EXTERNAL_ID],
+        created_at=created,
+        updated_at=parse_iso_utc(entry.get("updatedAt")) or created,
+    )
+
+
+def _imported_feedback(item: ImportedJudgement, entry: JsonObject, user_id: int) -> Feedback:
+    """The unsaved Feedback an imported entry stands for, on the stored message id."""
+    created = parse_iso_utc(entry.get("createdAt")) or timezone.now()
+    return Feedback(
+        thread_id=item.thread_id,
+        message_id=item.message_ids[text_of(entry.get("messageId"))],
+        user_id=user_id,
+        up=entry.get("up") is True,
+        comment=text_of(entry.get("comment")),
+        created_at=created,
+        updated_at=parse_iso_utc(entry.get("updatedAt")) or created,
+    )

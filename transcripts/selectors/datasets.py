@@ -14,7 +14,16 @@ from typing import Any
 from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 
 from transcripts.ids import ulid_of
-from transcripts.models import Message, Project, Run, RunRating, RunStatus, Thread
+from transcripts.models import (
+    Feedback,
+    Message,
+    Project,
+    Run,
+    RunRating,
+    RunStatus,
+    Score,
+    Thread,
+)
 from transcripts.pagination import Keyset
 from transcripts.selectors.pages import keyset_batches
 from transcripts.selectors.threads import filter_threads, search_threads
@@ -38,6 +47,8 @@ class ThreadFilters:
     agent: str = ""
     branched: bool = False
     rated_only: bool = False
+    scored: str = ""  # only threads with a score of this name (with a value)
+    liked: bool = False  # only threads with a 👍 on an answer
 
 
 def dataset_threads(project: Project, filters: ThreadFilters) -> QuerySet[Thread]:
@@ -66,6 +77,13 @@ def dataset_threads(project: Project, filters: ThreadFilters) -> QuerySet[Thread
         threads = threads.filter(
             Exists(RunRating.objects.filter(thread_id=OuterRef("pk"), preferred=True))
         )
+    if filters.scored:
+        scores = Score.objects.filter(
+            project=project, name=filters.scored, value__isnull=False, thread_id=OuterRef("pk")
+        )
+        threads = threads.filter(Exists(scores))
+    if filters.liked:
+        threads = threads.filter(Exists(Feedback.objects.filter(thread_id=OuterRef("pk"), up=True)))
     return threads
 
 
@@ -113,6 +131,10 @@ class ThreadTree:
     nodes: dict[str, Node] = field(default_factory=dict)
     children: dict[str | None, list[Node]] = field(default_factory=dict)
     runs: dict[str, RunFacts] = field(default_factory=dict)
+    # The values of the scores a dataset reads (one name), by the message or run they judge.
+    scores: dict[str, list[float]] = field(default_factory=dict)
+    # (👍, 👎) counts by answer, when a dataset reads feedback.
+    feedback: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def add(self, node: Node) -> None:
         """Put node in the tree (children kept in id order, which is creation order)."""
@@ -159,14 +181,45 @@ def _runs_of(thread_ids: list[str]) -> dict[str, dict[str, RunFacts]]:
     return result
 
 
-def thread_trees(threads: QuerySet[Thread], *, active_only: bool = False) -> Iterator[ThreadTree]:
-    """Each thread's tree (only its active path with active_only), one batch of threads in
+def _judgement_of(trees: dict[str, ThreadTree], score_name: str, feedback: bool) -> None:
+    """Fill the trees' scores named score_name (when given) and feedback counts (when asked):
+    one query each."""
+    ids = list(trees)
+    if score_name:
+        rows = Score.objects.filter(thread_id__in=ids, name=score_name, value__isnull=False)
+        for thread_id, message_id, run_id, value in rows.values_list(
+            "thread_id", "message_id", "run_id", "value"
+        ):
+            target = ulid_of(message_id or run_id or thread_id)
+            if value is not None:
+                trees[ulid_of(thread_id)].scores.setdefault(target, []).append(value)
+    if feedback:
+        counts = (
+            Feedback.objects.filter(thread_id__in=ids)
+            .values("thread_id", "message_id")
+            .annotate(ups=Count("pk", filter=Q(up=True)), downs=Count("pk", filter=Q(up=False)))
+            .values_list("thread_id", "message_id", "ups", "downs")
+        )
+        for thread_id, message_id, up, down in counts:
+            trees[ulid_of(thread_id)].feedback[ulid_of(message_id)] = (up, down)
+
+
+def thread_trees(
+    threads: QuerySet[Thread],
+    *,
+    active_only: bool = False,
+    score_name: str = "",
+    feedback: bool = False,
+) -> Iterator[ThreadTree]:
+    """Each thread's tree (only its active path with active_only; with the values of the
+    scores named score_name and the feedback counts when asked), one batch of threads in
     memory at a time."""
     for batch in keyset_batches(threads, BY_ID, THREAD_BATCH):
         ids = [t.id for t in batch]
         trees = {t.id: ThreadTree(thread=t) for t in batch}
         for thread_id, runs in _runs_of(ids).items():
             trees[thread_id].runs = runs
+        _judgement_of(trees, score_name, feedback)
         messages = Message.objects.filter(thread_id__in=ids)
         if active_only:
             messages = messages.filter(active=True)

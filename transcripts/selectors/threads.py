@@ -78,7 +78,7 @@ def search_threads(threads: QuerySet[Thread], query: str) -> QuerySet[Thread]:
     if not title:
         return threads.filter(Exists(hits.filter(thread_id=OuterRef("pk"))))
     titled = Thread.objects.filter(title__icontains=title)
-    few = _few(hits.values_list("thread_id").union(titled.values_list("id"), all=True))
+    few = few_ids(hits.values_list("thread_id").union(titled.values_list("id"), all=True))
     if few is not None:
         return threads.filter(pk__in=few)
     # Common words: the planner's choice, as before (a check per thread for the commonest; a
@@ -146,7 +146,7 @@ def filter_threads(
 FEW_MATCHES = 500
 
 
-def _few(matches: QuerySet[Any]) -> set[Any] | None:
+def few_ids(matches: QuerySet[Any]) -> set[Any] | None:
     """The thread ids of matches if there are at most FEW_MATCHES rows (reading at most one
     more), else None. Given as values, the planner knows how few they are."""
     rows = list(matches[: FEW_MATCHES + 1])
@@ -168,7 +168,7 @@ def _agent_or_model(needle: str) -> Q | Exists:
         Q(metadata__agentId__icontains=needle) | Q(metadata__model__icontains=needle)
     )
     agents = Thread.objects.filter(agents__icontains=needle)
-    few = _few(
+    few = few_ids(
         runs.values_list("thread_id").union(
             messages.values_list("thread_id"), agents.values_list("id"), all=True
         )

@@ -13,8 +13,10 @@ from django.utils.safestring import SafeString
 
 from transcripts import selectors
 from transcripts.models import Message, Run, RunRating, RunStatus, Thread
+from transcripts.selectors.score_views import BranchJudgement, branch_judgement
 from transcripts.selectors.trace import carries_timing
 from transcripts.web.presenters.compare_text import SIMILARITY_FLOOR, rendered_text, word_diff
+from transcripts.web.presenters.judgement import ScoreLine, score_lines
 from transcripts.web.presenters.messages import (
     MessageItem,
     PartView,
@@ -131,6 +133,13 @@ class Column:
     mine: RunRating | None = None
     missing: list[str] = field(default_factory=list)
     number: int = 0
+    # Its scores and feedback counts (issue 28): its own run's and messages' only.
+    judgement: BranchJudgement = field(default_factory=BranchJudgement)
+
+    @property
+    def score_lines(self) -> list[ScoreLine]:
+        """The branch's scores in words."""
+        return score_lines(self.judgement.scores)
 
     @property
     def preferred(self) -> list[RunRating]:
@@ -361,6 +370,7 @@ def columns(
     the others (failed, cancelled, open) what their events amount to.
     """
     rows, projections, scores = contents.stored, contents.projections, contents.ratings
+    judged = branch_judgement(thread, runs, rows)
     result: list[Column] = []
     for number, run in enumerate(runs, start=1):
         kind = run.status
@@ -380,6 +390,7 @@ def columns(
         column.number = number
         column.ratings = scores[run.id]
         column.mine = next((r for r in column.ratings if r.user_id == reader_id), None)
+        column.judgement = judged.get(run.id, BranchJudgement())
         if result:
             _compare(column, result[0])
         result.append(column)

@@ -13,7 +13,9 @@ from django.urls import reverse
 from django.utils.html import escape
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.text import slugify
 
+from transcripts.selectors.score_stats import ScoreSeries
 from transcripts.selectors.stats import GROUPS, Bucket, Named, ProjectStats, Usage, Window
 from transcripts.web.presenters.trace import cost_label
 
@@ -559,3 +561,68 @@ def dashboard(stats: ProjectStats) -> Dashboard:
         _busiest_threads(stats),
     ]
     return Dashboard(window_label(stats.window), figures, charts, tops, threads_link(stats.window))
+
+
+# --- score averages (issue 28) ---------------------------------------------------------------
+
+
+def _average_label(value: float) -> str:
+    """An average to two decimals at most."""
+    return f"{round(value, 2):g}"
+
+
+def score_chart(series: ScoreSeries, window: Window) -> Chart:
+    """One config's average per bucket as bars (scaled to the config's maximum, else to the
+    highest average), with its numbers; it links to the thread list showing that score."""
+    starts = window.buckets()
+    points = [series.points.get(start) for start in starts]
+    averages = [p[0] for p in points if p is not None]
+    top = series.high if series.high is not None and series.high > 0 else max(averages, default=0)
+    low = series.low if series.low is not None and series.low < 0 else 0.0
+    columns = [
+        [
+            (
+                (p[0] - low) if p is not None else None,
+                "series-a",
+                f"{bucket_label(start, window.unit, short=False)}: average "
+                f"{_average_label(p[0])} of {count_label(p[1])}"
+                if p is not None
+                else "no score",
+            )
+        ]
+        for start, p in zip(starts, points, strict=True)
+    ]
+    scored = sum(p[1] for p in points if p is not None)
+    mean = sum(p[0] * p[1] for p in points if p is not None) / scored if scored else None
+    chart = Chart(
+        slug=f"score-{slugify(series.name) or 'score'}",
+        title=f"Score: {series.name}",
+        summary=(
+            f"average {_average_label(mean)} of {count_label(scored)} scores"
+            if mean is not None
+            else "no score in this window"
+        ),
+        link=threads_link(window, scoreColumn=series.name, sort="score_asc"),
+        link_label=f"Threads by {series.name}, lowest first",
+        headers=["When", "Average", "Scores"],
+        rows=[
+            [
+                Cell(bucket_label(start, window.unit, short=False)),
+                Cell(_average_label(p[0]) if p is not None else NO_VALUE),
+                Cell(count_label(p[1]) if p is not None else "0"),
+            ]
+            for start, p in zip(starts, points, strict=True)
+        ],
+        rects=grouped_rects(columns, scale=top - low),
+        legend=[Series(f"average {series.name}", "series-a")],
+        top=_average_label(top),
+    )
+    if starts:
+        chart.first = bucket_label(starts[0], window.unit, short=False)
+        chart.last = bucket_label(starts[-1], window.unit, short=False)
+    return chart
+
+
+def score_charts(series: Sequence[ScoreSeries], window: Window) -> list[Chart]:
+    """A chart of averages per bucket for each score config."""
+    return [score_chart(one, window) for one in series]

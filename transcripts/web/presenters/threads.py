@@ -3,7 +3,7 @@ question and the search hit of each thread) and the recent threads listed beside
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -16,6 +16,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from transcripts import selectors
 from transcripts.models import RunStatus, Thread
+from transcripts.selectors.score_filters import ScoreCell
 from transcripts.web.presenters.trace import cost_label, duration_label
 
 PREVIEW_CHARS = 140
@@ -42,6 +43,7 @@ class ThreadRow:
     snippet: SafeString | None = None
     preferred: int = 0  # preferred marks on the thread's runs
     preview: str = ""  # the first user message on the active branch
+    score: ScoreCell | None = None  # the Score column's average, when it has one
 
     @property
     def badges(self) -> list[Badge]:
@@ -97,8 +99,13 @@ def mark_hits(snippet: selectors.Snippet) -> SafeString:
     return mark_safe(f"{before}{marked}{after}")
 
 
-def thread_rows(threads: Sequence[Thread], facts: selectors.ThreadListFacts) -> list[ThreadRow]:
-    """Rows for a page of threads and their facts; a hit opens its branch."""
+def thread_rows(
+    threads: Sequence[Thread],
+    facts: selectors.ThreadListFacts,
+    scores: Mapping[str, ScoreCell] | None = None,
+) -> list[ThreadRow]:
+    """Rows for a page of threads, their facts and their Score column's averages; a hit opens
+    its branch."""
     rows = []
     for thread in threads:
         url = reverse("conversation", args=[thread.id])
@@ -113,6 +120,7 @@ def thread_rows(threads: Sequence[Thread], facts: selectors.ThreadListFacts) -> 
                 snippet,
                 facts.preferred.get(thread.id, 0),
                 facts.previews.get(thread.id, ""),
+                (scores or {}).get(thread.id),
             )
         )
     return rows
@@ -153,11 +161,23 @@ def _with(params: QueryDict, key: str, value: str) -> str:
     return f"{reverse('thread_list')}?{changed.urlencode()}"
 
 
-def sort_headers(params: QueryDict, current: str) -> list[SortHeader]:
+# The Score column (shown when the list has a score to show), before "Updated".
+SCORE_COLUMN: Sorts = (("score", "highest first"), ("score_asc", "lowest first"))
+
+
+def columns(score: str) -> tuple[tuple[str, str, Sorts], ...]:
+    """The list's columns, with the Score column of score when there is one."""
+    if not score:
+        return COLUMNS
+    return (*COLUMNS[:-1], (f"Score: {score}", "col-num col-score", SCORE_COLUMN), COLUMNS[-1])
+
+
+def sort_headers(params: QueryDict, current: str, score: str = "") -> list[SortHeader]:
     """The column headers for the list sorted by current (params: the list's query, no
-    cursor): each sortable one links to its first sort, or to the next when it is current."""
+    cursor), with a Score column when score names one: each sortable one links to its first
+    sort, or to the next when it is current."""
     headers = []
-    for label, css, sorts in COLUMNS:
+    for label, css, sorts in columns(score):
         names = [name for name, _ in sorts]
         if not names:
             headers.append(SortHeader(label, css))

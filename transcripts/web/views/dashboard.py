@@ -11,10 +11,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from transcripts.errors import InvalidInput
+from transcripts.selectors.score_stats import score_averages
 from transcripts.selectors.stats import Window, parse_window, project_stats
 from transcripts.web.access import get_project_for_user, login_required
 from transcripts.web.http import HtmxHttpRequest
-from transcripts.web.presenters.dashboard import dashboard
+from transcripts.web.presenters.dashboard import dashboard, score_charts
 
 TEMPLATE = "transcripts/dashboard.html"
 # The windows offered, ending now; "custom" reads the from and to dates.
@@ -61,4 +62,6 @@ def dashboard_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     else:
         stats = project_stats(project.pk, window, include_hidden=access.sees_hidden)
         context["board"] = dashboard(stats)
+        averages = score_averages(project.pk, window, include_hidden=access.sees_hidden)
+        context["score_charts"] = score_charts(averages, window)
     return render(request, TEMPLATE, context, status=status)

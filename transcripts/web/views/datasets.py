@@ -11,7 +11,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from transcripts import datasets
-from transcripts.datasets.query import BRANCHES, DATED, PREFERENCES
+from transcripts.datasets.query import BRANCHES, DATED, PAIRS_FROM, PREFERENCES
 from transcripts.errors import InvalidInput
 from transcripts.web.access import get_project_for_user, login_required
 from transcripts.web.http import HtmxHttpRequest
@@ -20,7 +20,10 @@ from transcripts.web.presenters.datasets import preview_table
 TEMPLATE = "transcripts/datasets.html"
 PREVIEW_ROWS = 5
 # The query string names the page shares with the API endpoint.
-FILTERS = ("format", "since", "until", "dated", "model", "agent", "rated", "q", "branches")
+FILTERS = (
+    "format", "since", "until", "dated", "model", "agent", "rated", "q", "branches",
+    "minScore", "feedback", "from", "name",
+)  # fmt: skip
 
 
 def _download_url(slug: str, query: datasets.DatasetQuery, values: dict[str, str]) -> str:
@@ -43,6 +46,7 @@ def datasets_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "formats": datasets.FORMATS,
         "dated_choices": DATED,
         "branch_choices": BRANCHES,
+        "pairs_from_choices": PAIRS_FROM,
     }
     status = 200
     try:

@@ -14,9 +14,11 @@ from transcripts import selectors
 from transcripts.models import Run, RunStatus
 from transcripts.selectors.live import committed_leaf
 from transcripts.selectors.run_page import events_carry_timing, run_place, run_projection
+from transcripts.selectors.score_views import run_scores
 from transcripts.selectors.trace import run_trace
 from transcripts.web.access import get_run_for_user, login_required
 from transcripts.web.http import HtmxHttpRequest, render_live_block, to_conversation
+from transcripts.web.presenters.judgement import score_lines
 from transcripts.web.presenters.runs import (
     CONTINUED,
     NO_TIMING,
@@ -76,6 +78,8 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
         stream_url=f"/api/v1/runs/{run.id}/stream",
         usage_rows=[row for row in usage_rows(run.usage) if row[0] not in shown],
     )
+    if part != "#live":
+        context["score_lines"] = score_lines(run_scores(run))
     return render(request, TEMPLATE + part, context)
 
 

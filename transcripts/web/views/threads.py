@@ -5,11 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from transcripts import selectors
+from transcripts.errors import InvalidInput
+from transcripts.models import ScoreDataType, Thread
+from transcripts.pagination import Keyset, Position, decode_position, ulid
 from transcripts.permissions import Access, project_access
 from transcripts.selectors.live import only_thread
 from transcripts.selectors.organise import (
@@ -18,6 +22,17 @@ from transcripts.selectors.organise import (
     split_archived,
     tag_vocabulary,
 )
+from transcripts.selectors.score_filters import (
+    SCORE_SORTS,
+    Judged,
+    column_score,
+    judged_threads,
+    score_cells,
+    score_cursor_value,
+    score_sorted,
+    split_judged,
+)
+from transcripts.selectors.scores import score_configs
 from transcripts.web.access import current_project, login_required, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.threads import (
@@ -85,8 +100,11 @@ class ThreadFilters(forms.Form):
             ("cost_asc", "Lowest cost"),
             ("duration", "Slowest last run"),
             ("duration_asc", "Fastest last run"),
+            ("score", "Highest score"),
+            ("score_asc", "Lowest score"),
         ],
     )
+    scoreColumn = forms.CharField(required=False, max_length=100, label="Score column")
 
 
 _ARCHIVED: dict[str, bool | None] = {"": False, "yes": True, "any": None}
@@ -100,6 +118,35 @@ def organise_context(access: Access, pins: list[str], project_id: int) -> dict[s
         "can_delete": access.can_administer,
         "tag_vocabulary": tag_vocabulary(project_id),
     }
+
+
+def _position(cursor: str, keyset: Keyset) -> Position | None:
+    """Where a "load more" cursor of this sort continues, or None when it is not one of its."""
+    if keyset.key in (k.key for k in SCORE_SORTS.values()):
+        return decode_position(cursor, score_cursor_value, ulid)
+    return selectors.sort_position(cursor, keyset)
+
+
+def _judged(
+    threads: QuerySet[Thread], project_id: int, judged: Judged, score: tuple[str, str]
+) -> QuerySet[Thread]:
+    """threads narrowed by the search's judgement words and, for a score sort, annotated
+    with the score (name, sort) they are sorted by."""
+    threads = judged_threads(threads, project_id, judged)
+    name, sort = score
+    return score_sorted(threads, name, sort) if sort in SCORE_SORTS else threads
+
+
+def _score_names(project_id: int, column: str) -> list[str]:
+    """The names the Score column offers: the live numeric and boolean configs' (a categorical
+    score has no average), and the one shown."""
+    averaged = (ScoreDataType.NUMERIC, ScoreDataType.BOOLEAN)
+    names = [
+        c.name
+        for c in score_configs(project_id)
+        if c.archived_at is None and c.data_type in averaged
+    ]
+    return names if not column or column in names else [*names, column]
 
 
 def _density(request: HtmxHttpRequest) -> tuple[str, bool]:
@@ -147,27 +194,41 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _invalid_filters(request, form, bad_cursor=False)
     filters: dict[str, Any] = form.cleaned_data
-    query, asked, said = split_archived(filters.get("q") or "")
+    try:
+        query, judged = split_judged(filters.get("q") or "")
+    except InvalidInput as refusal:
+        form.add_error("q", str(refusal))
+        return _invalid_filters(request, form, bad_cursor=False)
+    query, asked, said = split_archived(query)
     archived = asked if said else _ARCHIVED[filters.get("archived") or ""]
     sort = filters.get("sort") or "recent"
-    keyset = selectors.THREAD_SORTS[sort]
+    column = column_score(project.pk, (filters.get("scoreColumn") or "").strip())
+    if sort in SCORE_SORTS and not column:
+        form.add_error("sort", "no score to sort by: choose a score column first")
+        return _invalid_filters(request, form, bad_cursor=False)
+    keyset = selectors.THREAD_SORTS.get(sort) or SCORE_SORTS[sort]
     cursor = request.GET.get("cursor", "")
-    position = selectors.sort_position(cursor, keyset) if cursor else None
+    position = _position(cursor, keyset) if cursor else None
     if cursor and position is None:
         return _invalid_filters(request, form, bad_cursor=True)
     visible, access = threads_for_user(request, project)
     status = filters.get("status") or ""
-    threads = selectors.filter_threads(
-        selectors.search_threads(visible, query),
-        status=status,
-        has_branches=bool(filters.get("branches")),
-        has_failed_runs=bool(filters.get("failed")),
-        flagged=bool(filters.get("flagged")),
-        since=filters.get("since"),
-        until=filters.get("until"),
-        agent_or_model=filters.get("who") or "",
-        archived=archived,
-        tag=" ".join((filters.get("tag") or "").split()),
+    threads = _judged(
+        selectors.filter_threads(
+            selectors.search_threads(visible, query),
+            status=status,
+            has_branches=bool(filters.get("branches")),
+            has_failed_runs=bool(filters.get("failed")),
+            flagged=bool(filters.get("flagged")),
+            since=filters.get("since"),
+            until=filters.get("until"),
+            agent_or_model=filters.get("who") or "",
+            archived=archived,
+            tag=" ".join((filters.get("tag") or "").split()),
+        ),
+        project.pk,
+        judged,
+        (column, sort),
     )
     only = request.GET.get("only", "")  # the one row a live list asks for, if it passes
     pins = pinned_ids(request.user, project.pk)
@@ -202,14 +263,19 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "project": project,
-        "rows": thread_rows(shown, selectors.thread_list_facts(ids, query, PREVIEW_CHARS)),
+        "rows": thread_rows(
+            shown, selectors.thread_list_facts(ids, query, PREVIEW_CHARS), score_cells(ids, column)
+        ),
         "next_query": next_query,
         "query": query,
-        "filtered": any(v for k, v in filters.items() if k != "sort"),
+        "filtered": bool(judged)
+        or any(v for k, v in filters.items() if k not in ("sort", "scoreColumn")),
+        "score_column": column,
+        "score_names": _score_names(project.pk, column),
         "can_start_thread": access.can_edit,
         **organise_context(access, pins, project.pk),
         "list_url": list_url,
-        "headers": sort_headers(params, sort),
+        "headers": sort_headers(params, sort, column),
         "density": density,
         "densities": density_links(params, density),
     }
