@@ -47,6 +47,7 @@ from transcripts.ledger.import_plan import (
     projected_message,
     statuses,
 )
+from transcripts.ledger.organise import add_metadata_tags
 from transcripts.ledger.storable import check_object, check_storable
 from transcripts.ledger.threads import MAX_TITLE
 from transcripts.models import Project, Run, RunOrigin, RunStatus, Thread
@@ -126,6 +127,7 @@ class TreeWriter:
         if self._threads:
             # Foreign keys are checked at commit: a thread may name its head before it exists.
             Thread.objects.bulk_create(self._threads, batch_size=500)
+            add_metadata_tags(self.project.pk, *(thread.metadata for thread in self._threads))
             Run.objects.bulk_create(self._runs, batch_size=500)
             pg = connection.connection
             assert pg is not None  # bulk_create connected
