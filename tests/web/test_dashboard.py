@@ -12,7 +12,8 @@ from tests.api.conftest import ApiClient
 from tests.base import Team
 from tests.factories import make_run, make_thread
 from transcripts.ledger import fail_run
-from transcripts.models import Project, Run, Thread
+from transcripts.ledger.projects import choose_project, set_member
+from transcripts.models import Profile, Project, Run, Thread
 from transcripts.selectors.stats import Window, make_window, project_stats
 
 pytestmark = pytest.mark.django_db
@@ -283,7 +284,7 @@ def test_the_page_shows_the_apis_numbers(team: Team, known: Project) -> None:
     latency = figures["latency"]
     assert f"{latency['p50']:.1f} s / {latency['p95']:.1f} s" in html  # latency p50 / p95
     assert ">Busy</a>" in html and "Secret" not in html
-    assert "?since=2026-03-02&amp;until=2026-03-02&amp;failed=on" in html
+    assert "?project=alpha&amp;since=2026-03-02&amp;until=2026-03-02&amp;failed=on" in html
     assert "who=gpt-4o" in html
     project_page = team.client(team.viewer).get("/p/alpha/").content.decode()
     assert 'href="/p/alpha/dashboard/"' in project_page
@@ -345,3 +346,40 @@ def test_a_long_window_is_drawn_by_the_week(known: Project) -> None:
     assert stats.buckets[0].start <= window.start < stats.buckets[1].start
     weeks = {b.start: b.runs for b in stats.buckets}
     assert weeks[DAY1] == 4 and weeks[DAY1 - timedelta(days=14)] == 1
+
+
+# --- links name their project --------------------------------------------------------------
+
+
+def current_slug(user: Any) -> str | None:
+    """The slug of the project the user's thread list shows (None: none remembered)."""
+    profile = Profile.objects.filter(user=user).select_related("current_project").first()
+    return profile.current_project.slug if profile and profile.current_project else None
+
+
+def test_a_dashboard_link_opens_the_dashboards_project(team: Team, known: Project) -> None:
+    set_member(project=team.beta, user=team.viewer, role="viewer")
+    choose_project(user=team.viewer, project=team.beta)
+    client = team.client(team.viewer)
+    assert "Busy" not in client.get("/").content.decode()  # the list shows beta
+    html = client.get("/p/alpha/dashboard/", CUSTOM).content.decode()
+    link = "/?project=alpha&since=2026-03-02&until=2026-03-02&failed=on"
+    assert link.replace("&", "&amp;") in html
+
+    answer = client.get(link)
+
+    assert answer.status_code == 303
+    assert answer["Location"] == "/?since=2026-03-02&until=2026-03-02&failed=on"
+    assert current_slug(team.viewer) == "alpha"
+    assert client.get(answer["Location"]).status_code == 200
+    assert "Busy" in client.get("/").content.decode()  # the list shows alpha now
+
+
+@pytest.mark.parametrize("slug", ["alpha", "nope", "", "al\x00pha", "x" * 300])
+def test_a_list_of_a_project_the_user_cannot_read_is_404(team: Team, slug: str) -> None:
+    choose_project(user=team.outsider, project=team.beta)
+
+    answer = team.client(team.outsider).get("/", {"project": slug, "who": "x"})
+
+    assert answer.status_code == 404
+    assert current_slug(team.outsider) == "beta"
