@@ -22,7 +22,14 @@ from transcripts import interchange, ledger
 from transcripts.ledger.deletion import delete_threads
 from transcripts.ledger.moderation import hide_thread, unhide_thread
 from transcripts.models import Run, Thread
-from transcripts.selectors.stats import GROUPS, ProjectStats, Window, make_window, project_stats
+from transcripts.selectors.stats import (
+    GROUPS,
+    ProjectStats,
+    Window,
+    make_window,
+    project_stats,
+    sources,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -183,3 +190,28 @@ def test_the_histogram_buckets_match_the_selectors_reading() -> None:
             )
             (index,) = cursor.fetchone()
             assert abs(bucket_seconds(index) - seconds) <= BOUND * seconds + 0.001, seconds
+
+
+def test_a_window_reads_whole_days_and_hours_from_the_rollup_and_its_edges_from_the_runs() -> None:
+    start, end = (
+        BASE + timedelta(hours=10, minutes=30),
+        BASE + timedelta(days=2, hours=14, minutes=15),
+    )
+
+    by_day = sources(make_window(start, end), days=True)
+    by_hour = sources(make_window(start, end), days=False)
+
+    hour, day = timedelta(hours=1), timedelta(days=1)
+    assert by_day.days == [(BASE + day, BASE + 2 * day)]
+    assert by_day.hours == [
+        (BASE + 11 * hour, BASE + day),
+        (BASE + 2 * day, BASE + 2 * day + 14 * hour),
+    ]
+    assert by_day.runs == [(start, BASE + 11 * hour), (BASE + 2 * day + 14 * hour, end)]
+    assert by_hour.days == [] and by_hour.hours == [(BASE + 11 * hour, BASE + 2 * day + 14 * hour)]
+    inside = sources(make_window(start, start + timedelta(minutes=20)), days=True)
+    assert (inside.days, inside.hours, inside.runs) == (
+        [],
+        [],
+        [(start, start + timedelta(minutes=20))],
+    )

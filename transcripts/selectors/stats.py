@@ -224,12 +224,11 @@ class ProjectStats:
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# The histograms' buckets (as migration 0020 counts them): 0 holds what took under 1 ms,
-# bucket i >= 1 [2^((i-1)/8), 2^(i/8)) ms, the last one everything longer. A percentile is read
-# at the geometric middle of its bucket(s), so it is within 2^(1/16) - 1 (4.4%) of the exact
-# one from 1 ms up to the last bucket (40 days), and within 1 ms below.
+# The histograms' 256 buckets (as migration 0020 counts them): 0 holds what took under 1 ms,
+# bucket i >= 1 [2^((i-1)/8), 2^(i/8)) ms, the last one (255) everything longer. A percentile
+# is read at the geometric middle of its bucket(s), so it is within 2^(1/16) - 1 (4.4%) of the
+# exact one from 1 ms up to the last bucket (40 days), and within 1 ms below.
 PER_OCTAVE = 8
-HISTOGRAM_BUCKETS = 256
 
 Span = tuple[datetime, datetime]
 
