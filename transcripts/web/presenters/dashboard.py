@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cache
+from urllib.parse import urlencode
 
 from django.urls import reverse
 from django.utils.html import escape
-from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
 
 from transcripts.selectors.stats import GROUPS, Bucket, Named, ProjectStats, Usage, Window
@@ -187,6 +188,12 @@ def bucket_label(start: datetime, unit: str, *, short: bool) -> str:
 # --- links ---------------------------------------------------------------------------------
 
 
+@cache
+def _thread_list() -> str:
+    """The thread list's path (reversed once: a year's tables link hundreds of cells)."""
+    return reverse("thread_list")
+
+
 def threads_link(project: str, window: Window, **filters: str) -> str:
     """The thread list of the project (its slug) with threads active in the window's days,
     narrowed by filters."""
@@ -196,7 +203,7 @@ def threads_link(project: str, window: Window, **filters: str) -> str:
         "since": window.start.date().isoformat(),
         "until": last.date().isoformat(),
     }
-    return f"{reverse('thread_list')}?{urlencode({**params, **filters})}"
+    return f"{_thread_list()}?{urlencode({**params, **filters})}"
 
 
 def _bucket_window(bucket: Bucket, window: Window) -> Window:
