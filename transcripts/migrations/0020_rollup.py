@@ -99,6 +99,8 @@ CREATE TABLE transcripts_threadday (
     PRIMARY KEY (thread_id, day)
 );
 CREATE INDEX transcripts_threadday_project_day ON transcripts_threadday (project_id, day);
+-- The busiest threads of a long window: candidates by run count (selectors/stats.py).
+CREATE INDEX thread_run_count_idx ON transcripts_thread (project_id, run_count, id);
 """
 
 # Adds the runs of `delta` (columns: sign, project_id, hidden and the run's thread_id, status,
@@ -287,6 +289,7 @@ DROP FUNCTION transcripts_rollup_runs_added(), transcripts_rollup_runs_removed()
     transcripts_rollup_threads_removed(), transcripts_rollup_thread_moved(),
     transcripts_rollup_truncated();
 DROP TABLE transcripts_runrollup, transcripts_threadday;
+DROP INDEX thread_run_count_idx;
 DROP AGGREGATE transcripts_hist(integer, integer);
 DROP FUNCTION transcripts_hist_add(integer[], integer[]),
     transcripts_hist_step(integer[], integer, integer),

@@ -19,6 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 
 from transcripts.errors import InvalidInput
 from transcripts.ids import ulid_of
@@ -350,6 +351,28 @@ _BUSY = f"""WITH busy AS (
 SELECT b.thread_id::text, t.title, b.runs, b.failed
 FROM busy b JOIN transcripts_thread t ON t.id = b.thread_id"""
 
+# The same ranking for long windows, pruned: threads taken by their run count (all time, on
+# the thread row: an upper bound of their runs in any window), most first, a batch at a time
+# below a (run count, id) bound, with their runs in the window; the ranking is settled once the
+# tenth best beats the bound (see _busiest).
+_CANDIDATES = """SELECT t.id::text, t.title, t.run_count, w.runs, w.failed
+FROM transcripts_thread t CROSS JOIN LATERAL (
+    SELECT coalesce(sum(x.runs), 0) AS runs, coalesce(sum(x.failed), 0) AS failed
+    FROM (SELECT d.runs, d.failed FROM transcripts_threadday d
+          WHERE d.thread_id = t.id AND {days}
+          UNION ALL
+          SELECT 1, (r.status = 'failed')::int FROM transcripts_run r
+          WHERE r.thread_id = t.id AND {runs}) x) w
+WHERE t.project_id = %(project)s AND (%(hidden)s OR NOT t.hidden)
+    AND (t.run_count, t.id) < (%(below_runs)s, %(below_id)s::uuid)
+ORDER BY t.run_count DESC, t.id DESC LIMIT %(batch)s"""
+# Windows longer than this rank pruned; at most this many batches of candidates before the
+# plain ranking (every thread active in the window) settles it.
+PRUNED_AFTER = timedelta(days=7)
+BATCH = 200
+BATCHES = 10
+_ABOVE_ALL = (2**62, "ffffffff-ffff-ffff-ffff-ffffffffffff")
+
 # An agent is named on the messages it wrote (metadata.agentId, a partial index of the few
 # messages that carry one): a run counts once per agent.
 _AGENTS = f"""SELECT a.agent, a.model, count(*), count(*) FILTER (WHERE a.status = 'failed'),
@@ -463,11 +486,7 @@ def project_stats(project_id: int, window: Window, *, include_hidden: bool) -> P
         cursor.execute(_HISTOGRAMS.format(**spans), params)
         for row in cursor.fetchall():
             tally.add_histogram(row)
-        cursor.execute(_BUSY.format(**busy), params)
-        threads = [
-            BusyThread(ulid_of(str(i)), str(title), _number(runs), _number(failed))
-            for i, title, runs, failed in cursor.fetchall()
-        ]
+        threads = _busiest(cursor, window, busy, params)
         cursor.execute(_AGENTS, params)
         agents = _agents(cursor.fetchall())
     for bucket in tally.buckets.values():
@@ -480,8 +499,43 @@ def project_stats(project_id: int, window: Window, *, include_hidden: bool) -> P
         buckets=list(tally.buckets.values()),
         models=_top(tally.models),
         agents=agents,
-        threads=sorted(threads, key=lambda t: (t.runs, t.id), reverse=True),
+        threads=threads,
     )
+
+
+_Ranked = tuple[int, str, str, int]  # runs in the window, thread id (uuid text), title, failed
+
+
+def _busiest(
+    cursor: CursorWrapper, window: Window, spans: dict[str, str], params: _Params
+) -> list[BusyThread]:
+    """The TOP threads with the most runs in the window (then the newest id). A long window
+    takes candidates by their run count (a bound of their runs in the window) until no thread
+    left can enter the ranking; if that takes more than BATCHES batches, the plain ranking."""
+    ranked: list[_Ranked] = []
+    below = _ABOVE_ALL
+    if window.end - window.start > PRUNED_AFTER:
+        for _ in range(BATCHES):
+            cursor.execute(
+                _CANDIDATES.format(**spans),
+                {**params, "below_runs": below[0], "below_id": below[1], "batch": BATCH},
+            )
+            rows = cursor.fetchall()
+            found = [(_number(r), str(i), str(t), _number(f)) for i, t, _, r, f in rows if r]
+            ranked = sorted(ranked + found, reverse=True)[:TOP]
+            if len(rows) < BATCH:
+                return _busy_threads(ranked)
+            below = (_number(rows[-1][2]), str(rows[-1][0]))
+            if len(ranked) == TOP and below <= ranked[-1][:2]:
+                return _busy_threads(ranked)
+    cursor.execute(_BUSY.format(**spans), params)
+    ranked = [(_number(r), str(i), str(t), _number(f)) for i, t, r, f in cursor.fetchall()]
+    return _busy_threads(sorted(ranked, reverse=True))
+
+
+def _busy_threads(ranked: list[_Ranked]) -> list[BusyThread]:
+    """The ranked threads as the dashboard names them."""
+    return [BusyThread(ulid_of(i), title, runs, failed) for runs, i, title, failed in ranked]
 
 
 def _top(usages: dict[str, Usage]) -> list[Named]:
