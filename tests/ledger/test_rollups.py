@@ -223,3 +223,26 @@ def test_a_window_reads_whole_days_and_hours_from_the_rollup_and_its_edges_from_
         [],
         [(start, start + timedelta(minutes=20))],
     )
+
+
+@pytest.mark.parametrize("batches", [10, 1])
+def test_a_long_windows_busiest_threads_are_ranked_from_the_fewest_candidates(
+    team: Team, monkeypatch: pytest.MonkeyPatch, batches: int
+) -> None:
+    """Candidates by run count, one a batch: the ranking ends once no thread left can enter
+    it (10 batches), or falls back to ranking every thread (1 batch)."""
+    monkeypatch.setattr(stats_module, "TOP", 2)
+    monkeypatch.setattr(stats_module, "BATCH", 1)
+    monkeypatch.setattr(stats_module, "BATCHES", batches)
+    threads = [make_thread(name, project=team.alpha) for name in "ABCDE"]
+    for thread, runs in zip(threads, (5, 4, 3, 2, 1), strict=True):
+        for _ in range(runs):
+            make_run(thread, ("text-delta", {"delta": "ok"}))
+    Run.objects.filter(thread_id=threads[0].id).update(created_at=BASE - timedelta(days=60))
+    now = Run.objects.filter(thread_id=threads[1].id).first()
+    assert now is not None
+    window = make_window(now.created_at - timedelta(days=20), now.created_at + timedelta(days=1))
+
+    stats = project_stats(team.alpha.pk, window, include_hidden=False)
+
+    assert [(t.title, t.runs) for t in stats.threads] == [("B", 4), ("C", 3)]
