@@ -7,7 +7,8 @@ threads left out for a reader who may not see them. Counts, tokens and cost come
 0020's rollups (whole days and hours) and the runs of the window's partial edge hours: exact,
 and O(hours in the window) rows. Percentiles come from the rollups' log-scale histograms:
 within 4.4% of the exact value (1 ms below 1 ms). The busiest threads read the thread-day
-rollup; the agents, the few messages that name one (migration 0016's partial index).
+rollup (a window over 7 days takes candidates by their run count first, _busiest); the agents,
+the few messages that name one (migration 0016's partial index).
 """
 
 from __future__ import annotations
