@@ -60,5 +60,5 @@ def dashboard_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         status = 422
     else:
         stats = project_stats(project.pk, window, include_hidden=access.sees_hidden)
-        context["board"] = dashboard(stats)
+        context["board"] = dashboard(stats, project.slug)
     return render(request, TEMPLATE, context, status=status)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from transcripts import selectors
+from transcripts.ledger.projects import choose_project
 from transcripts.permissions import Access, project_access
 from transcripts.selectors.live import only_thread
 from transcripts.selectors.organise import (
@@ -18,7 +21,12 @@ from transcripts.selectors.organise import (
     split_archived,
     tag_vocabulary,
 )
-from transcripts.web.access import current_project, login_required, threads_for_user
+from transcripts.web.access import (
+    current_project,
+    get_project_for_user,
+    login_required,
+    threads_for_user,
+)
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.threads import (
     PREVIEW_CHARS,
@@ -30,6 +38,7 @@ from transcripts.web.presenters.threads import (
 TEMPLATE = "transcripts/threads.html"
 NO_PROJECT = "transcripts/no_project.html"
 THREADS_PER_PAGE = 25
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,100}")
 
 # The compact/detailed toggle, remembered per browser for a year.
 DENSITY_COOKIE = "thread_density"
@@ -135,11 +144,31 @@ def _invalid_filters(
     return render(request, template, context, status=400)
 
 
+def _switch(request: HtmxHttpRequest) -> HttpResponse:
+    """The list asked for with ?project=<slug> (the dashboard's links name their project): that
+    project becomes the member's current one and the answer is a 303 to the same list without
+    the parameter; no such project, or one the user is not a member of, is a 404."""
+    slug = request.GET.get("project", "")
+    if not SLUG.fullmatch(slug):
+        raise Http404("no such project")
+    project, _ = get_project_for_user(request, slug)
+    current = current_project(request)
+    if current is None or current.pk != project.pk:
+        choose_project(user=request.user, project=project)
+    rest = request.GET.copy()
+    rest.pop("project")
+    query = rest.urlencode()
+    return HttpResponseRedirect(reverse("thread_list") + (f"?{query}" if query else ""), status=303)
+
+
 @login_required
 @require_GET
 def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     """The current project's threads the reader may see: search, filters, sort and cursor
-    pagination. Someone in no project is told so (not a 404: nothing is hidden from them)."""
+    pagination. Someone in no project is told so (not a 404: nothing is hidden from them).
+    ?project=<slug> switches to that project first (_switch)."""
+    if "project" in request.GET:
+        return _switch(request)
     project = current_project(request)
     if project is None:
         return render(request, NO_PROJECT)
