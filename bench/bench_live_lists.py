@@ -27,46 +27,25 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _setup import setup_django
 from bench_api import _free_port, _percentile, start_server, stop_server
-from bench_streams import _backends, _raise_open_files
+from bench_streams import Sse, _backends, _raise_open_files, follow_sse
 
 
 @dataclass
-class ListStream:
-    """One raw project stream: its status and when each thread's event arrived."""
+class ListStream(Sse):
+    """A project stream: when each thread's event arrived."""
 
-    status: int = 0
-    listening: asyncio.Event = field(default_factory=asyncio.Event)
     arrivals: dict[str, float] = field(default_factory=dict)
-    writer: asyncio.StreamWriter | None = None
 
 
 async def _follow(port: int, path: str, cookie: str, stream: ListStream) -> None:
     """Open the stream and note when the event of each thread arrives."""
-    try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    except OSError:
-        stream.listening.set()
-        return
-    stream.writer = writer
-    writer.write(
-        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie}\r\n"
-        "Accept: text/event-stream\r\n\r\n".encode()
-    )
-    try:
-        status_line = await reader.readline()
-        stream.status = int(status_line.split()[1]) if status_line else 0
-        if stream.status != 200:
-            return
-        async for line in reader:
-            if line.startswith(b"retry:"):
-                stream.listening.set()
-            elif line.startswith(b'data: {"kind": "thread"'):
-                thread = line.split(b'"thread": "')[1][:26].decode()
-                stream.arrivals[thread] = time.perf_counter()
-    except (OSError, ValueError, IndexError):
-        pass
-    finally:
-        stream.listening.set()
+
+    def on_line(line: bytes) -> None:
+        if line.startswith(b'data: {"kind": "thread"'):
+            thread = line.split(b'"thread": "')[1][:26].decode()
+            stream.arrivals[thread] = time.perf_counter()
+
+    await follow_sse(port, path, f"Cookie: {cookie}", stream, on_line)
 
 
 def _member_cookie() -> tuple[str, str]:

@@ -19,6 +19,7 @@ import resource
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,17 +49,26 @@ class Tally:
 
 
 @dataclass
-class Stream:
-    """One raw SSE connection: its status and when each seq arrived."""
+class Sse:
+    """One raw SSE connection: its status, set once it listens (or failed), and its socket."""
 
     status: int = 0
     listening: asyncio.Event = field(default_factory=asyncio.Event)
-    arrivals: dict[int, float] = field(default_factory=dict)
     writer: asyncio.StreamWriter | None = None
 
 
-async def _follow(port: int, path: str, token: str, stream: Stream, tally: Tally) -> None:
-    """Open the stream and record the seq of each event frame as it arrives."""
+@dataclass
+class Stream(Sse):
+    """A run's stream: when each seq arrived."""
+
+    arrivals: dict[int, float] = field(default_factory=dict)
+
+
+async def follow_sse(
+    port: int, path: str, header: str, stream: Sse, on_line: Callable[[bytes], None]
+) -> None:
+    """GET path with one more header line; every line after the status goes to on_line (the
+    retry hint marks the stream listening)."""
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
     except OSError:
@@ -66,7 +76,7 @@ async def _follow(port: int, path: str, token: str, stream: Stream, tally: Tally
         return
     stream.writer = writer
     writer.write(
-        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{header}\r\n"
         "Accept: text/event-stream\r\n\r\n".encode()
     )
     try:
@@ -77,14 +87,24 @@ async def _follow(port: int, path: str, token: str, stream: Stream, tally: Tally
         async for line in reader:
             if line.startswith(b"retry:"):
                 stream.listening.set()
-            elif line.startswith(b"id: "):
-                seq = int(line[4:])
-                stream.arrivals[seq] = time.perf_counter()
-                tally.arrived(seq)
+            else:
+                on_line(line)
     except (OSError, ValueError, IndexError):
         pass
     finally:
         stream.listening.set()
+
+
+async def _follow(port: int, path: str, token: str, stream: Stream, tally: Tally) -> None:
+    """Open the stream and record the seq of each event frame as it arrives."""
+
+    def on_line(line: bytes) -> None:
+        if line.startswith(b"id: "):
+            seq = int(line[4:])
+            stream.arrivals[seq] = time.perf_counter()
+            tally.arrived(seq)
+
+    await follow_sse(port, path, f"Authorization: Bearer {token}", stream, on_line)
 
 
 def _new_run(title: str) -> str:

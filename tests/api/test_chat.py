@@ -252,6 +252,29 @@ def test_the_body_may_choose_the_model_and_later_turns_repeat_it(api):
     )
 
 
+def test_a_thread_whose_last_generator_can_no_longer_run_goes_on_with_the_demo(api, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    send(api, "chat-10", [user("u1", "Hi")])
+    first = answered("chat-10")
+    # Its answer came from OpenAI while the server had a key; the key is gone now.
+    Run.objects.filter(pk=first.pk).update(generator="openai", model="gpt-4o-mini")
+    history = [user("u1", "Hi"), assistant(first.messages.first().id), user("u2", "And?")]
+
+    response = send(api, "chat-10", history)
+
+    assert response.status_code == 200, response.content
+    queued = Run.objects.get(thread=chat_thread("chat-10"), status=RunStatus.QUEUED)
+    assert (queued.generator, queued.model) == ("demo", "demo-1")  # the demo's own model
+
+
+def test_a_generator_the_body_names_that_cannot_run_is_refused(api, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    response = send(api, "chat-11", [user("u1", "Hi")], generator="openai")
+    assert response.status_code == 422
+    assert "OPENAI_API_KEY" in str(error_of(response))
+    assert not Thread.objects.filter(external_id="chat-11").exists()
+
+
 # --- stop, resume, messages -------------------------------------------------------------------
 
 

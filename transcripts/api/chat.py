@@ -50,7 +50,7 @@ from transcripts.formats.ai_sdk.chat_history import (
 from transcripts.formats.ai_sdk.chat_stream import CONTENT_TYPE, HEADERS
 from transcripts.formats.ai_sdk.messages import export_ai_sdk
 from transcripts.generation import start
-from transcripts.generation.generators import CHOICES
+from transcripts.generation.generators import CHOICES, unavailable_reason
 from transcripts.generation.start import TITLE_FROM_TEXT
 from transcripts.ledger.threads import MAX_EXTERNAL_ID, thread_for_external_id
 from transcripts.models import Message, Project, Run, Thread
@@ -135,9 +135,12 @@ def _chat_thread(request: HttpRequest, chat_id: str, *, needs: list[str]) -> Thr
 
 def _options(payload: ChatIn, thread: Thread | None) -> ChatOptions:
     """Generator, model and parameters: the body's, else what the thread used last (as the
-    one-click buttons repeat), else the demo generator."""
+    one-click buttons repeat) while it can still run here, else the demo generator. A generator
+    the body names and cannot run is refused (422) by start_generation."""
     last = selectors.last_choice(thread, among=CHOICES) if thread is not None else {}
     generator = payload.generator or last.get("generator") or "demo"
+    if not payload.generator and unavailable_reason(generator):
+        generator = "demo"  # e.g. the thread's last answer came from OpenAI, now without a key
     same = generator == last.get("generator")
     model = payload.model or (last.get("model", "") if same else "")
     if payload.parameters is not None:

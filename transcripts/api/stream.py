@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Hashable
+from collections.abc import AsyncGenerator, Callable, Coroutine, Hashable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -35,7 +35,7 @@ import psycopg
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponseBase
 from ninja.errors import HttpError
 
 from transcripts.api.access import run_id_for_caller
@@ -51,9 +51,10 @@ from transcripts.ledger.quotas import QuotaExceeded
 from transcripts.limits import throttled_response
 from transcripts.live import DROPPED, LOST, Subscription, listener
 from transcripts.models import OPEN_STATUSES
-from transcripts.outage import RETRY_AFTER_SECONDS, busy_response, unavailable_response
+from transcripts.outage import RETRY_AFTER_SECONDS, busy_response
 from transcripts.permissions import READ
 from transcripts.selectors.streams import RunState, StoredEvent, events_after, run_state
+from transcripts.sse import event_stream, opening
 
 logger = logging.getLogger(__name__)
 
@@ -254,29 +255,6 @@ async def follow_run(run_id: str, after_seq: int) -> AsyncGenerator[str, None]:
         await items.aclose()
 
 
-async def _starting_with(first: str, rest: AsyncGenerator[str, None]) -> AsyncIterator[str]:
-    try:
-        yield first
-        async for frame in rest:
-            yield frame
-    finally:
-        await rest.aclose()  # a client that left: the stream's connection closes now
-
-
-_openings: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
-
-
-def _opening() -> asyncio.Semaphore:
-    """The turns of the streams checking their caller (TRANSCRIPTS_STREAM_OPENINGS at once, a
-    share of the request pool): a burst of new streams waits here, in line, instead of
-    emptying the pool the appends need."""
-    loop = asyncio.get_running_loop()
-    turns = _openings.get(loop)
-    if turns is None:
-        turns = _openings[loop] = asyncio.Semaphore(settings.TRANSCRIPTS_STREAM_OPENINGS)
-    return turns
-
-
 def _after_seq(request: HttpRequest) -> int:
     raw = request.headers.get("Last-Event-ID") or request.GET.get("afterSeq") or "0"
     raw = raw.strip()
@@ -301,7 +279,7 @@ async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
     if listener().subscribers() >= settings.TRANSCRIPTS_STREAMS_MAX:
         return busy_response(request, "this process holds as many live streams as it may")
     try:
-        async with _opening():
+        async with opening():
             found_id, after_seq = await sync_to_async(_open_stream)(request, run_id)
     except HttpError as exc:  # authentication (401) or the scope (403)
         code = "unauthorized" if exc.status_code == 401 else "forbidden"
@@ -310,16 +288,6 @@ async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
         return throttled_response(request, exc)
     except DomainError as exc:
         return error_response(exc.status, exc.code, exc.message, exc.details)
-    frames = follow_run(found_id, after_seq)
-    try:
-        first = await anext(frames)
-    except psycopg.Error as exc:
-        if not is_outage(exc):
-            raise
-        return unavailable_response(request, exc)
-    stream = StreamingHttpResponse(
-        _starting_with(first, frames), content_type="text/event-stream; charset=utf-8"
+    return await event_stream(
+        request, follow_run(found_id, after_seq), "text/event-stream; charset=utf-8"
     )
-    stream["Cache-Control"] = "no-cache"
-    stream["X-Accel-Buffering"] = "no"
-    return stream

@@ -47,6 +47,7 @@ from transcripts.ledger.import_plan import (
     projected_message,
     statuses,
 )
+from transcripts.ledger.organise import add_metadata_tags
 from transcripts.ledger.scores import ImportedJudgement, JudgementImported, import_judgement
 from transcripts.ledger.storable import check_object, check_storable
 from transcripts.ledger.threads import MAX_TITLE
@@ -130,6 +131,7 @@ class TreeWriter:
         if self._threads:
             # Foreign keys are checked at commit: a thread may name its head before it exists.
             Thread.objects.bulk_create(self._threads, batch_size=500)
+            add_metadata_tags(self.project.pk, *(thread.metadata for thread in self._threads))
             Run.objects.bulk_create(self._runs, batch_size=500)
             self._write_judgement()
             pg = connection.connection

@@ -85,13 +85,17 @@ def _add_to_vocabulary(project_id: int, tags: Iterable[str]) -> None:
     )
 
 
-def add_metadata_tags(project_id: int, metadata: Mapping[str, object]) -> None:
-    """Add the valid tags of a new thread's metadata.tags (an API client's, the demo's) to the
-    project's vocabulary; the others stay in the metadata, out of the vocabulary."""
-    tags = metadata.get("tags")
-    if isinstance(tags, list):
-        valid = [" ".join(t.split()) for t in tags if isinstance(t, str)]
-        _add_to_vocabulary(project_id, [t for t in valid if _is_tag(t)])
+def add_metadata_tags(project_id: int, *metadatas: Mapping[str, object]) -> None:
+    """Add the valid tags of new threads' metadata.tags (an API client's, the demo's, an
+    import's) to the project's vocabulary; the others stay in the metadata, out of it."""
+    found: dict[str, None] = {}
+    for metadata in metadatas:
+        tags = metadata.get("tags")
+        if isinstance(tags, list):
+            valid = (" ".join(t.split()) for t in tags if isinstance(t, str))
+            found.update((t, None) for t in valid if _is_tag(t))
+    if found:
+        _add_to_vocabulary(project_id, found)
 
 
 def _is_tag(name: str) -> bool:

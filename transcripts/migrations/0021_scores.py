@@ -11,7 +11,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("transcripts", "0019_table"),
+        ("transcripts", "0020_rollup"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cache
+from urllib.parse import urlencode
 
 from django.urls import reverse
 from django.utils.html import escape
-from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import slugify
 
@@ -189,11 +190,22 @@ def bucket_label(start: datetime, unit: str, *, short: bool) -> str:
 # --- links ---------------------------------------------------------------------------------
 
 
-def threads_link(window: Window, **filters: str) -> str:
-    """The thread list with threads active in the window's days, narrowed by filters."""
+@cache
+def _thread_list() -> str:
+    """The thread list's path (reversed once: a year's tables link hundreds of cells)."""
+    return reverse("thread_list")
+
+
+def threads_link(project: str, window: Window, **filters: str) -> str:
+    """The thread list of the project (its slug) with threads active in the window's days,
+    narrowed by filters."""
     last = window.end - timedelta(microseconds=1)
-    params = {"since": window.start.date().isoformat(), "until": last.date().isoformat()}
-    return f"{reverse('thread_list')}?{urlencode({**params, **filters})}"
+    params = {
+        "project": project,
+        "since": window.start.date().isoformat(),
+        "until": last.date().isoformat(),
+    }
+    return f"{_thread_list()}?{urlencode({**params, **filters})}"
 
 
 def _bucket_window(bucket: Bucket, window: Window) -> Window:
@@ -271,13 +283,13 @@ def _axis(chart: Chart, buckets: list[Bucket], unit: str, top: str) -> Chart:
     return chart
 
 
-def _row_head(bucket: Bucket, window: Window, **filters: str) -> Cell:
+def _row_head(project: str, bucket: Bucket, window: Window, **filters: str) -> Cell:
     """A table row's first cell: the bucket, linking to its threads."""
     label = bucket_label(bucket.start, window.unit, short=False)
-    return Cell(label, threads_link(_bucket_window(bucket, window), **filters))
+    return Cell(label, threads_link(project, _bucket_window(bucket, window), **filters))
 
 
-def runs_chart(stats: ProjectStats) -> Chart:
+def runs_chart(stats: ProjectStats, project: str) -> Chart:
     """Runs per bucket, stacked by status."""
     window, buckets = stats.window, stats.buckets
     tones = {g: f"status-{g}" for g in GROUPS}
@@ -290,12 +302,12 @@ def runs_chart(stats: ProjectStats) -> Chart:
         slug="runs",
         title="Runs by status",
         summary=f"{count_label(sum(stats.statuses.values()))} runs",
-        link=threads_link(window),
+        link=threads_link(project, window),
         link_label="Threads active in this window",
         headers=["When", *STATUS_LABELS.values(), "Total"],
         rows=[
             [
-                _row_head(b, window),
+                _row_head(project, b, window),
                 *(Cell(count_label(b.statuses[g])) for g in GROUPS),
                 Cell(count_label(b.runs)),
             ]
@@ -307,7 +319,7 @@ def runs_chart(stats: ProjectStats) -> Chart:
     return _axis(chart, buckets, window.unit, count_label(scale))
 
 
-def failure_chart(stats: ProjectStats) -> Chart:
+def failure_chart(stats: ProjectStats, project: str) -> Chart:
     """The share of finished runs that failed, per bucket."""
     window, buckets = stats.window, stats.buckets
     columns = [
@@ -319,12 +331,12 @@ def failure_chart(stats: ProjectStats) -> Chart:
         slug="failures",
         title="Failure rate",
         summary=f"{percent_label(stats.failure_rate)} of finished runs failed",
-        link=threads_link(window, failed="on"),
+        link=threads_link(project, window, failed="on"),
         link_label="Threads with failed runs",
         headers=["When", "Failed", "Finished", "Rate"],
         rows=[
             [
-                _row_head(b, window, failed="on"),
+                _row_head(project, b, window, failed="on"),
                 Cell(count_label(b.statuses["failed"])),
                 Cell(count_label(b.runs - b.statuses["open"])),
                 Cell(percent_label(b.failure_rate)),
@@ -357,6 +369,7 @@ def model_name(name: str) -> str:
 
 def model_chart(
     stats: ProjectStats,
+    project: str,
     *,
     slug: str,
     title: str,
@@ -376,7 +389,7 @@ def model_chart(
     ]
     scale = max((sum(vs) for vs in values), default=0)
     legend = [
-        Series(model_name(n), tones[i], threads_link(window, who=n) if n else "")
+        Series(model_name(n), tones[i], threads_link(project, window, who=n) if n else "")
         for i, n in enumerate(names)
     ]
     if other:
@@ -385,11 +398,11 @@ def model_chart(
         slug=slug,
         title=title,
         summary=summary,
-        link=threads_link(window),
+        link=threads_link(project, window),
         link_label="Threads active in this window",
         headers=["When", *shown],
         rows=[
-            [_row_head(b, window), *(Cell(label(v)) for v in vs[: len(shown)])]
+            [_row_head(project, b, window), *(Cell(label(v)) for v in vs[: len(shown)])]
             for b, vs in zip(buckets, values, strict=True)
         ],
         rects=stacked_rects(columns, scale=scale),
@@ -406,7 +419,9 @@ def _cost(usage: Usage) -> float:
     return usage.cost or 0.0
 
 
-def timing_chart(stats: ProjectStats, *, slug: str, title: str, latency: bool) -> Chart:
+def timing_chart(
+    stats: ProjectStats, project: str, *, slug: str, title: str, latency: bool
+) -> Chart:
     """p50 and p95 per bucket, side by side: run latency, or time to first token."""
     window, buckets = stats.window, stats.buckets
 
@@ -430,10 +445,13 @@ def timing_chart(stats: ProjectStats, *, slug: str, title: str, latency: bool) -
         slug=slug,
         title=title,
         summary=f"p50 {seconds_label(p50)} · p95 {seconds_label(p95)}",
-        link=threads_link(window),
+        link=threads_link(project, window),
         link_label="Threads active in this window",
         headers=["When", "p50", "p95"],
-        rows=[[_row_head(b, window), *(Cell(seconds_label(v)) for v in pair(b))] for b in buckets],
+        rows=[
+            [_row_head(project, b, window), *(Cell(seconds_label(v)) for v in pair(b))]
+            for b in buckets
+        ],
         rects=grouped_rects(columns, scale=scale),
         legend=[Series("p50", "series-a"), Series("p95", "series-c")],
     )
@@ -453,7 +471,9 @@ def _usage_cells(usage: Usage) -> list[str]:
     ]
 
 
-def _top(slug: str, title: str, rows: list[Named], window: Window, empty: str) -> TopList:
+def _top(
+    project: str, slug: str, title: str, rows: list[Named], window: Window, empty: str
+) -> TopList:
     """The busiest models or agents, each linking to the threads naming it."""
     busiest = max((r.usage.runs for r in rows), default=0) or 1
     return TopList(
@@ -463,7 +483,7 @@ def _top(slug: str, title: str, rows: list[Named], window: Window, empty: str) -
         rows=[
             TopRow(
                 name=model_name(r.name),
-                href=threads_link(window, who=r.name) if r.name else "",
+                href=threads_link(project, window, who=r.name) if r.name else "",
                 share=round(r.usage.runs / busiest * 100, 3),
                 cells=_usage_cells(r.usage),
             )
@@ -503,8 +523,9 @@ def window_label(window: Window) -> str:
     return f"{window.start.strftime(fmt)} to {last.strftime(fmt)} UTC, by {window.unit}"
 
 
-def dashboard(stats: ProjectStats) -> Dashboard:
-    """Everything the dashboard shows for stats."""
+def dashboard(stats: ProjectStats, project: str) -> Dashboard:
+    """Everything the dashboard shows for stats of the project (its slug: the links open its
+    thread list)."""
     total, timing = stats.total, stats.timing
     figures = [
         Figure("Runs", count_label(total.runs)),
@@ -528,10 +549,11 @@ def dashboard(stats: ProjectStats) -> Dashboard:
         ),
     ]
     charts = [
-        runs_chart(stats),
-        failure_chart(stats),
+        runs_chart(stats, project),
+        failure_chart(stats, project),
         model_chart(
             stats,
+            project,
             slug="tokens",
             title="Tokens by model",
             value=_tokens,
@@ -540,18 +562,20 @@ def dashboard(stats: ProjectStats) -> Dashboard:
         ),
         model_chart(
             stats,
+            project,
             slug="cost",
             title="Cost by model",
             value=_cost,
             label=lambda v: cost_label(v) if v else "$0",
             summary=f"{cost_label(total.cost)} (models without a price count $0)",
         ),
-        timing_chart(stats, slug="latency", title="Run latency", latency=True),
-        timing_chart(stats, slug="ttft", title="Time to first token", latency=False),
+        timing_chart(stats, project, slug="latency", title="Run latency", latency=True),
+        timing_chart(stats, project, slug="ttft", title="Time to first token", latency=False),
     ]
     tops = [
-        _top("models", "Top models", stats.models, stats.window, "No run in this window."),
+        _top(project, "models", "Top models", stats.models, stats.window, "No run in this window."),
         _top(
+            project,
             "agents",
             "Top agents",
             stats.agents,
@@ -560,7 +584,9 @@ def dashboard(stats: ProjectStats) -> Dashboard:
         ),
         _busiest_threads(stats),
     ]
-    return Dashboard(window_label(stats.window), figures, charts, tops, threads_link(stats.window))
+    return Dashboard(
+        window_label(stats.window), figures, charts, tops, threads_link(project, stats.window)
+    )
 
 
 # --- score averages (issue 28) ---------------------------------------------------------------
@@ -571,7 +597,7 @@ def _average_label(value: float) -> str:
     return f"{round(value, 2):g}"
 
 
-def score_chart(series: ScoreSeries, window: Window) -> Chart:
+def score_chart(series: ScoreSeries, window: Window, project: str) -> Chart:
     """One config's average per bucket as bars (scaled to the config's maximum, else to the
     highest average), with its numbers; it links to the thread list showing that score."""
     starts = window.buckets()
@@ -602,7 +628,7 @@ def score_chart(series: ScoreSeries, window: Window) -> Chart:
             if mean is not None
             else "no score in this window"
         ),
-        link=threads_link(window, scoreColumn=series.name, sort="score_asc"),
+        link=threads_link(project, window, scoreColumn=series.name, sort="score_asc"),
         link_label=f"Threads by {series.name}, lowest first",
         headers=["When", "Average", "Scores"],
         rows=[
@@ -623,6 +649,6 @@ def score_chart(series: ScoreSeries, window: Window) -> Chart:
     return chart
 
 
-def score_charts(series: Sequence[ScoreSeries], window: Window) -> list[Chart]:
-    """A chart of averages per bucket for each score config."""
-    return [score_chart(one, window) for one in series]
+def score_charts(series: Sequence[ScoreSeries], window: Window, project: str) -> list[Chart]:
+    """A chart of averages per bucket for each score config (links: the project's list)."""
+    return [score_chart(one, window, project) for one in series]

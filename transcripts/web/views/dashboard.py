@@ -61,7 +61,7 @@ def dashboard_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         status = 422
     else:
         stats = project_stats(project.pk, window, include_hidden=access.sees_hidden)
-        context["board"] = dashboard(stats)
+        context["board"] = dashboard(stats, project.slug)
         averages = score_averages(project.pk, window, include_hidden=access.sees_hidden)
-        context["score_charts"] = score_charts(averages, window)
+        context["score_charts"] = score_charts(averages, window, project.slug)
     return render(request, TEMPLATE, context, status=status)

@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
-import psycopg
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.views.decorators.http import require_GET
 
-from transcripts.db_availability import is_outage, release_connections
+from transcripts.db_availability import release_connections
 from transcripts.ledger import project_channel, project_event
 from transcripts.live import DROPPED, LOST, Subscription, listener
-from transcripts.outage import busy_response, unavailable_response
+from transcripts.outage import busy_response
+from transcripts.sse import event_stream, opening
 from transcripts.web.access import get_project_for_user
 
 KEEPALIVE_SECONDS = 15.0
@@ -52,46 +52,17 @@ async def project_live(request: HttpRequest, slug: str) -> HttpResponseBase:
     if listener().subscribers() >= settings.TRANSCRIPTS_STREAMS_MAX:
         return busy_response(request, "this process holds as many live streams as it may")
     try:
-        async with _opening():
+        async with opening():
             reader = await sync_to_async(_reader)(request, slug)
     except Http404:
         return HttpResponse("No such project.", status=404)
     if reader is None:
         return HttpResponse("Sign in to follow this project.", status=401)
     project_id, sees_hidden = reader
-    frames = _frames(project_id, sees_hidden)
-    try:
-        first = await anext(frames)
-    except psycopg.Error as exc:
-        if not is_outage(exc):
-            raise
-        return unavailable_response(request, exc)
-    stream = StreamingHttpResponse(_then(first, frames), content_type="text/event-stream")
-    stream["Cache-Control"] = "no-cache"
-    stream["X-Accel-Buffering"] = "no"
-    return stream
+    return await event_stream(request, _frames(project_id, sees_hidden), "text/event-stream")
 
 
-_openings: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
-
-
-def _opening() -> asyncio.Semaphore:
-    """The turns of the streams checking their caller (TRANSCRIPTS_STREAM_OPENINGS at once, as
-    the run streams): a burst of new tabs waits in line instead of emptying the request pool."""
-    loop = asyncio.get_running_loop()
-    turns = _openings.get(loop)
-    if turns is None:
-        turns = _openings[loop] = asyncio.Semaphore(settings.TRANSCRIPTS_STREAM_OPENINGS)
-    return turns
-
-
-async def _then(first: str, rest: AsyncIterator[str]) -> AsyncIterator[str]:
-    yield first
-    async for frame in rest:
-        yield frame
-
-
-async def _frames(project_id: int, sees_hidden: bool) -> AsyncIterator[str]:
+async def _frames(project_id: int, sees_hidden: bool) -> AsyncGenerator[str, None]:
     """A retry hint once listening, then one frame per event of the project the reader may
     know of, keep-alive comments between; ends when the listener drops or loses it."""
     async with listener().subscribe(project_channel(project_id)) as sub:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
 from django.db.models import QuerySet
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from transcripts import selectors
 from transcripts.errors import InvalidInput
+from transcripts.ledger.projects import choose_project
 from transcripts.models import ScoreDataType, Thread
 from transcripts.pagination import Keyset, Position, decode_position, ulid
 from transcripts.permissions import Access, project_access
@@ -33,7 +36,12 @@ from transcripts.selectors.score_filters import (
     split_judged,
 )
 from transcripts.selectors.scores import score_configs
-from transcripts.web.access import current_project, login_required, threads_for_user
+from transcripts.web.access import (
+    current_project,
+    get_project_for_user,
+    login_required,
+    threads_for_user,
+)
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.threads import (
     PREVIEW_CHARS,
@@ -45,6 +53,7 @@ from transcripts.web.presenters.threads import (
 TEMPLATE = "transcripts/threads.html"
 NO_PROJECT = "transcripts/no_project.html"
 THREADS_PER_PAGE = 25
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,100}")
 
 # The compact/detailed toggle, remembered per browser for a year.
 DENSITY_COOKIE = "thread_density"
@@ -182,11 +191,31 @@ def _invalid_filters(
     return render(request, template, context, status=400)
 
 
+def _switch(request: HtmxHttpRequest) -> HttpResponse:
+    """The list asked for with ?project=<slug> (the dashboard's links name their project): that
+    project becomes the member's current one and the answer is a 303 to the same list without
+    the parameter; no such project, or one the user is not a member of, is a 404."""
+    slug = request.GET.get("project", "")
+    if not SLUG.fullmatch(slug):
+        raise Http404("no such project")
+    project, _ = get_project_for_user(request, slug)
+    current = current_project(request)
+    if current is None or current.pk != project.pk:
+        choose_project(user=request.user, project=project)
+    rest = request.GET.copy()
+    rest.pop("project")
+    query = rest.urlencode()
+    return HttpResponseRedirect(reverse("thread_list") + (f"?{query}" if query else ""), status=303)
+
+
 @login_required
 @require_GET
 def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     """The current project's threads the reader may see: search, filters, sort and cursor
-    pagination. Someone in no project is told so (not a 404: nothing is hidden from them)."""
+    pagination. Someone in no project is told so (not a 404: nothing is hidden from them).
+    ?project=<slug> switches to that project first (_switch)."""
+    if "project" in request.GET:
+        return _switch(request)
     project = current_project(request)
     if project is None:
         return render(request, NO_PROJECT)
