@@ -47,7 +47,7 @@ score_specs = st.lists(
     max_size=6,
 )
 feedback_specs = st.dictionaries(
-    st.sampled_from(["viewer", "editor", "owner"]), st.tuples(st.booleans(), st.text(max_size=20))
+    st.sampled_from(["viewer", "editor", "owner"]), st.tuples(st.booleans(), st.text(max_size=20).filter(lambda t: "\x00" not in t))
 )
 
 
@@ -162,6 +162,7 @@ def test_into_another_project_scores_land_on_the_new_ids(team: Team) -> None:
         ({"name": "x", "value": 1, "source": "robot"}, "$.scores[0].source"),
         ({"name": "x", "value": 1, "source": "api", "messageId": "nope"}, "$.scores[0].messageId"),
         ({"name": "x", "source": "api"}, "$.scores[0].value"),
+        ({"name": "x", "value": 1, "source": "api", "comment": "a\x00b"}, "$.scores[0].comment"),
     ],
 )
 def test_a_malformed_score_is_refused_naming_its_path(

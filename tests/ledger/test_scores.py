@@ -94,6 +94,8 @@ def test_feedback_needs_a_reader_and_an_answer(team: Team) -> None:
         ({}, {"name": "  ", "value": 3}, "name"),
         ({}, {"name": "other", "value": float("nan")}, "value"),
         ({}, {"name": "other", "value": 1, "comment": "x" * 2001}, "comment"),
+        ({}, {"name": "other", "value": 1, "comment": "a\x00b"}, "comment"),
+        ({}, {"name": "other", "value": 1, "external_id": "e\x00"}, "externalId"),
     ],
 )  # fmt: skip
 def test_a_score_outside_its_config_is_refused_naming_the_field(
@@ -253,3 +255,11 @@ def test_a_person_may_not_write_a_score_its_config_keeps_for_the_api(team: Team)
         "person",
     )
     assert Score.objects.count() == 1
+
+
+def test_a_feedback_comment_with_nul_is_refused_and_stores_nothing(team: Team) -> None:
+    answer = _answer(team)
+    with pytest.raises(InvalidInput) as refused:
+        scores.give_feedback(user=team.viewer, message=answer, up=True, comment="a\x00b")
+    assert refused.value.details["field"] == "comment"
+    assert not Feedback.objects.exists()

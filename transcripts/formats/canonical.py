@@ -163,6 +163,7 @@ def _check_score(
         problems.add(f"{path}.source", f"expected one of {', '.join(SCORE_SOURCES)}")
     for key in ("author", "token", "createdAt", "updatedAt"):
         problems.opt_string(score.get(key), f"{path}.{key}")
+    _no_nul(score, ("name", "label", "comment", "externalId", "author", "token"), path, problems)
     message, run = score.get("messageId"), score.get("runId")
     if message is not None and message not in messages:
         problems.add(f"{path}.messageId", "does not name a message of the document")
@@ -184,8 +185,19 @@ def _check_feedback(value: JsonValue, path: str, problems: Problems, messages: s
         problems.add(f"{path}.up", f"expected a boolean, got {json_kind(item.get('up'))}")
     if not isinstance(item.get("comment", ""), str):
         problems.add(f"{path}.comment", "expected a string")
+    _no_nul(item, ("user", "comment"), path, problems)
     for key in ("createdAt", "updatedAt"):
         problems.opt_string(item.get(key), f"{path}.{key}")
+
+
+def _no_nul(
+    item: dict[str, JsonValue], keys: tuple[str, ...], path: str, problems: Problems
+) -> None:
+    """Refuse a NUL character in the strings at keys (PostgreSQL's text cannot store one)."""
+    for key in keys:
+        text = item.get(key)
+        if isinstance(text, str) and "\x00" in text:
+            problems.add(f"{path}.{key}", "may not hold a NUL character")
 
 
 # A message's fields in the order a reader goes through them.

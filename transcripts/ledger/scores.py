@@ -106,10 +106,13 @@ def clean_name(name: object, *, field: str = "name") -> str:
 
 
 def _clean_text(text: str, *, limit: int, field: str) -> str:
-    """text trimmed, or InvalidInput when longer than limit."""
+    """text trimmed, or InvalidInput when longer than limit or holding NUL (which PostgreSQL's
+    text cannot store)."""
     text = (text or "").strip()
     if len(text) > limit:
         raise InvalidInput(f"{field} is longer than {limit} characters", field=field)
+    if "\x00" in text:
+        raise InvalidInput(f"{field} may not hold NUL characters", field=field)
     return text
 
 
