@@ -266,3 +266,18 @@ def test_a_link_may_fill_in_the_filter_of_the_create_form(team: Team) -> None:
     _configs(team)
     page = team.client(team.owner).get("/p/alpha/queues/", {"filter": "?q=refund&failed=1"})
     assert 'value="?q=refund&amp;failed=1"' in page.content.decode()
+
+
+def test_the_thread_list_offers_its_filters_as_a_queue_to_moderators_only(team: Team) -> None:
+    _configs(team)
+    _answered(team, "Refund asked")
+    query = {"since": "2000-01-01", "sort": "messages"}
+    listing = team.client(team.owner).get("/", query).content.decode()
+    link = re.search(r'href="(/p/alpha/queues/\?filter=[^"]*)">Review these in a queue', listing)
+    assert link, listing
+    # The list's filters go along (not its sort); the create form holds them.
+    assert link.group(1).replace("&amp;", "&") == "/p/alpha/queues/?filter=since%3D2000-01-01"
+    form = team.client(team.owner).get(link.group(1).replace("&amp;", "&")).content.decode()
+    assert 'value="since=2000-01-01"' in form
+    for member in (team.viewer, team.editor):
+        assert "Review these in a queue" not in team.client(member).get("/", query).content.decode()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.db.models import QuerySet
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
@@ -307,6 +308,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         "headers": sort_headers(params, sort, column),
         "density": density,
         "densities": density_links(params, density),
+        "queue_url": _queue_url(project.slug, params) if access.can_moderate else "",
     }
     template = TEMPLATE
     if request.htmx or only:
@@ -315,3 +317,11 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     if chosen:
         response.set_cookie(DENSITY_COOKIE, density, max_age=YEAR, samesite="Lax")
     return response
+
+
+def _queue_url(slug: str, params: QueryDict) -> str:
+    """The project's queues page with its create form holding this list's filters."""
+    kept = params.copy()
+    for key in ("sort", "scoreColumn", "project"):
+        kept.pop(key, None)
+    return f"{reverse('project_queues', args=[slug])}?{urlencode({'filter': kept.urlencode()})}"
