@@ -35,6 +35,31 @@ VALID_BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/runs/{runId}/ai-sdk"): [{"type": "text-delta", "id": "t", "delta": "x"}],
     ("POST", "/imports"): {"messages": [{"role": "user", "content": "hello"}]},
     ("POST", "/threads/{threadId}/shares"): {"expiresAt": "2999-01-01T00:00:00Z"},
+    ("POST", "/scores"): {
+        "messageId": "01J0000000000000000000000A",
+        "name": "n",
+        "value": 1,
+        "comment": "c",
+        "source": "api",
+        "externalId": "e",
+    },
+    ("POST", "/score-configs"): {
+        "name": "n",
+        "dataType": "categorical",
+        "labels": ["a"],
+        "description": "d",
+        "writers": "both",
+    },
+    ("POST", "/queues"): {
+        "name": "q",
+        "scoreConfigs": ["n"],
+        "threadIds": ["t"],
+        "messageIds": ["m"],
+        "filter": "q=x",
+        "description": "d",
+    },
+    ("POST", "/queues/{queueId}/items"): {"threadIds": ["t"], "messageIds": ["m"], "filter": "f"},
+    ("POST", "/queues/{queueId}/items/{itemId}/review"): {"scores": {"n": "label"}, "comment": "c"},
     ("POST", "/chat"): {
         "id": "c",
         "messages": [{"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
@@ -126,7 +151,16 @@ def ids() -> dict[str, str]:
     message = Message.objects.filter(thread=thread).order_by("depth").first()
     assert message is not None
     places = {"messageId": message.id, "slug": thread.project.slug}
-    return {**ids, **places, "shareId": share.id, "kind": "sft"}
+    return {
+        **ids,
+        **places,
+        "shareId": share.id,
+        "kind": "sft",
+        "queueId": "1",
+        "itemId": "1",
+        "scoreId": "1",
+        "configId": "1",
+    }
 
 
 def _requests(schema: dict[str, Any], ids: dict[str, str]) -> Iterator[tuple[str, Any, int]]:

@@ -28,6 +28,17 @@ from transcripts.permissions import ADMIN, INGEST, READ, Principal, TokenAccess
 _Row = TypeVar("_Row", bound=Model)
 
 
+_LARGEST_ROW = 2**63 - 1
+
+
+def row_id(text: str, name: str, what: str) -> int:
+    """The row id a path parameter names (queueId, itemId, configId): anything but a number a
+    row can have is NotFound, as an id of no row (never a 422 or a database error)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 19 or int(text) > _LARGEST_ROW:
+        raise NotFound(f"{what} {text!r} does not exist", **{name: text})
+    return int(text)
+
+
 def caller(request: HttpRequest) -> Principal:
     """The principal the auth class attached to request."""
     principal = getattr(request, "auth", None)

@@ -15,7 +15,7 @@ from django.utils import timezone
 from ninja import Field, Router, Schema, Status
 
 from transcripts import permissions
-from transcripts.api.access import caller, caller_project
+from transcripts.api.access import caller, caller_project, row_id
 from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import ERRORS
 from transcripts.api.schemas.common import Id, InputSchema
@@ -190,9 +190,9 @@ def create_queue(request: HttpRequest, payload: NewQueueIn) -> Status[NewQueueOu
 
 
 @router.post("/{queueId}/items", response={200: QueueItemsAddedOut, **ERRORS}, auth=ingest_auth)
-def add_items(request: HttpRequest, queueId: int, payload: QueueItemsIn) -> QueueItemsAddedOut:
+def add_items(request: HttpRequest, queueId: str, payload: QueueItemsIn) -> QueueItemsAddedOut:
     """Add threads, answers or a filter's threads to an open queue (admin scope)."""
-    queue = _queue_for_caller(request, queueId)
+    queue = _queue_for_caller(request, row_id(queueId, "queueId", "queue"))
     principal = caller(request)
     _require_admin(principal)
     return _added(
@@ -201,9 +201,9 @@ def add_items(request: HttpRequest, queueId: int, payload: QueueItemsIn) -> Queu
 
 
 @router.get("/{queueId}", response={200: QueueOut, **ERRORS})
-def get_queue(request: HttpRequest, queueId: int) -> QueueOut:
+def get_queue(request: HttpRequest, queueId: str) -> QueueOut:
     """The queue and its progress (read scope)."""
-    queue = _queue_for_caller(request, queueId)
+    queue = _queue_for_caller(request, row_id(queueId, "queueId", "queue"))
     principal = caller(request)
     if principal.project_id is not None and not ({READ, ADMIN} & principal.scopes):
         raise PermissionDenied("this token lacks the 'read' scope", scope=READ)
@@ -216,11 +216,11 @@ def get_queue(request: HttpRequest, queueId: int) -> QueueOut:
     auth=ingest_auth,
     openapi_extra={"responses": {204: {"description": "Nothing is left for the caller"}}},
 )
-def claim_next(request: HttpRequest, queueId: int) -> Status[QueueClaimOut | None]:
+def claim_next(request: HttpRequest, queueId: str) -> Status[QueueClaimOut | None]:
     """Claim the queue's next item for the calling token (read scope): the one it holds
     already, else the next free one, held for 15 minutes; 204 when nothing is left for it;
     409 when the queue is closed."""
-    queue = _queue_for_caller(request, queueId)
+    queue = _queue_for_caller(request, row_id(queueId, "queueId", "queue"))
     principal = caller(request)
     if not ({READ, ADMIN} & principal.scopes):
         raise PermissionDenied("this token lacks the 'read' scope", scope=READ)
@@ -255,21 +255,27 @@ def _answer_text(value: float | bool | str) -> str:
     "/{queueId}/items/{itemId}/review", response={200: QueueReviewOut, **ERRORS}, auth=ingest_auth
 )
 def review_item(
-    request: HttpRequest, queueId: int, itemId: int, payload: QueueReviewIn
+    request: HttpRequest, queueId: str, itemId: str, payload: QueueReviewIn
 ) -> QueueReviewOut:
     """Finish the calling token's review of the item it holds (read scope): its scores, one
     per score of the queue (source api), or skip; a refusal names the score and stores
     nothing; an item the token does not hold: 409."""
-    queue = _queue_for_caller(request, queueId)
+    queue = _queue_for_caller(request, row_id(queueId, "queueId", "queue"))
     principal = caller(request)
     if not ({READ, ADMIN} & principal.scopes):
         raise PermissionDenied("this token lacks the 'read' scope", scope=READ)
     author = _author(principal)
     if payload.skip:
-        item = queue_services.skip_item(queue=queue, item_id=itemId, author=author)
+        item = queue_services.skip_item(
+            queue=queue, item_id=row_id(itemId, "itemId", "queue item"), author=author
+        )
     else:
         answers = {name: _answer_text(value) for name, value in payload.scores.items()}
         item = queue_services.submit_review(
-            queue=queue, item_id=itemId, author=author, answers=answers, comment=payload.comment
+            queue=queue,
+            item_id=row_id(itemId, "itemId", "queue item"),
+            author=author,
+            answers=answers,
+            comment=payload.comment,
         )
     return QueueReviewOut(itemId=item.pk, state=item.state, doneCount=item.done_count)

@@ -25,6 +25,7 @@ from transcripts.api.access import (
     readable_scores,
     require_admin_scope,
     require_scope,
+    row_id,
 )
 from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import ERRORS
@@ -258,11 +259,11 @@ def create_config(request: HttpRequest, payload: ScoreConfigIn) -> Status[dict[s
 @router.post(
     "/score-configs/{configId}/archive", response={200: ScoreConfigOut, **ERRORS}, auth=ingest_auth
 )
-def archive_config(request: HttpRequest, configId: int) -> dict[str, Any]:
+def archive_config(request: HttpRequest, configId: str) -> dict[str, Any]:
     """Archive a config of the token's project (admin scope): its scores stay, its name is free
     for a new config. Archiving twice changes nothing."""
     found = get_project_for_caller(request, None, needs=[])
-    config = selectors.config_in(found, configId)
+    config = selectors.config_in(found, row_id(configId, "configId", "score config"))
     if config is None:
         raise NotFound(f"score config {configId} does not exist", configId=configId)
     require_admin_scope(request)
