@@ -33,6 +33,7 @@ from transcripts.models import (
     Report,
     Run,
     RunOrigin,
+    Score,
     ScoreConfig,
     Thread,
     ThreadPin,
@@ -143,6 +144,11 @@ WRITES = [
          Role.VIEWER, 303, data=lambda p: {"rating": "up"}),
     Case("feedback with htmx", "post", lambda p: f"/t/{p.thread.id}/m/{p.answer.id}/feedback/",
          Role.VIEWER, 200, data=lambda p: {"rating": "down", "comment": "vague"}, htmx=True),
+    Case("score an answer", "post", lambda p: f"/t/{p.thread.id}/m/{p.answer.id}/score/",
+         Role.EDITOR, 303, data=lambda p: {"config": str(p.config.pk), "value": "yes"}),
+    Case("score an answer with htmx", "post",
+         lambda p: f"/t/{p.thread.id}/m/{p.answer.id}/score/", Role.EDITOR, 200,
+         data=lambda p: {"config": str(p.config.pk), "value": "no"}, htmx=True),
     Case("add score config", "post", lambda p: f"/p/{p.project.slug}/scores/", Role.ADMIN, 303,
          data=lambda p: {"name": "helpfulness", "data_type": "numeric", "min_value": "1",
                          "max_value": "5", "writers": "both"}),
@@ -223,6 +229,7 @@ def state() -> tuple[Any, ...]:
         sorted(ThreadPin.objects.values_list("user_id", "thread_id")),
         sorted(Feedback.objects.values_list("user_id", "message_id", "up", "comment")),
         sorted(ScoreConfig.objects.values_list("project_id", "name", "archived_at")),
+        sorted(Score.objects.values_list("id", "name", "value", "label", "comment")),
         sorted(Project.objects.values_list("id", "settings")),
     )
 

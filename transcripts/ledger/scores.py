@@ -16,6 +16,7 @@ from typing import Any, TypedDict
 
 from django.contrib.auth.models import AnonymousUser
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from transcripts.errors import Conflict, InvalidInput, NotFound
@@ -443,3 +444,55 @@ def delete_score(*, score: Score, author: Author) -> None:
         author.audited, "delete_score", score, thread_id=score.thread_id, name=score.name,
         **author.details(),
     )  # fmt: skip
+
+
+# --- a person's own score (the conversation's score panel) -----------------------------------
+
+
+def _require_person_scorer(user: User, message: Message) -> None:
+    """Refuse a member who may not score in the message's thread (editors and up)."""
+    access = member_access(user, thread_id=message.thread_id)
+    require(user.is_authenticated and access.can_edit, "score answers in this project")
+
+
+def _lock_message(message: Message) -> None:
+    """Hold message's row until the transaction ends, so that one person's two saves of the same
+    score run one after the other."""
+    Message.objects.select_for_update().filter(pk=message.pk).values_list("pk").first()
+
+
+def _own_scores(user: User, message: Message, name: str) -> QuerySet[Score]:
+    """user's person scores called name on message."""
+    return Score.objects.filter(
+        thread_id=message.thread_id, message=message, name=name,
+        source=ScoreSource.PERSON, author=account_of(user),
+    )  # fmt: skip
+
+
+@transaction.atomic
+def set_person_score(*, user: User, message: Message, spec: ScoreSpec) -> Score:
+    """user's score on message (editors and up), replacing the one of that name they gave it
+    before: one per person, name and message. Checked like add_score; refused: nothing changes."""
+    _require_person_scorer(user, message)
+    _lock_message(message)
+    name = clean_name(spec.name)
+    replaced = list(_own_scores(user, message, name).values_list("pk", flat=True))
+    target = Target(thread=message.thread, message=message)
+    person = ScoreSpec(name=name, value=spec.value, label=spec.label, comment=spec.comment,
+                       source=ScoreSource.PERSON)  # fmt: skip
+    score, _ = add_score(target=target, author=Author(user=user), spec=person)
+    if replaced:
+        Score.objects.filter(pk__in=replaced).delete()
+        record_audit(user, "replace_score", score, thread_id=message.thread_id, name=name,
+                     replaced=[str(pk) for pk in replaced])  # fmt: skip
+    return score
+
+
+@transaction.atomic
+def remove_person_score(*, user: User, message: Message, name: str) -> bool:
+    """Take back user's score called name on message; whether there was one."""
+    _require_person_scorer(user, message)
+    scores = list(_own_scores(user, message, clean_name(name)))
+    for score in scores:
+        delete_score(score=score, author=Author(user=user))
+    return bool(scores)
