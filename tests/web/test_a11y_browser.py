@@ -67,6 +67,8 @@ def _judge(admin: Any, answer: Message) -> None:
                      author=scores.Author(token_name="evaluator"),
                      spec=scores.ScoreSpec("helpfulness", 4, source="evaluator"))  # fmt: skip
     scores.give_feedback(user=admin, message=answer, up=True, comment="Straight to the point")
+    verdict = scores.ScoreSpec("verdict", label="pass", comment="Clear")
+    scores.set_person_score(user=admin, message=answer, spec=verdict)
 
 
 def _queue(admin: Any, threads: list[Thread]) -> int:

@@ -11,6 +11,7 @@ import pytest
 
 from tests.base import Team
 from tests.factories import ask, last_message, make_thread, say
+from transcripts.errors import PermissionDenied
 from transcripts.ledger import scores
 from transcripts.ledger.scores import Author, ConfigSpec, ScoreSpec, Target
 from transcripts.ledger.shares import create_share
@@ -168,3 +169,17 @@ def test_without_configs_the_panel_says_so_and_links_admins_to_the_scores_page(
     assert 'href="/p/alpha/scores/"' not in editor
     owner = team.client(team.owner).get(f"/t/{answer.thread_id}/").content.decode()
     assert 'No score configs yet. <a href="/p/alpha/scores/">' in owner
+
+
+def test_the_ledger_refuses_a_viewers_score_and_an_outsiders_removal(team: Team) -> None:
+    answer = _answer(team)
+    _config(team, "helpfulness", "numeric")
+    with pytest.raises(PermissionDenied):
+        scores.set_person_score(user=team.viewer, message=answer, spec=ScoreSpec("helpfulness", 3))
+    scores.set_person_score(user=team.editor, message=answer, spec=ScoreSpec("helpfulness", 3))
+    with pytest.raises(PermissionDenied):
+        scores.remove_person_score(user=team.outsider, message=answer, name="helpfulness")
+    assert _mine(answer) == [("helpfulness", 3.0, "", "")]
+    assert scores.remove_person_score(user=team.owner, message=answer, name="helpfulness") is False
+    assert scores.remove_person_score(user=team.editor, message=answer, name="helpfulness")
+    assert not Score.objects.exists()
