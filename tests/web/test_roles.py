@@ -149,6 +149,8 @@ WRITES = [
     Case("score an answer with htmx", "post",
          lambda p: f"/t/{p.thread.id}/m/{p.answer.id}/score/", Role.EDITOR, 200,
          data=lambda p: {"config": str(p.config.pk), "value": "no"}, htmx=True),
+    Case("score a thread", "post", lambda p: f"/t/{p.thread.id}/score/", Role.EDITOR, 303,
+         data=lambda p: {"config": str(p.config.pk), "value": "yes"}),
     Case("add score config", "post", lambda p: f"/p/{p.project.slug}/scores/", Role.ADMIN, 303,
          data=lambda p: {"name": "helpfulness", "data_type": "numeric", "min_value": "1",
                          "max_value": "5", "writers": "both"}),

@@ -146,8 +146,8 @@ def test_the_panel_is_for_editors_and_up_on_answers_and_never_on_a_share(team: T
     scores.add_score(target=Target(answer.thread, message=answer), author=Author(token_name="ci"),
                      spec=ScoreSpec("latency", 3))  # fmt: skip
     page = team.client(team.editor).get(f"/t/{answer.thread_id}/").content.decode()
-    assert page.count('class="score-panel"') == 1
-    assert "Save helpfulness" in page
+    assert page.count('class="score-panel"') == 2  # the answer's and the thread's
+    assert page.count("Save helpfulness") == 2
     assert "Save latency" not in page and "Save old" not in page
     assert "Remove my" not in page  # the API's score is no one's own
 
@@ -183,3 +183,28 @@ def test_the_ledger_refuses_a_viewers_score_and_an_outsiders_removal(team: Team)
     assert scores.remove_person_score(user=team.owner, message=answer, name="helpfulness") is False
     assert scores.remove_person_score(user=team.editor, message=answer, name="helpfulness")
     assert not Score.objects.exists()
+
+
+def test_an_editor_scores_the_whole_thread_from_the_header(team: Team) -> None:
+    answer = _answer(team)
+    thread = answer.thread
+    verdict = _config(team, "verdict", "categorical", labels=("pass", "fail"))
+    editor = team.client(team.editor)
+    url = f"/t/{thread.id}/score/"
+    response = editor.post(url, {"config": verdict.pk, "value": "pass"})
+    assert response.status_code == 303
+    assert response["Location"] == f"/t/{thread.id}/#sc-thread-{thread.id}"
+    page = editor.get(f"/t/{thread.id}/").content.decode()
+    assert f'id="sc-thread-{thread.id}"' in page and "Score this conversation" in page
+    swapped = editor.post(url, {"config": verdict.pk, "value": "fail"}, headers=HTMX)
+    html = swapped.content.decode()
+    assert f'class="msg-judgement thread-judgement" id="sc-thread-{thread.id}"' in html
+    assert "Saved: verdict fail." in html
+    stored = Score.objects.get()
+    assert stored.message_id is None and stored.run_id is None and stored.label == "fail"
+    assert editor.post(url, {"config": verdict.pk, "value": "maybe"}).status_code == 422
+    assert Score.objects.get().label == "fail"
+    editor.post(url, {"config": verdict.pk, "action": "remove"})
+    assert not Score.objects.exists()
+    viewer = team.client(team.viewer).get(f"/t/{thread.id}/").content.decode()
+    assert "Score this conversation" not in viewer

@@ -118,6 +118,7 @@ urlpatterns = [
         score_panel.score_message,
         name="message_score",
     ),
+    path("t/<str:thread_id>/score/", score_panel.score_thread, name="thread_score"),
     path("t/<str:thread_id>/reply/", generation.reply, name="reply"),
     path("runs/<str:run_id>/cancel/", generation.cancel, name="run_cancel"),
     path("runs/<str:run_id>/retry/", generation.retry, name="run_retry"),

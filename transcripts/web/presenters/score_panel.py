@@ -8,9 +8,17 @@ from dataclasses import dataclass, field
 
 from django.urls import reverse
 
-from transcripts.models import Message, Score, ScoreConfig, ScoreDataType, ScoreSource, ScoreWriters
+from transcripts.models import (
+    Message,
+    Score,
+    ScoreConfig,
+    ScoreDataType,
+    ScoreSource,
+    ScoreWriters,
+    Thread,
+)
 from transcripts.permissions import Access
-from transcripts.web.presenters.scores import ScoreView
+from transcripts.web.presenters.scores import ScoreView, score_view
 
 BOOLEAN_CHOICES = (("yes", "Yes"), ("no", "No"))
 
@@ -52,8 +60,9 @@ class PanelField:
 
 @dataclass(frozen=True)
 class ScorePanel:
-    """An answer's score panel: where its forms post, its fields, and the project's slug (the
-    configs page, linked for admins when there are no configs)."""
+    """A score panel, of an answer (message_id) or of the whole thread (no message_id): where
+    its forms post, its fields, and the project's slug (the configs page, linked for admins
+    when there are no configs)."""
 
     thread_id: str
     message_id: str
@@ -65,7 +74,14 @@ class ScorePanel:
     @property
     def url(self) -> str:
         """Where the panel's forms post."""
-        return reverse("message_score", args=[self.thread_id, self.message_id])
+        if self.message_id:
+            return reverse("message_score", args=[self.thread_id, self.message_id])
+        return reverse("thread_score", args=[self.thread_id])
+
+    @property
+    def key(self) -> str:
+        """What the panel's element ids end with: the message's id, or thread-<its id>."""
+        return self.message_id or f"thread-{self.thread_id}"
 
 
 @dataclass
@@ -150,3 +166,27 @@ def score_panel(
         may_configure=access.can_administer,
         done=done,
     )
+
+
+def thread_part(
+    thread: Thread,
+    *,
+    configs: Sequence[ScoreConfig],
+    scores: Sequence[Score],
+    user_id: int | None,
+    access: Access,
+    done: str = "",
+) -> ScorePart:
+    """The conversation header's scores part: the chips of the scores on the whole thread and,
+    for editors and up, its panel. scores: thread_scores of the thread."""
+    panel = None
+    if access.can_edit:
+        panel = ScorePanel(
+            thread_id=thread.id,
+            message_id="",
+            project_slug=thread.project.slug,
+            fields=panel_fields(configs, mine_by_name(scores, user_id)),
+            may_configure=access.can_administer,
+            done=done,
+        )
+    return ScorePart(scores=[score_view(s) for s in scores], score_panel=panel)

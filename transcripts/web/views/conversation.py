@@ -18,13 +18,18 @@ from transcripts.models import Message, Thread
 from transcripts.permissions import Access
 from transcripts.selectors.failed_runs import unanswered_failures
 from transcripts.selectors.forks import fork_source, forks_of
-from transcripts.selectors.scores import feedback_summaries, message_scores, score_configs
+from transcripts.selectors.scores import (
+    feedback_summaries,
+    message_scores,
+    score_configs,
+    thread_scores,
+)
 from transcripts.web.access import get_thread_for_user, login_required, message_of, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.messages import MessageItem, judge_items, message_items
 from transcripts.web.presenters.organise import organise_thread
 from transcripts.web.presenters.runs import LiveRun, failed_live_run, open_live_run, options_for
-from transcripts.web.presenters.score_panel import panel_configs, score_panel
+from transcripts.web.presenters.score_panel import panel_configs, score_panel, thread_part
 from transcripts.web.presenters.threads import RecentThreads
 
 
@@ -175,6 +180,14 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "can_fork": access.can_edit and not thread.hidden,
         "fork_source": fork_source(thread, readable),
         "organise": organise_thread(request.user, thread, access),
+        # The scores on the whole thread, and its score panel for editors (views/score_panel.py).
+        "thread_scores": thread_part(
+            thread,
+            configs=panel_configs(score_configs(thread.project)) if access.can_edit else [],
+            scores=thread_scores(thread),
+            user_id=request.user.pk,
+            access=access,
+        ),
     }
     template = TEMPLATE
     if request.htmx:
