@@ -1,6 +1,7 @@
 """The score panel in the browser (issue 28): by keyboard alone an editor opens an answer's
 "Score" panel, picks a label, saves, and the answer's chip shows it, swapped in place and said;
-a refused value is shown in the form and nothing is stored; on a phone the open panel fits."""
+a refused value is shown in the form and nothing is stored; the whole conversation is scored
+the same way; on a phone the open panel fits."""
 
 from __future__ import annotations
 
@@ -78,6 +79,17 @@ def test_an_editor_scores_an_answer_by_keyboard_and_the_chip_shows(
     refusal = page.locator(f"{part} .gen-refusal").filter(has_text="value must be from 1 to 5")
     refusal.wait_for()
     assert not Score.objects.filter(name="helpfulness").exists()
+
+    # The whole conversation, from its own panel after the last message.
+    whole = f"#sc-thread-{thread.id}"
+    page.locator(f"{whole} .score-panel > summary").focus()
+    page.keyboard.press("Enter")
+    page.locator(f"{whole} input[name=value][value=pass]").focus()
+    page.keyboard.press("Space")
+    page.locator(f"#sc-save-thread-{thread.id}-{verdict.pk}").press("Enter")
+    page.wait_for_selector(f"{whole} .score-chip:has-text('pass')")
+    on_thread = Score.objects.get(thread=thread, message__isnull=True, author=editor)
+    assert on_thread.label == "pass"
 
     page.set_viewport_size({"width": 390, "height": 844})
     page.locator(part).scroll_into_view_if_needed()
