@@ -740,4 +740,33 @@
     }
     if (handled) event.preventDefault();
   });
+
+  /* --- Score panel (issue 28): after a save or a removal swaps the answer's scores part, the
+     focus goes back to the form's Save button (the button pressed was disabled meanwhile) --- */
+  var scoreFocus = "";
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.classList || !form.classList.contains("score-form")) return;
+    var save = form.querySelector("button[value=save]");
+    scoreFocus = save ? save.id : "";
+  }, true);
+  // A refused score (its target is the whole part, outside the form): said in the form.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail.xhr;
+    var config = event.detail.requestConfig;
+    var form = config && config.elt && config.elt.closest ? config.elt.closest("form.score-form") : null;
+    if (!form || !xhr || !xhr.getResponseHeader("X-Refusal")) return;
+    var slot = form.querySelector(".gen-refusal");
+    if (!slot) return;
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+    event.detail.target = slot;
+    event.detail.swapOverride = "innerHTML";
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!scoreFocus) return;
+    var back = document.getElementById(scoreFocus);
+    scoreFocus = "";
+    if (back) back.focus();
+  });
 })();

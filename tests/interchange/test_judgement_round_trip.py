@@ -47,7 +47,8 @@ score_specs = st.lists(
     max_size=6,
 )
 feedback_specs = st.dictionaries(
-    st.sampled_from(["viewer", "editor", "owner"]), st.tuples(st.booleans(), st.text(max_size=20).filter(lambda t: "\x00" not in t))
+    st.sampled_from(["viewer", "editor", "owner"]),
+    st.tuples(st.booleans(), st.text(max_size=20).filter(lambda t: "\x00" not in t)),
 )
 
 

@@ -82,6 +82,8 @@ def _judge(admin: Any, weather: Thread, run: Run, answers: list[Run]) -> None:
     first = Message.objects.filter(run=answers[0], role="assistant").first()
     assert first is not None
     scores.give_feedback(user=admin, message=first, up=False)
+    verdict = scores.ScoreSpec("verdict", label="pass", comment="Clear")
+    scores.set_person_score(user=admin, message=answer, spec=verdict)
 
 
 def _queue(admin: Any, threads: list[Thread]) -> int:

@@ -17,6 +17,7 @@ from typing import Any, TypedDict
 
 from django.contrib.auth.models import AnonymousUser
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from transcripts.errors import Conflict, InvalidInput, NotFound
@@ -585,3 +586,69 @@ def _imported_feedback(item: ImportedJudgement, entry: JsonObject, user_id: int)
         created_at=created,
         updated_at=parse_iso_utc(entry.get("updatedAt")) or created,
     )
+
+
+# --- a person's own score (the conversation's score panel) -----------------------------------
+
+
+def _require_person_scorer(user: User, thread: Thread) -> None:
+    """Refuse a member who may not score in the thread (editors and up)."""
+    access = member_access(user, thread_id=thread.id)
+    require(user.is_authenticated and access.can_edit, "score in this project")
+
+
+def _own_scores(user: User, target: Target, name: str) -> QuerySet[Score]:
+    """user's person scores called name on target (a message, or the thread itself)."""
+    return Score.objects.filter(
+        thread_id=target.thread.id, message=target.message, run=None, name=name,
+        source=ScoreSource.PERSON, author=account_of(user),
+    )  # fmt: skip
+
+
+@transaction.atomic
+def _set_own(user: User, target: Target, spec: ScoreSpec) -> Score:
+    """user's score on target, replacing theirs of that name (see set_person_score)."""
+    _require_person_scorer(user, target.thread)
+    # The thread's row, held to the end: one person's two saves run one after the other.
+    Thread.objects.select_for_update().filter(pk=target.thread.id).values_list("pk").first()
+    name = clean_name(spec.name)
+    replaced = list(_own_scores(user, target, name).values_list("pk", flat=True))
+    person = ScoreSpec(name=name, value=spec.value, label=spec.label, comment=spec.comment,
+                       source=ScoreSource.PERSON)  # fmt: skip
+    score, _ = add_score(target=target, author=Author(user=user), spec=person)
+    if replaced:
+        Score.objects.filter(pk__in=replaced).delete()
+        record_audit(user, "replace_score", score, thread_id=target.thread.id, name=name,
+                     replaced=[str(pk) for pk in replaced])  # fmt: skip
+    return score
+
+
+@transaction.atomic
+def _remove_own(user: User, target: Target, name: str) -> bool:
+    """Take back user's score called name on target; whether there was one."""
+    _require_person_scorer(user, target.thread)
+    scores = list(_own_scores(user, target, clean_name(name)))
+    for score in scores:
+        delete_score(score=score, author=Author(user=user))
+    return bool(scores)
+
+
+def set_person_score(*, user: User, message: Message, spec: ScoreSpec) -> Score:
+    """user's score on message (editors and up), replacing the one of that name they gave it
+    before: one per person, name and message. Checked like add_score; refused: nothing changes."""
+    return _set_own(user, Target(thread=message.thread, message=message), spec)
+
+
+def remove_person_score(*, user: User, message: Message, name: str) -> bool:
+    """Take back user's score called name on message; whether there was one."""
+    return _remove_own(user, Target(thread=message.thread, message=message), name)
+
+
+def set_person_thread_score(*, user: User, thread: Thread, spec: ScoreSpec) -> Score:
+    """user's score on the whole thread, as set_person_score on a message."""
+    return _set_own(user, Target(thread=thread), spec)
+
+
+def remove_person_thread_score(*, user: User, thread: Thread, name: str) -> bool:
+    """Take back user's score called name on the whole thread; whether there was one."""
+    return _remove_own(user, Target(thread=thread), name)

@@ -123,3 +123,10 @@ def feedback_summaries(
         str(c["message_id"]): FeedbackSummary(c["ups"], c["downs"], mine.get(c["message_id"]))
         for c in counts
     }
+
+
+def thread_scores(thread: Thread) -> list[Score]:
+    """The scores on the thread itself (not on one of its messages or runs), by name, oldest
+    first."""
+    rows = Score.objects.filter(thread_id=thread.id, message_id__isnull=True, run_id__isnull=True)
+    return list(rows.order_by("name", "created_at", "id"))

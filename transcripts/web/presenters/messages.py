@@ -21,6 +21,7 @@ from transcripts.selectors.scores import FeedbackSummary
 from transcripts.web import rendering
 from transcripts.web.presenters.parts import DataView, annotation_view, part_view, text_of
 from transcripts.web.presenters.parts import PartView as PartView  # compare imports it here
+from transcripts.web.presenters.score_panel import ScorePanel
 from transcripts.web.presenters.scores import FeedbackView, ScoreView, feedback_view, score_view
 
 
@@ -79,6 +80,7 @@ class MessageItem:
     # An answer's feedback part and scores (the conversation only; presenters/scores.py).
     feedback: FeedbackView | None = None
     scores: list[ScoreView] = field(default_factory=list)
+    score_panel: ScorePanel | None = None  # an editor's own scores (presenters/score_panel.py)
 
 
 def usage_number(usage: Any, *keys: str) -> int | None:

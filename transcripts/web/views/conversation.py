@@ -18,12 +18,18 @@ from transcripts.models import Message, Thread
 from transcripts.permissions import Access
 from transcripts.selectors.failed_runs import unanswered_failures
 from transcripts.selectors.forks import fork_source, forks_of
-from transcripts.selectors.scores import feedback_summaries, message_scores
+from transcripts.selectors.scores import (
+    feedback_summaries,
+    message_scores,
+    score_configs,
+    thread_scores,
+)
 from transcripts.web.access import get_thread_for_user, login_required, message_of, threads_for_user
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.messages import MessageItem, judge_items, message_items
 from transcripts.web.presenters.organise import organise_thread
 from transcripts.web.presenters.runs import LiveRun, failed_live_run, open_live_run, options_for
+from transcripts.web.presenters.score_panel import panel_configs, score_panel, thread_part
 from transcripts.web.presenters.threads import RecentThreads
 
 
@@ -71,20 +77,30 @@ def export_formats() -> list[tuple[str, str]]:
 
 
 def _items(
-    request: HtmxHttpRequest, thread: Thread, messages: list[Message], readable: QuerySet[Thread]
+    request: HtmxHttpRequest,
+    thread: Thread,
+    messages: list[Message],
+    readable: QuerySet[Thread],
+    access: Access,
 ) -> list[MessageItem]:
-    """The cards of messages: switchers, forks, and the answers' feedback and scores."""
+    """The cards of messages: switchers, forks, and the answers' feedback, scores and score
+    panels."""
     items = message_items(thread, messages, siblings=selectors.siblings_of(thread, messages))
     ids = [m.id for m in messages]
     forks = forks_of(thread, ids, readable)
     for item in items:
         item.forks = forks.get(item.message.id)
     answers = [m.id for m in messages if m.role == "assistant"]
+    scores = message_scores(thread, ids) if ids else {}
     judge_items(
-        items,
-        feedback_summaries(thread, answers, request.user.pk) if answers else {},
-        message_scores(thread, ids) if ids else {},
+        items, feedback_summaries(thread, answers, request.user.pk) if answers else {}, scores
     )
+    configs = panel_configs(score_configs(thread.project)) if answers and access.can_edit else []
+    for item in items:
+        item.score_panel = score_panel(
+            item.message, slug=thread.project.slug, configs=configs,
+            scores=scores.get(item.message.id, ()), user_id=request.user.pk, access=access,
+        )  # fmt: skip
     return items
 
 
@@ -107,7 +123,7 @@ def _more(
         context["has_later"] = len(messages) > WINDOW
         messages = messages[:WINDOW]
     context["items"] = _items(
-        request, thread, messages, threads_for_user(request, thread.project)[0]
+        request, thread, messages, threads_for_user(request, thread.project)[0], access
     )
     context["can_fork"] = access.can_edit and not thread.hidden
     context["generation_options"] = options_for(thread, access, last_choice)
@@ -142,7 +158,7 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     else:
         messages = []
     readable, _ = threads_for_user(request, thread.project)
-    items = _items(request, thread, messages, readable)
+    items = _items(request, thread, messages, readable, access)
     context = {
         "thread": thread,
         "url": reverse("conversation", args=[thread.id]),
@@ -164,6 +180,14 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         "can_fork": access.can_edit and not thread.hidden,
         "fork_source": fork_source(thread, readable),
         "organise": organise_thread(request.user, thread, access),
+        # The scores on the whole thread, and its score panel for editors (views/score_panel.py).
+        "thread_scores": thread_part(
+            thread,
+            configs=panel_configs(score_configs(thread.project)) if access.can_edit else [],
+            scores=thread_scores(thread),
+            user_id=request.user.pk,
+            access=access,
+        ),
     }
     template = TEMPLATE
     if request.htmx:
