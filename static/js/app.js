@@ -225,7 +225,10 @@
   document.addEventListener("htmx:beforeSwap", function (event) {
     var xhr = event.detail.xhr;
     if (!xhr || !xhr.getResponseHeader("X-Refusal")) return;
-    var form = event.detail.elt && event.detail.elt.closest ? event.detail.elt.closest("form") : null;
+    // The form that sent the request (its swap target may lie outside it: feedback, scores).
+    var config = event.detail.requestConfig;
+    var sender = (config && config.elt) || event.detail.elt;
+    var form = sender && sender.closest ? sender.closest("form") : null;
     var slot = form && form.querySelector(".gen-refusal");
     if (!slot) return;
     event.detail.shouldSwap = true;
@@ -750,19 +753,6 @@
     var save = form.querySelector("button[value=save]");
     scoreFocus = save ? save.id : "";
   }, true);
-  // A refused score (its target is the whole part, outside the form): said in the form.
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    var xhr = event.detail.xhr;
-    var config = event.detail.requestConfig;
-    var form = config && config.elt && config.elt.closest ? config.elt.closest("form.score-form") : null;
-    if (!form || !xhr || !xhr.getResponseHeader("X-Refusal")) return;
-    var slot = form.querySelector(".gen-refusal");
-    if (!slot) return;
-    event.detail.shouldSwap = true;
-    event.detail.isError = false;
-    event.detail.target = slot;
-    event.detail.swapOverride = "innerHTML";
-  });
   document.addEventListener("htmx:afterSettle", function () {
     if (!scoreFocus) return;
     var back = document.getElementById(scoreFocus);
