@@ -23,8 +23,9 @@ from transcripts.formats.ai_sdk.stream import to_events
 from transcripts.ledger import moderation
 from transcripts.models import Run, Thread
 from transcripts.projector import REDACTION_TEXT
+from transcripts.selectors.prices import price_for
 from transcripts.selectors.trace import Trace, run_trace
-from transcripts.web.presenters.trace import price_for, trace_view, usage_label
+from transcripts.web.presenters.trace import trace_view, usage_label
 
 pytestmark = pytest.mark.django_db
 
