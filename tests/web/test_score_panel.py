@@ -208,3 +208,28 @@ def test_an_editor_scores_the_whole_thread_from_the_header(team: Team) -> None:
     assert not Score.objects.exists()
     viewer = team.client(team.viewer).get(f"/t/{thread.id}/").content.decode()
     assert "Score this conversation" not in viewer
+
+
+def test_compare_offers_each_branchs_answer_the_panel_and_a_plain_post_returns_there(
+    team: Team,
+) -> None:
+    thread = make_thread("Two answers", project=team.alpha)
+    question = last_message(ask(thread, "Rain?"))
+    first = last_message(say(thread, "Probably not."))
+    second = last_message(say(thread, "Bring a coat.", fork_from=question.id))
+    helpfulness = _config(team, "helpfulness", "numeric", min_value=1, max_value=5)
+    compare = f"/t/{thread.id}/fork/{question.id}/compare/"
+
+    page = team.client(team.editor).get(compare).content.decode()
+    for answer in (first, second):
+        assert f'action="/t/{thread.id}/m/{answer.id}/score/"' in page
+    assert f'name="next" value="{compare}"' in page
+    response = team.client(team.editor).post(
+        _url(second), {"config": helpfulness.pk, "value": "2", "next": compare}
+    )
+    assert (response.status_code, response["Location"]) == (303, compare)
+    assert _mine(second) == [("helpfulness", 2.0, "", "")] and _mine(first) == []
+    # The score shows on its own branch's answer only; a viewer reads it, with no panel.
+    seen = team.client(team.viewer).get(compare).content.decode()
+    assert seen.count('score-name">helpfulness</span> <strong class="score-value">2<') >= 1
+    assert "/score/" not in seen

@@ -14,8 +14,9 @@ from django.views.decorators.http import require_GET, require_POST
 from transcripts import selectors
 from transcripts.errors import DomainError
 from transcripts.ledger import moderation, ratings
-from transcripts.models import Thread
+from transcripts.models import Run, Thread
 from transcripts.permissions import Access, Role
+from transcripts.selectors.scores import message_scores, score_configs
 from transcripts.web.access import (
     get_run_for_user,
     get_thread_for_user,
@@ -27,6 +28,7 @@ from transcripts.web.http import HtmxHttpRequest, safe_next
 from transcripts.web.presenters.compare import (
     MAX_COLUMNS,
     ROOT,
+    Column,
     columns,
     compare_url,
     ordered,
@@ -34,6 +36,8 @@ from transcripts.web.presenters.compare import (
 )
 from transcripts.web.presenters.compare_text import SIMILARITY_FLOOR
 from transcripts.web.presenters.runs import generation_refusal, role_refusal
+from transcripts.web.presenters.score_panel import panel_configs, score_panel
+from transcripts.web.presenters.scores import score_view
 
 TEMPLATE = "transcripts/compare.html"
 MAX_MORE_LINKS = 40  # runs beyond the columns listed by name; the rest are counted
@@ -61,10 +65,36 @@ def _render(
         restore_refusal=role_refusal(access) or generation_refusal(thread),
         may_rate=access.can_edit,
     )
+    _score_panels(request, thread, access, context["columns"])
     template = TEMPLATE
     if request.htmx:
         template += "#compare"
     return render(request, template, context)
+
+
+def _score_panels(
+    request: HtmxHttpRequest, thread: Thread, access: Access, shown: list[Column]
+) -> None:
+    """The stored answers of the thread's columns: their scores and, for editors, the score
+    panel people judge a branch's answer with (as in the conversation)."""
+    items = [
+        card.item
+        for column in shown
+        if column.materialized and column.run.thread_id == thread.id
+        for card in column.cards
+        if card.item.message.role == "assistant"
+    ]
+    if not items:
+        return
+    scores = message_scores(thread, [item.message.id for item in items])
+    configs = panel_configs(score_configs(thread.project)) if access.can_edit else []
+    for item in items:
+        mine = scores.get(item.message.id, [])
+        item.scores = [score_view(score) for score in mine]
+        item.score_panel = score_panel(
+            item.message, slug=thread.project.slug, configs=configs, scores=mine,
+            user_id=request.user.pk, access=access,
+        )  # fmt: skip
 
 
 @login_required
@@ -93,7 +123,9 @@ def compare_fork(request: HtmxHttpRequest, thread_id: str, message_id: str) -> H
 @require_GET
 def compare_runs(request: HtmxHttpRequest) -> HttpResponse:
     """Two runs side by side (?a=&b=), the second compared to the first."""
-    a, access = get_run_for_user(request, request.GET.get("a", ""))
+    # With a's project: the score panels name it (no query per page outside selectors).
+    with_project = Run.objects.select_related("thread__project").defer("snapshot")
+    a, access = get_run_for_user(request, request.GET.get("a", ""), runs=with_project)
     b, _ = get_run_for_user(request, request.GET.get("b", ""))
     # Where one run continues from a message of the other, show only what follows it.
     below_depth = selectors.fork_depth(a, b) if a.thread_id == b.thread_id else -1

@@ -25,7 +25,7 @@ from transcripts.web.access import (
     login_required,
     require_role,
 )
-from transcripts.web.http import HtmxHttpRequest
+from transcripts.web.http import HtmxHttpRequest, safe_next
 from transcripts.web.presenters.score_panel import (
     ScorePart,
     panel_configs,
@@ -132,9 +132,11 @@ def _apply(request: HtmxHttpRequest, thread: Thread, message: Message | None) ->
 
 
 def _back(request: HtmxHttpRequest, thread: Thread, done: str, anchor: str) -> HttpResponse:
-    """Back to the conversation at anchor (no JavaScript), saying what was done."""
+    """Back to the page the form was on (`next`, e.g. Compare), else the conversation at
+    anchor (no JavaScript), saying what was done."""
     messages.success(request, done)
-    return HttpResponseRedirect(reverse("conversation", args=[thread.id]) + anchor, status=303)
+    default = reverse("conversation", args=[thread.id]) + anchor
+    return HttpResponseRedirect(safe_next(request, default), status=303)
 
 
 @login_required
