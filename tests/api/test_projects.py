@@ -193,6 +193,21 @@ def test_the_tables_cover_every_endpoint_of_the_schema(client):
         ("DELETE", "/threads/{threadId}"),
         # A new thread from a message: every caller and scope in tests/api/test_forks.py.
         ("POST", "/messages/{messageId}/fork"),
+        # Scores and score configs: another project's ids answer as unknown ones, each scope,
+        # in tests/api/test_scores.py.
+        ("POST", "/scores"),
+        ("GET", "/scores"),
+        ("DELETE", "/scores/{scoreId}"),
+        ("GET", "/score-configs"),
+        ("POST", "/score-configs"),
+        ("POST", "/score-configs/{configId}/archive"),
+        # Annotation queues: another project's queue is a 404, each scope, in
+        # tests/api/test_queues.py (its role table).
+        ("POST", "/queues"),
+        ("POST", "/queues/{queueId}/items"),
+        ("GET", "/queues/{queueId}"),
+        ("POST", "/queues/{queueId}/next"),
+        ("POST", "/queues/{queueId}/items/{itemId}/review"),
     }
     names = {"{thread}": "{threadId}", "{run}": "{runId}", "{superseded}": "{runId}"}
     names["{web_run}"] = "{runId}"

@@ -67,7 +67,7 @@ def _assert_inert(html: str, *, own_scripts: bool = False) -> None:
             continue
         if tag == "meta" and own_scripts and "onerror" not in values:
             continue
-        own_svg = ("tree-svg", "trace-bar", "rolebar")
+        own_svg = ("tree-svg", "trace-bar", "rolebar", "fb-icon", "fb-icon fb-icon-down")
         if tag == "svg" and own_scripts and values.get("class") in own_svg:
             continue
         assert tag not in FORBIDDEN_TAGS, (tag, attrs)
