@@ -14,7 +14,7 @@ from transcripts import selectors
 from transcripts.formats import FORMATS
 from transcripts.generation.generators import CHOICES, EXTERNAL
 from transcripts.ledger import moderation
-from transcripts.models import Message, Thread
+from transcripts.models import Message, ScoreConfig, Thread
 from transcripts.permissions import Access
 from transcripts.selectors.failed_runs import unanswered_failures
 from transcripts.selectors.forks import fork_source, forks_of
@@ -76,15 +76,21 @@ def export_formats() -> list[tuple[str, str]]:
     return choices
 
 
+def _panel_configs(thread: Thread, access: Access) -> list[ScoreConfig]:
+    """The configs the Score panels offer a reader who may score (none for the others)."""
+    return panel_configs(score_configs(thread.project)) if access.can_edit else []
+
+
 def _items(
     request: HtmxHttpRequest,
     thread: Thread,
     messages: list[Message],
     readable: QuerySet[Thread],
     access: Access,
+    configs: list[ScoreConfig] | None = None,
 ) -> list[MessageItem]:
     """The cards of messages: switchers, forks, and the answers' feedback, scores and score
-    panels."""
+    panels (configs: the project's panel configs when the caller read them already)."""
     items = message_items(thread, messages, siblings=selectors.siblings_of(thread, messages))
     ids = [m.id for m in messages]
     forks = forks_of(thread, ids, readable)
@@ -95,7 +101,8 @@ def _items(
     judge_items(
         items, feedback_summaries(thread, answers, request.user.pk) if answers else {}, scores
     )
-    configs = panel_configs(score_configs(thread.project)) if answers and access.can_edit else []
+    if configs is None:
+        configs = _panel_configs(thread, access) if answers else []
     for item in items:
         item.score_panel = score_panel(
             item.message, slug=thread.project.slug, configs=configs,
@@ -158,7 +165,8 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
     else:
         messages = []
     readable, _ = threads_for_user(request, thread.project)
-    items = _items(request, thread, messages, readable, access)
+    configs = _panel_configs(thread, access)  # read once: the answers' panels and the thread's
+    items = _items(request, thread, messages, readable, access, configs)
     context = {
         "thread": thread,
         "url": reverse("conversation", args=[thread.id]),
@@ -183,7 +191,7 @@ def conversation(request: HtmxHttpRequest, thread_id: str) -> HttpResponse:
         # The scores on the whole thread, and its score panel for editors (views/score_panel.py).
         "thread_scores": thread_part(
             thread,
-            configs=panel_configs(score_configs(thread.project)) if access.can_edit else [],
+            configs=configs,
             scores=thread_scores(thread),
             user_id=request.user.pk,
             access=access,
