@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from transcripts.models import AnnotationQueue, ScoreConfig, ScoreDataType, ScoreWriters
+from transcripts.models import AnnotationQueue, ScoreConfig, ScoreDataType
 from transcripts.selectors.queues import Progress
 
 
@@ -54,11 +54,6 @@ def queue_rows(queues: Sequence[AnnotationQueue]) -> list[QueueRow]:
         QueueRow(q, Progress(total=getattr(q, "total", 0), done=getattr(q, "done", 0)))
         for q in queues
     ]
-
-
-def people_configs(configs: Sequence[ScoreConfig]) -> list[ScoreConfig]:
-    """The live configs people may write: those a queue may ask for."""
-    return [c for c in configs if c.archived_at is None and c.writers != ScoreWriters.API]
 
 
 def field_name(config: ScoreConfig) -> str:

@@ -33,7 +33,8 @@ from transcripts.selectors.scores import score_configs
 from transcripts.web.access import get_project_for_user, login_required, require_role
 from transcripts.web.http import HtmxHttpRequest
 from transcripts.web.presenters.messages import message_items
-from transcripts.web.presenters.queues import people_configs, queue_rows, score_fields
+from transcripts.web.presenters.queues import queue_rows, score_fields
+from transcripts.web.presenters.score_panel import panel_configs
 
 LIST_TEMPLATE = "transcripts/queues.html"
 QUEUE_TEMPLATE = "transcripts/queue.html"
@@ -87,7 +88,7 @@ def _queue_form(project: Project, data: Any = None, filter_text: str = "") -> Qu
     """The create form with the project's people-written configs and its members (its
     filter filled in with filter_text: a link from a thread list passes its query string)."""
     members = sorted(selectors.members_of(project), key=lambda m: m.user.get_username())
-    configs = people_configs(score_configs(project))
+    configs = panel_configs(score_configs(project))
     initial = {"filter": filter_text[:2000]}
     return QueueForm(data, configs=configs, members=members, initial=initial)
 
