@@ -1091,3 +1091,177 @@ class QueueReview(models.Model):
 
     def __str__(self) -> str:
         return f"review of item {self.item_id}"
+
+
+class ExperimentStatus(models.TextChoices):
+    """Where an experiment stands: running (its items are being generated), paused (no new
+    item starts; those started finish), cancelled, or completed (every item is done or
+    failed)."""
+
+    RUNNING = "running"
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+    COMPLETED = "completed"
+
+
+class ForkRule(models.TextChoices):
+    """Where an experiment forks each thread: the last user message (answered again), a given
+    message per thread, or every user turn (each on its own branch)."""
+
+    LAST_USER = "last-user"
+    MESSAGE = "message"
+    EACH_USER = "each-user"
+
+
+class Experiment(models.Model):
+    """A candidate (generator, model, parameters, system prompt) replayed on a set of threads,
+    each answer a branch beside the original at its fork point (issue 29)."""
+
+    id = ULIDField(primary_key=True, default=new_ulid, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="experiments")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    status = models.CharField(
+        max_length=20, choices=ExperimentStatus.choices, default=ExperimentStatus.RUNNING
+    )
+    # Where the threads came from, for the record: {"filter": "...", "tag": "...",
+    # "queue": id, "threadIds": n, "messageIds": n}.
+    source = models.JSONField(default=dict, blank=True)
+    fork_rule = models.CharField(
+        max_length=20, choices=ForkRule.choices, default=ForkRule.LAST_USER
+    )
+    generator = models.CharField(max_length=100)
+    model = models.CharField(max_length=200, blank=True, default="")
+    parameters = models.JSONField(default=dict, blank=True)
+    # The candidate's system prompt ("" for the thread's own) and whether it replaces the
+    # thread's system messages or comes before them.
+    system_prompt = models.TextField(blank=True, default="")
+    system_prompt_mode = models.CharField(max_length=10, blank=True, default="replace")
+    # The evaluators run on each pair: [{"type": "exact-match"}, {"type": "regex", ...}].
+    evaluators = models.JSONField(default=list, blank=True)
+    concurrency = models.PositiveSmallIntegerField(default=4)
+    # The caller's Idempotency-Key ("" for none): the same key makes one experiment.
+    idempotency_key = models.CharField(max_length=200, blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    thread_count = models.PositiveIntegerField(default=0)
+    item_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="experiment_idempotency_key",
+            ),
+            models.CheckConstraint(
+                condition=Q(concurrency__gte=1), name="experiment_concurrency_positive"
+            ),
+        ]
+        indexes = [
+            # The sweeper's look at the experiments still running.
+            models.Index(
+                fields=["status"], name="experiment_running_idx", condition=Q(status="running")
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ItemStatus(models.TextChoices):
+    """One item's life: pending (not started), queued (its run waits for a worker), running,
+    done (its candidate is a branch), failed (the candidate could not be made), cancelled."""
+
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+ITEM_IN_FLIGHT = (ItemStatus.QUEUED, ItemStatus.RUNNING)
+
+
+class Outcome(models.TextChoices):
+    """Which answer of a pair is better: the candidate (win), the baseline (loss), or a tie."""
+
+    WIN = "win"
+    LOSS = "loss"
+    TIE = "tie"
+
+
+class ExperimentItem(models.Model):
+    """One fork point of an experiment: the thread, the message the candidate answers (its
+    fork point, chosen when the experiment was made), the baseline answer there and the
+    candidate's run, with the pair's metrics, evaluator results and verdicts."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveIntegerField()
+    # Thread-scoped like the scores: deleted with the thread by ledger/deletion.py.
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
+    fork_from = models.ForeignKey(
+        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        db_constraint=False,
+    )  # fmt: skip
+    # The baseline answer: the messages after the fork point on the active path when the
+    # experiment was made (ids, in order; [] when the fork point had no answer), and the run
+    # of the first.
+    baseline_ids = models.JSONField(default=list, blank=True)
+    baseline_run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        db_constraint=False,
+    )  # fmt: skip
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        db_constraint=False,
+    )  # fmt: skip
+    status = models.CharField(
+        max_length=20, choices=ItemStatus.choices, default=ItemStatus.PENDING
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.JSONField(null=True, blank=True)
+    # Metrics of each side: {"tokensIn", "tokensOut", "latencyMs", "ttftMs", "cost", "length"}.
+    baseline_metrics = models.JSONField(default=dict, blank=True)
+    candidate_metrics = models.JSONField(default=dict, blank=True)
+    # The evaluators' results: [{"name", "type", "baseline", "candidate", "pass", ...}].
+    evaluations = models.JSONField(default=list, blank=True)
+    # The LLM judge's verdict and a person's (the person's counts when both exist).
+    judge_outcome = models.CharField(max_length=10, blank=True, default="")
+    person_outcome = models.CharField(max_length=10, blank=True, default="")
+    judged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    outcome = models.CharField(max_length=10, blank=True, default="")
+    # Whether the two sides disagree: an evaluator passes one and fails the other, a pair
+    # evaluator fails, or a verdict is not a tie.
+    disagreement = models.BooleanField(default=False)
+    adopted_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["experiment", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["experiment", "position"], name="experiment_item_position"
+            ),
+        ]
+        indexes = [
+            # The next items to start, and the counts per status.
+            models.Index(fields=["experiment", "status", "position"], name="experiment_item_next"),
+            models.Index(fields=["thread"], name="experiment_item_thread_idx"),
+            models.Index(fields=["run"], name="experiment_item_run_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"item {self.position} of experiment {self.experiment_id}"
