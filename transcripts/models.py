@@ -1226,9 +1226,7 @@ class ExperimentItem(models.Model):
         Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
         db_constraint=False,
     )  # fmt: skip
-    status = models.CharField(
-        max_length=20, choices=ItemStatus.choices, default=ItemStatus.PENDING
-    )
+    status = models.CharField(max_length=20, choices=ItemStatus.choices, default=ItemStatus.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
     error = models.JSONField(null=True, blank=True)
     # Metrics of each side: {"tokensIn", "tokensOut", "latencyMs", "ttftMs", "cost", "length"}.

@@ -81,7 +81,39 @@ def delete_threads(thread_ids: Sequence[str]) -> Deleted:
             params,
         )
         cursor.execute("DELETE FROM transcripts_queueitem WHERE thread_id = ANY(%(ids)s)", params)
+        # And their experiments' items (issue 29).
+        cursor.execute(
+            "DELETE FROM transcripts_experimentitem WHERE thread_id = ANY(%(ids)s)", params
+        )
         for name, statement in _DELETE:
             cursor.execute(statement, params)
             counts[name] = cursor.rowcount
     return Deleted(**counts)
+
+
+@transaction.atomic
+def delete_runs(run_ids: Sequence[str], thread_ids: Sequence[str]) -> None:
+    """Delete runs no other run builds on (a discarded experiment's candidates) with their
+    events, messages and the feedback on them; their scores and ratings go first (the
+    caller's)."""
+    params = {"runs": [to_uuid(i) for i in run_ids], "threads": [to_uuid(i) for i in thread_ids]}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM transcripts_event WHERE thread_id = ANY(%(threads)s)"
+            " AND run_id = ANY(%(runs)s)",
+            params,
+        )
+        cursor.execute(
+            "DELETE FROM transcripts_feedback WHERE thread_id = ANY(%(threads)s) AND message_id IN"
+            " (SELECT id FROM transcripts_message WHERE run_id = ANY(%(runs)s))",
+            params,
+        )
+        cursor.execute(
+            "DELETE FROM transcripts_message WHERE thread_id = ANY(%(threads)s)"
+            " AND run_id = ANY(%(runs)s)",
+            params,
+        )
+        cursor.execute(
+            "DELETE FROM transcripts_run WHERE thread_id = ANY(%(threads)s) AND id = ANY(%(runs)s)",
+            params,
+        )

@@ -40,12 +40,19 @@ def _supersede_others(run: Run) -> None:
     ).exclude(pk=run.pk).update(status=RunStatus.SUPERSEDED, superseded_by=run)
 
 
+def is_candidate(run: Run) -> bool:
+    """Whether run is an experiment's candidate: committed beside the active path, not on it."""
+    return isinstance(run.metadata, dict) and bool(run.metadata.get("experiment"))
+
+
 @transaction.atomic
 def commit_run(*, run: Run | str) -> Run:
     """Materialize the run's messages as the active continuation of its fork point.
 
     Idempotent. The old continuation stays in the tree off the active path, and the other
-    committed runs at the same fork point become superseded by this one.
+    committed runs at the same fork point become superseded by this one. An experiment's
+    candidate is materialized beside the active path instead: a superseded branch at its fork
+    point (Restore, or adopting it, makes it the active one), the thread's head unchanged.
     """
     run, thread = lock_run_and_thread(run)
     if run.status in (RunStatus.COMMITTED, RunStatus.SUPERSEDED):
@@ -54,6 +61,7 @@ def commit_run(*, run: Run | str) -> Run:
         raise RunClosed(f"a {run.status} run cannot be committed", status=run.status)
     if thread.locked:
         raise ThreadLocked("the thread is locked", threadId=thread.id)
+    aside = is_candidate(run)
     projector = projector_for(run)
     projection = projector.result()
     ids = [m["id"] for m in projection.messages]
@@ -62,7 +70,9 @@ def commit_run(*, run: Run | str) -> Run:
         raise Conflict("message ids are already used by other messages", messageIds=taken)
     fork = Message.objects.filter(pk=run.fork_from_id).first() if run.fork_from_id else None
     base_depth = fork.depth + 1 if fork else 0
-    if fork is None:
+    if aside:
+        pass
+    elif fork is None:
         Message.objects.filter(thread=thread, active=True).update(active=False)
     elif fork.active:
         Message.objects.filter(thread=thread, active=True, depth__gt=fork.depth).update(
@@ -78,17 +88,20 @@ def commit_run(*, run: Run | str) -> Run:
             depth=base_depth + position,
             position=position,
             seq_range=seq_range,
+            active=not aside,
         )
         for position, (projected, seq_range) in enumerate(
             zip(projection.messages, projection.seq_ranges, strict=True)
         )
     ]
     Message.objects.bulk_create(rows, batch_size=500)
-    _supersede_others(run)
+    if not aside:
+        _supersede_others(run)
     now = timezone.now()
-    thread.head = rows[-1] if rows else fork
-    thread.updated_at = now
-    run.status = RunStatus.COMMITTED
+    if not aside:
+        thread.head = rows[-1] if rows else fork
+        thread.updated_at = now
+    run.status = RunStatus.SUPERSEDED if aside else RunStatus.COMMITTED
     run.finished_at = now
     run.usage = projection.metadata.get("usage", {})
     # The final snapshot: later readers of the run replay nothing.
@@ -99,7 +112,7 @@ def commit_run(*, run: Run | str) -> Run:
         cursor.execute(
             """
             WITH moved AS (
-                UPDATE transcripts_thread SET head_id = %(head)s, updated_at = %(now)s
+                UPDATE transcripts_thread SET head_id = %(head)s, updated_at = %(updated)s
                 WHERE id = %(thread)s
             ), committed AS (
                 UPDATE transcripts_run SET status = %(status)s, finished_at = %(now)s,
@@ -112,6 +125,7 @@ def commit_run(*, run: Run | str) -> Run:
             {
                 "head": to_uuid(thread.head_id) if thread.head_id else None,
                 "now": now,
+                "updated": thread.updated_at,
                 "thread": to_uuid(thread.id),
                 "status": run.status,
                 "usage": json.dumps(run.usage),

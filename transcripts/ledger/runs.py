@@ -27,12 +27,14 @@ def begin_run(
     parameters: Mapping[str, object] | None = None,
     metadata: Mapping[str, object] | None = None,
     origin: str = RunOrigin.API,
+    touch: bool = True,
 ) -> tuple[Run, bool]:
     """Begin a run forked from fork_from (a message id, None for a new root, HEAD by default).
 
     With a client-chosen run_id the call is idempotent: the same id returns the same run.
     origin says who started it (an agent through the API, or a member in the browser), which
-    decides who may stop it.
+    decides who may stop it. Without touch the thread's updated time stays (an experiment's
+    candidates do not reorder the thread list).
     """
     if status not in (RunStatus.QUEUED, RunStatus.STREAMING):
         raise InvalidInput("a run begins queued or streaming", field="status")
@@ -91,6 +93,7 @@ def begin_run(
         if run_id is not None:
             run.id = run_id
         run.save(force_insert=True)
-        Thread.objects.filter(pk=thread.pk).update(updated_at=now)
+        if touch:
+            Thread.objects.filter(pk=thread.pk).update(updated_at=now)
         refresh_counters([thread.id])
     return run, True

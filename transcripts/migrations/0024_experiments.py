@@ -9,97 +9,242 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('transcripts', '0023_score_filters'),
+        ("transcripts", "0023_score_filters"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Experiment',
+            name="Experiment",
             fields=[
-                ('id', transcripts.fields.ULIDField(default=transcripts.ids.new_ulid, editable=False, primary_key=True, serialize=False)),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True, default='')),
-                ('status', models.CharField(choices=[('running', 'Running'), ('paused', 'Paused'), ('cancelled', 'Cancelled'), ('completed', 'Completed')], default='running', max_length=20)),
-                ('source', models.JSONField(blank=True, default=dict)),
-                ('fork_rule', models.CharField(choices=[('last-user', 'Last User'), ('message', 'Message'), ('each-user', 'Each User')], default='last-user', max_length=20)),
-                ('generator', models.CharField(max_length=100)),
-                ('model', models.CharField(blank=True, default='', max_length=200)),
-                ('parameters', models.JSONField(blank=True, default=dict)),
-                ('system_prompt', models.TextField(blank=True, default='')),
-                ('system_prompt_mode', models.CharField(blank=True, default='replace', max_length=10)),
-                ('evaluators', models.JSONField(blank=True, default=list)),
-                ('concurrency', models.PositiveSmallIntegerField(default=4)),
-                ('idempotency_key', models.CharField(blank=True, default='', max_length=200)),
-                ('thread_count', models.PositiveIntegerField(default=0)),
-                ('item_count', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='experiments', to='transcripts.project')),
-                ('token', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transcripts.apitoken')),
+                (
+                    "id",
+                    transcripts.fields.ULIDField(
+                        default=transcripts.ids.new_ulid,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True, default="")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("paused", "Paused"),
+                            ("cancelled", "Cancelled"),
+                            ("completed", "Completed"),
+                        ],
+                        default="running",
+                        max_length=20,
+                    ),
+                ),
+                ("source", models.JSONField(blank=True, default=dict)),
+                (
+                    "fork_rule",
+                    models.CharField(
+                        choices=[
+                            ("last-user", "Last User"),
+                            ("message", "Message"),
+                            ("each-user", "Each User"),
+                        ],
+                        default="last-user",
+                        max_length=20,
+                    ),
+                ),
+                ("generator", models.CharField(max_length=100)),
+                ("model", models.CharField(blank=True, default="", max_length=200)),
+                ("parameters", models.JSONField(blank=True, default=dict)),
+                ("system_prompt", models.TextField(blank=True, default="")),
+                (
+                    "system_prompt_mode",
+                    models.CharField(blank=True, default="replace", max_length=10),
+                ),
+                ("evaluators", models.JSONField(blank=True, default=list)),
+                ("concurrency", models.PositiveSmallIntegerField(default=4)),
+                ("idempotency_key", models.CharField(blank=True, default="", max_length=200)),
+                ("thread_count", models.PositiveIntegerField(default=0)),
+                ("item_count", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="experiments",
+                        to="transcripts.project",
+                    ),
+                ),
+                (
+                    "token",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="transcripts.apitoken",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project', '-created_at'],
+                "ordering": ["project", "-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='ExperimentItem',
+            name="ExperimentItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('baseline_ids', models.JSONField(blank=True, default=list)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='pending', max_length=20)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('error', models.JSONField(blank=True, null=True)),
-                ('baseline_metrics', models.JSONField(blank=True, default=dict)),
-                ('candidate_metrics', models.JSONField(blank=True, default=dict)),
-                ('evaluations', models.JSONField(blank=True, default=list)),
-                ('judge_outcome', models.CharField(blank=True, default='', max_length=10)),
-                ('person_outcome', models.CharField(blank=True, default='', max_length=10)),
-                ('outcome', models.CharField(blank=True, default='', max_length=10)),
-                ('disagreement', models.BooleanField(default=False)),
-                ('adopted_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('baseline_run', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transcripts.run')),
-                ('experiment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='transcripts.experiment')),
-                ('fork_from', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transcripts.message')),
-                ('judged_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('run', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='transcripts.run')),
-                ('thread', models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='transcripts.thread')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                ("baseline_ids", models.JSONField(blank=True, default=list)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="pending",
+                        max_length=20,
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("error", models.JSONField(blank=True, null=True)),
+                ("baseline_metrics", models.JSONField(blank=True, default=dict)),
+                ("candidate_metrics", models.JSONField(blank=True, default=dict)),
+                ("evaluations", models.JSONField(blank=True, default=list)),
+                ("judge_outcome", models.CharField(blank=True, default="", max_length=10)),
+                ("person_outcome", models.CharField(blank=True, default="", max_length=10)),
+                ("outcome", models.CharField(blank=True, default="", max_length=10)),
+                ("disagreement", models.BooleanField(default=False)),
+                ("adopted_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "baseline_run",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="transcripts.run",
+                    ),
+                ),
+                (
+                    "experiment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="items",
+                        to="transcripts.experiment",
+                    ),
+                ),
+                (
+                    "fork_from",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="transcripts.message",
+                    ),
+                ),
+                (
+                    "judged_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="transcripts.run",
+                    ),
+                ),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        db_constraint=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="transcripts.thread",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['experiment', 'position'],
+                "ordering": ["experiment", "position"],
             },
         ),
         migrations.AddIndex(
-            model_name='experiment',
-            index=models.Index(condition=models.Q(('status', 'running')), fields=['status'], name='experiment_running_idx'),
+            model_name="experiment",
+            index=models.Index(
+                condition=models.Q(("status", "running")),
+                fields=["status"],
+                name="experiment_running_idx",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='experiment',
-            constraint=models.UniqueConstraint(condition=models.Q(('idempotency_key', ''), _negated=True), fields=('project', 'idempotency_key'), name='experiment_idempotency_key'),
+            model_name="experiment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("idempotency_key", ""), _negated=True),
+                fields=("project", "idempotency_key"),
+                name="experiment_idempotency_key",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='experiment',
-            constraint=models.CheckConstraint(condition=models.Q(('concurrency__gte', 1)), name='experiment_concurrency_positive'),
+            model_name="experiment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("concurrency__gte", 1)), name="experiment_concurrency_positive"
+            ),
         ),
         migrations.AddIndex(
-            model_name='experimentitem',
-            index=models.Index(fields=['experiment', 'status', 'position'], name='experiment_item_next'),
+            model_name="experimentitem",
+            index=models.Index(
+                fields=["experiment", "status", "position"], name="experiment_item_next"
+            ),
         ),
         migrations.AddIndex(
-            model_name='experimentitem',
-            index=models.Index(fields=['thread'], name='experiment_item_thread_idx'),
+            model_name="experimentitem",
+            index=models.Index(fields=["thread"], name="experiment_item_thread_idx"),
         ),
         migrations.AddIndex(
-            model_name='experimentitem',
-            index=models.Index(fields=['run'], name='experiment_item_run_idx'),
+            model_name="experimentitem",
+            index=models.Index(fields=["run"], name="experiment_item_run_idx"),
         ),
         migrations.AddConstraint(
-            model_name='experimentitem',
-            constraint=models.UniqueConstraint(fields=('experiment', 'position'), name='experiment_item_position'),
+            model_name="experimentitem",
+            constraint=models.UniqueConstraint(
+                fields=("experiment", "position"), name="experiment_item_position"
+            ),
         ),
     ]

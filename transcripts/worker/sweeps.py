@@ -1,7 +1,7 @@
 """The worker process's periodic chores, which no request does (a GET writes nothing): fail the
 runs of workers that died, give back their task rows, store the snapshots of long open runs,
 apply the projects' retention periods, audit expired share links and vacuum the tables a
-redaction rewrote."""
+redaction rewrote, and keep experiments going."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from django.db import close_old_connections, connection
 
 from transcripts import ledger
 from transcripts.db_availability import describe, forget_connection, is_outage
+from transcripts.generation import experiments
 from transcripts.generation.tasks import reap_expired_runs
 from transcripts.ledger.retention import Purge, purge_expired
 from transcripts.ledger.vacuum import vacuum_after_redaction
@@ -35,6 +36,7 @@ class Sweep:
     released: list[str] = field(default_factory=list)
     expired_shares: list[str] = field(default_factory=list)
     vacuumed: list[str] = field(default_factory=list)
+    experiments: list[str] = field(default_factory=list)
 
 
 def sweep(*, purge: bool = False, release: bool = False) -> Sweep:
@@ -48,6 +50,7 @@ def sweep(*, purge: bool = False, release: bool = False) -> Sweep:
         purges=purge_expired() if purge else [],
         expired_shares=ledger.audit_expired_shares(),
         vacuumed=vacuum_after_redaction(),
+        experiments=experiments.sweep(),
     )
 
 

@@ -23,9 +23,22 @@ class GenerationRequest:
 
     @property
     def system_prompt(self) -> str | None:
-        """The system prompt override, if any."""
+        """The system prompt override, if any: the `systemPrompt` parameter, which replaces
+        the conversation's system messages, or (with `systemPromptMode` "prefix", an
+        experiment's choice) comes before their text."""
         value = self.parameters.get("systemPrompt")
-        return str(value) if value else None
+        if not value:
+            return None
+        if self.parameters.get("systemPromptMode") != "prefix":
+            return str(value)
+        own = [
+            str(p.get("text", ""))
+            for m in self.messages
+            if m.get("role") == "system"
+            for p in objects_in(m.get("parts"))
+            if p.get("type") == "text"
+        ]
+        return "\n\n".join([str(value), *[t for t in own if t]])
 
     def number(self, name: str) -> float | None:
         """A numeric parameter (start_generation stores them as numbers), None when unset."""
