@@ -80,7 +80,9 @@ def test_candidates_are_branches_beside_the_active_path_until_adopted(editor):
     experiment, created = experiments.create(
         project=default_project(),
         author=Author(user=editor),
-        request=_request(thread_ids=tuple(t.id for t in threads), evaluators=[{"type": "exact-match"}]),
+        request=_request(
+            thread_ids=tuple(t.id for t in threads), evaluators=[{"type": "exact-match"}]
+        ),
     )
     assert created and experiment.item_count == 3
     _drain(experiment)
@@ -124,9 +126,9 @@ def test_candidates_are_branches_beside_the_active_path_until_adopted(editor):
 def test_each_user_turn_is_its_own_item_and_a_thread_changed_later_keeps_its_fork(editor):
     thread = conversation(turns=3)
     users = list(
-        Message.objects.filter(thread=thread, role="user").order_by("depth").values_list(
-            "id", flat=True
-        )
+        Message.objects.filter(thread=thread, role="user")
+        .order_by("depth")
+        .values_list("id", flat=True)
     )
     experiment, _ = experiments.create(
         project=default_project(),
@@ -283,7 +285,9 @@ def test_a_person_judges_a_pair_as_compare_rates_it(editor):
     assert item.outcome == "loss"
     assert RunRating.objects.get(user=editor, run_id=item.baseline_run_id).preferred
     assert not RunRating.objects.get(user=editor, run_id=item.run_id).preferred
-    winners = experiment_ledger.adopt(experiment=experiment, author=Author(user=editor), winners=True)
+    winners = experiment_ledger.adopt(
+        experiment=experiment, author=Author(user=editor), winners=True
+    )
     assert winners.adopted == []
     with pytest.raises(InvalidInput):
         experiment_ledger.judge_item(item=item, user=editor, verdict="x")
@@ -298,12 +302,16 @@ def test_discarding_with_delete_removes_the_candidates_not_adopted(editor):
     )
     _drain(experiment)
     items = list(experiment.items.order_by("position"))
-    experiment_ledger.adopt(experiment=experiment, author=Author(user=editor), item_ids=[items[0].pk])
+    experiment_ledger.adopt(
+        experiment=experiment, author=Author(user=editor), item_ids=[items[0].pk]
+    )
     admin = get_user_model().objects.create_user("ad", password="pw-123456789")
     Membership.objects.create(user=admin, project=default_project(), role=ProjectRole.ADMIN)
     with pytest.raises(PermissionDenied):
         experiment_ledger.discard(experiment=experiment, author=Author(user=editor), delete=True)
-    deleted = experiment_ledger.discard(experiment=experiment, author=Author(user=admin), delete=True)
+    deleted = experiment_ledger.discard(
+        experiment=experiment, author=Author(user=admin), delete=True
+    )
     assert deleted == 1
     assert Run.objects.filter(pk=items[0].run_id).exists()
     assert not Run.objects.filter(pk=items[1].run_id).exists()
@@ -336,9 +344,7 @@ def test_workers_run_it_and_a_killed_worker_leaves_no_item_twice(editor, start_w
         what="the experiment to complete",
     )
     assert progress(experiment).counts == {ItemStatus.DONE: 12}
-    committed = Run.objects.filter(
-        metadata__experiment=experiment.id, status=RunStatus.SUPERSEDED
-    )
+    committed = Run.objects.filter(metadata__experiment=experiment.id, status=RunStatus.SUPERSEDED)
     # One candidate per item: a run cut off was failed and the item tried again.
     assert sorted(committed.values_list("metadata__experimentItem", flat=True)) == sorted(
         experiment.items.values_list("pk", flat=True)
