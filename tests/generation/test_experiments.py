@@ -351,3 +351,52 @@ def test_workers_run_it_and_a_killed_worker_leaves_no_item_twice(editor, start_w
     )
     for thread in threads:
         assert Message.objects.get(pk=Thread.objects.get(pk=thread.pk).head_id).run.metadata == {}
+
+
+def test_results_are_filtered_sorted_paged_summarised_and_compared(editor):
+    from transcripts.selectors.experiment_results import (
+        compared_page,
+        parse_result_filter,
+        result_page,
+        summary,
+    )
+
+    threads = [conversation(turns=1, title=f"t{i}") for i in range(5)]
+    ids = tuple(t.id for t in threads)
+    author = Author(user=editor)
+    first, _ = experiments.create(
+        project=default_project(),
+        author=author,
+        request=_request(thread_ids=ids, evaluators=[{"type": "exact-match"}]),
+    )
+    second, _ = experiments.create(
+        project=default_project(),
+        author=author,
+        request=_request(thread_ids=ids[:3], model="demo-detailed"),
+    )
+    _drain(first)
+    _drain(second)
+    item = first.items.order_by("position").first()
+    experiment_ledger.judge_item(item=item, user=editor, verdict="b")
+
+    page = result_page(first, parse_result_filter({"sort": "-candidate-length"}), size=2)
+    assert page.total == 5 and page.pages == 3 and len(page.rows) == 2
+    lengths = [r.metric("candidate", "length") for r in page.rows]
+    assert lengths == sorted(lengths, reverse=True)
+    assert page.rows[0].candidate and page.rows[0].baseline
+    won = result_page(first, parse_result_filter({"outcome": "win"}))
+    assert [r.item.pk for r in won.rows] == [item.pk]
+    with pytest.raises(InvalidInput):
+        parse_result_filter({"sort": "nonsense"})
+
+    said = summary(first)
+    assert (said.wins, said.losses, said.ties, said.unjudged) == (1, 0, 0, 4)
+    assert said.metrics["candidate"]["length"].count == 5
+    assert said.evaluators[0].name == "exact-match"
+    assert said.evaluators[0].candidate.total == 5
+    low, high = said.win_rate.interval
+    assert 0 < low < 1 <= high + 1e-9
+
+    paired, shared = compared_page(first, second)
+    assert shared == 3 and len(paired) == 3
+    assert all(p.second is not None and p.second.candidate for p in paired)
