@@ -6,6 +6,7 @@ experiment run end to end with every evaluator storing its results and scores.""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -50,7 +51,7 @@ def _answer(*parts: JsonObject) -> list[JsonObject]:
 
 
 def _run(
-    configs: list[dict[str, object]],
+    configs: Sequence[Mapping[str, object]],
     baseline: list[JsonObject],
     candidate: list[JsonObject],
     question: str = QUESTION,
@@ -64,7 +65,7 @@ def _run(
     )
 
 
-def _one(config: dict[str, object], baseline: str, candidate: str) -> JsonObject:
+def _one(config: Mapping[str, object], baseline: str, candidate: str) -> JsonObject:
     return _run([config], _answer(_text(baseline)), _answer(_text(candidate))).results[0]
 
 
@@ -169,6 +170,13 @@ def test_tool_calls_match_regardless_of_order_and_name_the_difference():
     assert other.disagreement
 
 
+def _nested(depth: int) -> JsonObject:
+    schema: JsonObject = {}
+    for _ in range(depth):
+        schema = {"not": schema}
+    return schema
+
+
 @pytest.mark.parametrize(
     ("raw", "problem"),
     [
@@ -190,6 +198,8 @@ def test_tool_calls_match_regardless_of_order_and_name_the_difference():
             [{"type": "json", "schema": {"patternProperties": {"a+": {}}}}],
             "patternProperties is not supported",
         ),
+        ([{"type": "json", "schema": _nested(40)}], "schema nests too deeply (at most 32"),
+        ([{"type": "llm-judge", "generator": ["demo"]}], "generator must be one of demo"),
         ([{"type": "length-ratio", "min": 3, "max": 2}], "min must not be more than max"),
         ([{"type": "length-ratio", "max": "2"}], "max must be a number"),
         ([{"type": "llm-judge", "generator": "external"}], "generator must be one of demo"),

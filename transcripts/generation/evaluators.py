@@ -122,26 +122,36 @@ def _check_regex(entry: Mapping[str, object], where: str) -> JsonObject:
     return {"pattern": pattern}
 
 
-def _schema_keys(value: object) -> Iterator[str]:
-    """Every key of every object in value, recursively."""
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            yield str(key)
-            yield from _schema_keys(inner)
-    elif isinstance(value, list):
-        for inner in value:
-            yield from _schema_keys(inner)
+MAX_SCHEMA_DEPTH = 32
+
+
+def _schema_shape(schema: object) -> tuple[int, set[str]]:
+    """How deeply schema nests and every key of its objects (walked without recursion)."""
+    deepest, keys = 0, set[str]()
+    stack: list[tuple[object, int]] = [(schema, 1)]
+    while stack:
+        value, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(value, dict):
+            keys.update(str(k) for k in value)
+            stack += [(inner, depth + 1) for inner in value.values()]
+        elif isinstance(value, list):
+            stack += [(inner, depth + 1) for inner in value]
+    return deepest, keys
 
 
 def _check_json(entry: Mapping[str, object], where: str) -> JsonObject:
     schema = entry.get("schema")
     if schema is None:
         return {"schema": None}
-    if not isinstance(schema, dict | bool):
+    if not isinstance(schema, dict):
         raise _refuse(where, "schema must be a JSON Schema (an object)")
+    depth, keys = _schema_shape(schema)
+    if depth > MAX_SCHEMA_DEPTH:
+        raise _refuse(where, f"schema nests too deeply (at most {MAX_SCHEMA_DEPTH} levels)")
     if len(json.dumps(schema)) > MAX_SCHEMA:
         raise _refuse(where, f"schema is too large (at most {MAX_SCHEMA:,} bytes)")
-    if "patternProperties" in _schema_keys(schema):
+    if "patternProperties" in keys:
         raise _refuse(
             where, "schema: patternProperties is not supported (use propertyNames with a pattern)"
         )
@@ -175,12 +185,12 @@ def _check_tool_calls(entry: Mapping[str, object], where: str) -> JsonObject:
 
 def _check_llm_judge(entry: Mapping[str, object], where: str) -> JsonObject:
     name = entry.get("generator", "demo")
-    if name == EXTERNAL or name not in GENERATORS:
+    if not isinstance(name, str) or name == EXTERNAL or name not in GENERATORS:
         raise _refuse(where, f"generator must be one of {', '.join(GENERATORS)}")
-    reason = generator_unavailable(str(name))
+    reason = generator_unavailable(name)
     if reason:
         raise _refuse(where, f"the {name} generator can't run on this server: {reason}")
-    generator = get_generator(str(name))
+    generator = get_generator(name)
     model = entry.get("model") or generator.default_model()
     if model not in generator.models():
         raise _refuse(
@@ -193,7 +203,7 @@ def _check_llm_judge(entry: Mapping[str, object], where: str) -> JsonObject:
         raise _refuse(where, "rubric must be a string")
     if len(rubric) > MAX_RUBRIC:
         raise _refuse(where, f"rubric is too long (at most {MAX_RUBRIC:,} characters)")
-    return {"generator": str(name), "model": str(model), "rubric": rubric}
+    return {"generator": name, "model": str(model), "rubric": rubric}
 
 
 _CHECKS: dict[str, Callable[[Mapping[str, object], str], JsonObject]] = {
