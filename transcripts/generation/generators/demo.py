@@ -142,7 +142,8 @@ class DemoGenerator(Generator):
 
     The answer depends on the prompt, the model and a seed (the `seed` parameter, else the run
     id), so two regenerations differ and a test can predict each (`demo_answer`). A run that
-    continues a stopped answer (the `continues` parameter) streams only what follows it.
+    continues a stopped answer (the `continues` parameter) streams only what follows it. With
+    the `judge` parameter it judges the two answers of an LLM-judge prompt (`demo_verdict`).
     """
 
     name: ClassVar[str] = "demo"
