@@ -100,9 +100,10 @@ def test_regex_checks_each_side_and_a_catastrophic_pattern_times_out_quickly():
     result = _one({"type": "regex", "pattern": r"\b\d+ days\b"}, "within 30 days", "soon")
     assert result["baselinePassed"] is True and result["passed"] is False
     hostile = {"type": "regex", "pattern": r"(a|aa)+$"}
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     slow = _one(hostile, "a" * 60 + "!", "a" * 60 + "!")
-    assert time.monotonic() - started < 1.0
+    # The budget is CPU time (0.1 s); the wall clock allows for a machine busy with others.
+    assert time.process_time() - cpu < 0.5 and time.monotonic() - started < 3.0
     assert slow["passed"] is False and slow["baselinePassed"] is False
     assert "timed out" in str(slow["detail"])
 
@@ -125,9 +126,9 @@ def test_json_parses_the_answer_or_its_fenced_block_and_validates_a_schema():
 
 def test_a_schema_pattern_keeps_to_the_budget_and_a_remote_ref_is_not_fetched():
     hostile = {"type": "json", "schema": {"type": "string", "pattern": "(a|aa)+$"}}
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     result = _one(hostile, '"' + "a" * 60 + '!"', '"' + "a" * 60 + '!"')
-    assert time.monotonic() - started < 1.0
+    assert time.process_time() - cpu < 0.5 and time.monotonic() - started < 3.0
     assert result["passed"] is False and "timed out" in str(result["detail"])
     remote = {"type": "json", "schema": {"$ref": "http://127.0.0.1:9/schema.json"}}
     fetched = _one(remote, "{}", "{}")

@@ -11,9 +11,9 @@ tool-calls, llm-judge) compare the two and give only the candidate's value. A va
 for a check, the ratio for length-ratio, 1/0.5/0 for the judge's win/tie/loss; None when it
 does not apply (no baseline answer, a judge that gave no verdict).
 
-Patterns run with the `regex` package under a time budget, so a catastrophic pattern (in a
-regex evaluator or a JSON Schema's "pattern") fails with "timed out" instead of holding a
-worker.
+Patterns run with the `regex` package under a budget of CPU time (PATTERN_BUDGET per evaluator
+and pair), so a catastrophic pattern (in a regex evaluator or a JSON Schema's "pattern") fails
+with "timed out" instead of holding a worker.
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ MAX_PATTERN = 1000
 MAX_SCHEMA = 20_000
 MAX_RUBRIC = 4000
 MAX_DETAIL = 240
-# Seconds of pattern matching one evaluator may spend on a pair (both sides together).
-PATTERN_BUDGET = 0.25
+# CPU seconds of pattern matching one evaluator may spend on a pair (both sides together);
+# CPU time, as the regex package's timeout counts it (a busy machine stretches the wall time).
+PATTERN_BUDGET = 0.1
 # How much of the conversation and of each answer the judge reads (characters).
 JUDGE_CONVERSATION = 12_000
 JUDGE_ANSWER = 20_000
@@ -352,7 +353,7 @@ _DEADLINE: ContextVar[float] = ContextVar("pattern_deadline", default=0.0)
 
 def _search(pattern: str, text: str) -> bool:
     """Whether pattern matches in text, within the current evaluator's budget."""
-    left = _DEADLINE.get() - time.monotonic()
+    left = _DEADLINE.get() - time.process_time()
     if left <= 0:
         raise _TimedOut
     try:
@@ -600,7 +601,7 @@ def evaluate_pair(
     for config in configs:
         kind = str(config.get("type"))
         config = {"name": kind, **config}
-        token = _DEADLINE.set(time.monotonic() + PATTERN_BUDGET)
+        token = _DEADLINE.set(time.process_time() + PATTERN_BUDGET)
         try:
             if kind == "llm-judge":
                 result, verdict = _llm_judge(config, pair)
