@@ -219,6 +219,19 @@ def test_bad_configs_are_refused_naming_the_problem(raw, problem):
     assert problem in str(refused.value)
 
 
+def test_an_evaluator_that_fails_leaves_the_others_results():
+    broken: list[JsonObject] = [
+        {"type": "regex", "name": "broken", "pattern": "(unclosed"},
+        {"type": "contains", "name": "ok", "text": "x"},
+    ]
+    result = evaluate_pair(
+        broken, prompt=[], baseline=_answer(_text("x")), candidate=_answer(_text("x")), seed="s"
+    )
+    assert result.results[0]["passed"] is None
+    assert str(result.results[0]["detail"]).startswith("the evaluator failed:")
+    assert result.results[1]["passed"] is True and not result.disagreement
+
+
 def test_checked_configs_are_complete():
     checked = check_evaluators(
         [{"type": "length-ratio"}, {"type": "llm-judge", "name": "judge"}, {"type": "json"}]

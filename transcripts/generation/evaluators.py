@@ -19,6 +19,7 @@ with "timed out" instead of holding a worker.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -42,6 +43,8 @@ from transcripts.generation.generators.judging import (
     parse_verdict,
 )
 from transcripts.jsonvalue import JsonObject, JsonValue, objects_in
+
+logger = logging.getLogger(__name__)
 
 TYPES = ("exact-match", "contains", "regex", "json", "length-ratio", "tool-calls", "llm-judge")
 PAIR_TYPES = frozenset({"exact-match", "length-ratio", "tool-calls", "llm-judge"})
@@ -457,12 +460,16 @@ def _json(config: Mapping[str, JsonValue], pair: _Pair) -> JsonObject:
     return _side_result(config, pair, check)
 
 
+def _as_float(value: JsonValue, default: float) -> float:
+    return float(value) if isinstance(value, int | float) else default
+
+
 def _length_ratio(config: Mapping[str, JsonValue], pair: _Pair) -> JsonObject:
     base = len(_text(pair.baseline))
     if not base:
         return _pair_result(config, None, None, "no baseline text")
     ratio = round(len(_text(pair.candidate)) / base, 4)
-    low, high = float(str(config.get("min", 0.5))), float(str(config.get("max", 2.0)))
+    low, high = _as_float(config.get("min"), 0.5), _as_float(config.get("max"), 2.0)
     passed = low <= ratio <= high
     where = "within" if passed else "outside"
     return _pair_result(config, ratio, passed, f"ratio {ratio:g}, {where} {low:g} to {high:g}")
@@ -609,6 +616,9 @@ def evaluate_pair(
                 result = _EVALUATE[kind](config, pair)
             else:
                 result = _pair_result(config, None, None, f"unknown evaluator type {kind!r}")
+        except Exception as exc:  # one evaluator's failure must not lose the others' results
+            logger.exception("evaluator %s failed", config.get("name"))
+            result = _pair_result(config, None, None, f"the evaluator failed: {exc}")
         finally:
             _DEADLINE.reset(token)
         results.append(result)
