@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import ClassVar
 
 from transcripts.generation.generators.base import GenerationRequest, Generator, StreamEvent
+from transcripts.generation.generators.judging import judge_sections
 from transcripts.jsonvalue import JsonObject, objects_in
 
 # The models it offers, and how many sentences of body each writes.
@@ -141,7 +142,8 @@ class DemoGenerator(Generator):
 
     The answer depends on the prompt, the model and a seed (the `seed` parameter, else the run
     id), so two regenerations differ and a test can predict each (`demo_answer`). A run that
-    continues a stopped answer (the `continues` parameter) streams only what follows it.
+    continues a stopped answer (the `continues` parameter) streams only what follows it. With
+    the `judge` parameter it judges the two answers of an LLM-judge prompt (`demo_verdict`).
     """
 
     name: ClassVar[str] = "demo"
@@ -154,6 +156,9 @@ class DemoGenerator(Generator):
         return list(MODELS)
 
     def stream(self, request: GenerationRequest) -> Iterator[StreamEvent]:
+        if request.parameters.get("judge"):
+            yield from self._judge(request)
+            return
         prompt = _last_user_text(request.messages)
         model = request.model or DEFAULT_MODEL
         seed = str(request.parameters.get("seed") or request.run_id)
@@ -213,3 +218,48 @@ class DemoGenerator(Generator):
                 {"toolCallId": call_id, "toolName": name, "output": output, "isError": False},
             )
             yield ("step-started", {})
+
+    def _judge(self, request: GenerationRequest) -> Iterator[StreamEvent]:
+        """Judge mode (the `judge` parameter): a sentence and a VERDICT line, from
+        `demo_verdict`, at full speed."""
+        sections = judge_sections(_last_user_text(request.messages))
+        if sections is None:
+            text = "I could not find the two answers to compare."
+        else:
+            letter, reason = demo_verdict(sections.question, sections.answer_a, sections.answer_b)
+            text = f"{reason}\nVERDICT: {letter}"
+        yield ("step-started", {})
+        count = 0
+        for token in _tokens(text):
+            count += 1
+            yield ("text-delta", {"delta": token})
+        read = len(_last_user_text(request.messages).split())
+        usage = {"inputTokens": read, "outputTokens": count}
+        yield ("step-finished", {"finishReason": "stop", "usage": usage})
+
+
+def _covered(words: list[str], answer: str) -> int:
+    text = answer.lower()
+    return sum(1 for w in words if re.search(rf"(?<!\w){re.escape(w.lower())}(?!\w)", text))
+
+
+def demo_verdict(question: str, answer_a: str, answer_b: str) -> tuple[str, str]:
+    """How the demo judges two answers to question: the one that covers more of the question's
+    key words wins, then the shorter (whitespace-normalised characters); else a tie. The
+    verdict ("A", "B" or "TIE") and a sentence saying why."""
+    words = key_words(question)
+    a, b = _covered(words, answer_a), _covered(words, answer_b)
+    if a != b:
+        letter = "A" if a > b else "B"
+        return letter, (
+            f"Answer {letter} covers {max(a, b)} of the question's {len(words)} key words, "
+            f"the other {min(a, b)}."
+        )
+    long_a, long_b = len(" ".join(answer_a.split())), len(" ".join(answer_b.split()))
+    if long_a != long_b:
+        letter = "A" if long_a < long_b else "B"
+        return letter, (
+            f"Both cover {a} of the question's {len(words)} key words; answer {letter} is "
+            f"shorter ({min(long_a, long_b)} characters against {max(long_a, long_b)})."
+        )
+    return "TIE", f"Both cover {a} of the question's {len(words)} key words and are as long."
