@@ -20,6 +20,7 @@ from transcripts.generation import experiments as service
 from transcripts.ledger.default_project import default_project
 from transcripts.ledger.organise import tag_thread
 from transcripts.ledger.projects import create_project
+from transcripts.ledger.tokens import issue_token
 from transcripts.models import (
     AuditRecord,
     Experiment,
@@ -294,8 +295,6 @@ def test_adopt_the_winners_judged_by_a_person_and_discard(api, finished, threads
 
 
 def _admin_token() -> str:
-    from transcripts.ledger.tokens import issue_token
-
     return issue_token(project=default_project(), name="admin", scopes=["admin"])[1]
 
 
@@ -390,3 +389,19 @@ def test_another_projects_token_and_junk_ids_get_404_everywhere(make_token, fini
     for junk in ["x", "0", "99999999999999999999", str(item.pk + 10_000)]:
         response = owner.post(f"{base}/items/{junk}/judge", {"verdict": "a"})
         assert response.status_code == 404, (junk, response.content)
+
+
+def test_a_hidden_threads_answers_are_left_out_without_the_admin_scope(reader, finished, threads):
+    Thread.objects.filter(pk=threads[0].id).update(hidden=True)
+    path = f"/experiments/{finished['id']}/results"
+
+    rows = reader.get(path).json()["rows"]
+    lines = reader.get(path, format="jsonl")
+    admin_rows = ApiClient(_admin_token()).get(path).json()["rows"]
+
+    assert rows[0]["baselineText"] is None and rows[0]["candidateText"] is None
+    assert rows[0]["threadTitle"] == ""
+    assert rows[1]["candidateText"]
+    first_line = json.loads(b"".join(lines.streaming_content).decode().splitlines()[0])
+    assert first_line["candidateText"] is None
+    assert admin_rows[0]["threadTitle"] == "support 0" and admin_rows[0]["candidateText"]
