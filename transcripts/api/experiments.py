@@ -324,7 +324,18 @@ def get_experiment(request: HttpRequest, experimentId: str) -> dict[str, Any]:
     return experiment_out(_experiment(request, experimentId, [READ]))
 
 
-@router.get("/{experimentId}/results", response={200: ResultPageOut, **ERRORS})
+# The exports' media types, beside the JSON page's.
+_EXPORTS = {
+    "text/csv": {"schema": {"type": "string"}},
+    "application/x-ndjson": {"schema": {"type": "string"}},
+}
+
+
+@router.get(
+    "/{experimentId}/results",
+    response={200: ResultPageOut, **ERRORS},
+    openapi_extra={"responses": {200: {"content": _EXPORTS}}},
+)
 def results(
     request: HttpRequest,
     experimentId: str,
