@@ -405,3 +405,40 @@ def test_a_hidden_threads_answers_are_left_out_without_the_admin_scope(reader, f
     first_line = json.loads(b"".join(lines.streaming_content).decode().splitlines()[0])
     assert first_line["candidateText"] is None
     assert admin_rows[0]["threadTitle"] == "support 0" and admin_rows[0]["candidateText"]
+
+
+def test_fork_rules_message_and_each_user(api, threads):
+    answer = Message.objects.filter(thread=threads[0], role="assistant").order_by("depth")[0]
+
+    by_message = _made(api, forkRule="message", forks={threads[0].id: answer.id})
+    each = _made(api, forkRule="each-user", threadIds=[threads[1].id])
+
+    [item] = ExperimentItem.objects.filter(experiment_id=by_message["id"])
+    assert item.fork_from_id == answer.parent_id and item.baseline_ids == [answer.id]
+    users = Message.objects.filter(thread=threads[1], role="user").values_list("id", flat=True)
+    forks = ExperimentItem.objects.filter(experiment_id=each["id"]).values_list(
+        "fork_from_id", flat=True
+    )
+    assert sorted(forks) == sorted(users) and each["itemCount"] == 2
+
+
+def test_a_member_of_another_project_gets_404(finished):
+    elsewhere = create_project(slug="elsewhere")
+    user = get_user_model().objects.create_user("out", password="pw-123456789")
+    Membership.objects.create(user=user, project=elsewhere, role=ProjectRole.ADMIN)
+    client = Client()
+    client.force_login(user)
+    outsider = ApiClient(client=client)
+    item = ExperimentItem.objects.filter(experiment_id=finished["id"]).first()
+    assert item is not None
+    base = f"/experiments/{finished['id']}"
+
+    assert outsider.get(base).status_code == 404
+    assert outsider.get(f"{base}/results?format=csv").status_code == 404
+    assert outsider.post(f"{base}/cancel").status_code == 404
+    assert outsider.post(f"{base}/items/{item.pk}/judge", {"verdict": "b"}).status_code == 404
+    assert outsider.get(f"/experiments?project={default_project().slug}").status_code == 404
+    made = outsider.post("/experiments", _body(project=default_project().slug, tag="x"))
+    assert made.status_code == 404
+    assert Experiment.objects.get().status == ExperimentStatus.COMPLETED
+    assert not RunRating.objects.exists()
