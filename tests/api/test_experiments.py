@@ -213,7 +213,8 @@ def test_results_as_json_csv_and_jsonl_are_the_same_rows(api, finished, threads)
         assert line["itemId"] == str(row["itemId"])
         assert line["candidateText"] == row["candidateText"]
         assert float(line["candidateLength"]) == row["candidateLength"]
-        assert line["disagreement"] == str(row["disagreement"])
+        assert line["disagreement"] == str(row["disagreement"]).lower()
+        assert line["adoptedAt"] == "" and line["error"] == ""
         passed = row["evaluations"][0]["passed"]
         assert line["exact-match.passed"] == ("true" if passed else "false")
         assert "evaluations" not in line
@@ -227,6 +228,11 @@ def test_results_filter_sort_page_and_refuse_a_bad_format(api, finished):
     assert len(second["rows"]) == 1
     assert api.get(path, status="failed").json()["total"] == 0
     assert api.get(path, outcome="unjudged").json()["total"] == 3
+
+    empty = api.get(path, format="csv", status="failed")
+    lines = b"".join(empty.streaming_content).decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("position,itemId,threadId,")
+    assert lines[0].endswith(",adoptedAt,exact-match.passed")
 
     for params, field in [
         ({"format": "xml"}, "format"),

@@ -37,6 +37,7 @@ from transcripts.api.schemas.experiments import (
     JudgeIn,
     JudgeOut,
     ResultPageOut,
+    ResultRowOut,
 )
 from transcripts.errors import InvalidInput, NotFound, PermissionDenied
 from transcripts.generation import experiments as service
@@ -240,31 +241,35 @@ def evaluator_names(experiment: Experiment) -> list[str]:
 
 
 def _csv_lines(rows: Iterator[dict[str, Any]], evaluators: list[str]) -> Iterator[str]:
-    """The rows as CSV, a line at a time: the row's columns, then "<name>.passed" per
-    evaluator (true, false or empty)."""
+    """The rows as CSV, a line at a time (the header first, also for no rows): the row's
+    columns, then "<name>.passed" per evaluator (true, false or empty)."""
+    columns = [name for name in ResultRowOut.model_fields if name != "evaluations"]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    header: list[str] | None = None
-    for row in rows:
-        passed = {
-            str(e.get("name")): e.get("passed")
-            for e in row.pop("evaluations")
-            if isinstance(e, dict)
-        }
-        if header is None:
-            header = [*row, *(f"{name}.passed" for name in evaluators)]
-            writer.writerow(header)
-        values = ["" if v is None else _jsonable(v) for v in row.values()]
-        values += [_cell(passed.get(name)) for name in evaluators]
-        writer.writerow(values)
-        yield buffer.getvalue()
+
+    def line(cells: list[str]) -> str:
+        writer.writerow(cells)
+        text = buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()
+        return text
+
+    yield line([*columns, *(f"{name}.passed" for name in evaluators)])
+    for row in rows:
+        evaluations = row["evaluations"]
+        passed = {str(e.get("name")): e.get("passed") for e in evaluations if isinstance(e, dict)}
+        yield line(
+            [_cell(_jsonable(row[name])) for name in columns]
+            + [_cell(passed.get(name)) for name in evaluators]
+        )
 
 
 def _cell(value: object) -> str:
+    """A CSV cell: booleans as true/false, an object (an error) as JSON, nothing as ""."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
     return "" if value is None else str(value)
 
 
