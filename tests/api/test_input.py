@@ -60,6 +60,23 @@ VALID_BODIES: dict[tuple[str, str], Any] = {
     },
     ("POST", "/queues/{queueId}/items"): {"threadIds": ["t"], "messageIds": ["m"], "filter": "f"},
     ("POST", "/queues/{queueId}/items/{itemId}/review"): {"scores": {"n": "label"}, "comment": "c"},
+    ("POST", "/experiments"): {
+        "name": "e",
+        "description": "d",
+        "project": "default",
+        "generator": "demo",
+        "model": "demo-brief",
+        "parameters": {"delayMs": 0},
+        "systemPrompt": "s",
+        "filter": "q=x",
+        "tag": "t",
+        "threadIds": ["t"],
+        "forks": {"t": "m"},
+        "evaluators": [{"type": "exact-match"}],
+    },
+    ("POST", "/experiments/{experimentId}/adopt"): {"itemIds": [1]},
+    ("POST", "/experiments/{experimentId}/discard"): {"delete": False},
+    ("POST", "/experiments/{experimentId}/items/{itemId}/judge"): {"verdict": "a"},
     ("POST", "/chat"): {
         "id": "c",
         "messages": [{"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
@@ -160,6 +177,7 @@ def ids() -> dict[str, str]:
         "itemId": "1",
         "scoreId": "1",
         "configId": "1",
+        "experimentId": "01J0000000000000000000000E",
     }
 
 

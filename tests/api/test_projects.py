@@ -208,6 +208,18 @@ def test_the_tables_cover_every_endpoint_of_the_schema(client):
         ("GET", "/queues/{queueId}"),
         ("POST", "/queues/{queueId}/next"),
         ("POST", "/queues/{queueId}/items/{itemId}/review"),
+        # Experiments: another project's experiment is a 404 on every endpoint, each scope
+        # and session, in tests/api/test_experiments.py (its role table).
+        ("POST", "/experiments"),
+        ("GET", "/experiments"),
+        ("GET", "/experiments/{experimentId}"),
+        ("GET", "/experiments/{experimentId}/results"),
+        ("POST", "/experiments/{experimentId}/pause"),
+        ("POST", "/experiments/{experimentId}/resume"),
+        ("POST", "/experiments/{experimentId}/cancel"),
+        ("POST", "/experiments/{experimentId}/adopt"),
+        ("POST", "/experiments/{experimentId}/discard"),
+        ("POST", "/experiments/{experimentId}/items/{itemId}/judge"),
     }
     names = {"{thread}": "{threadId}", "{run}": "{runId}", "{superseded}": "{runId}"}
     names["{web_run}"] = "{runId}"

@@ -14,6 +14,7 @@ from transcripts.api import (
     chat,
     datasets,
     events,
+    experiments,
     forks,
     generator_jobs,
     otlp,
@@ -54,3 +55,4 @@ api.add_router("/messages", forks.router, tags=["threads"])
 api.add_router("/projects", stats.router, tags=["stats"])
 api.add_router("", scores.router, tags=["scores"])
 api.add_router("/queues", queues.router, tags=["queues"])
+api.add_router("/experiments", experiments.router, tags=["experiments"])

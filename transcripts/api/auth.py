@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
+from ninja.utils import check_csrf
 
 from transcripts.ledger.quotas import charge
 from transcripts.ledger.tokens import record_token_use
@@ -84,10 +85,12 @@ def bearer_token(request: HttpRequest) -> str | None:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
-def authenticate(request: HttpRequest, *, writes: bool) -> Principal:
+def authenticate(request: HttpRequest, *, writes: bool, session_writes: bool = False) -> Principal:
     """The caller, else AuthenticationError (401); a browser session on an endpoint that
-    writes is refused (403). Scopes are checked against the object reached (api/access.py):
-    outside the token's project an object does not exist, whatever the scopes."""
+    writes is refused (403), unless the endpoint takes a member's writes (session_writes:
+    experiments) and the request carries the session's CSRF token. Scopes are checked
+    against the object reached (api/access.py): outside the token's project an object does
+    not exist, whatever the scopes."""
     token = bearer_token(request)
     if token is not None:
         principal = token_principal(token) if token else None
@@ -95,7 +98,12 @@ def authenticate(request: HttpRequest, *, writes: bool) -> Principal:
         principal = session_principal(getattr(request, "user", None))
     if principal is None:
         raise AuthenticationError(401, "a valid API token is required (Authorization: Bearer …)")
-    if writes and principal.is_session:
+    if writes and principal.is_session and session_writes:
+        if check_csrf(request) is not None:
+            raise AuthorizationError(
+                403, "a browser session's write needs its CSRF token (the X-CSRFToken header)"
+            )
+    elif writes and principal.is_session:
         raise AuthorizationError(
             403, "a browser session may only read; this needs a token with the 'ingest' scope"
         )
@@ -105,12 +113,13 @@ def authenticate(request: HttpRequest, *, writes: bool) -> Principal:
 class ApiAuth(HttpBearer):
     """Ninja auth: a bearer token, or a browser session on the endpoints that only read."""
 
-    def __init__(self, *, writes: bool) -> None:
+    def __init__(self, *, writes: bool, session_writes: bool = False) -> None:
         super().__init__()
         self.writes = writes
+        self.session_writes = session_writes
 
     def __call__(self, request: HttpRequest) -> Principal:
-        return authenticate(request, writes=self.writes)
+        return authenticate(request, writes=self.writes, session_writes=self.session_writes)
 
     def authenticate(self, request: HttpRequest, token: str) -> Principal | None:
         """Unused: __call__ handles both tokens and sessions."""
@@ -119,3 +128,6 @@ class ApiAuth(HttpBearer):
 
 read_auth = ApiAuth(writes=False)
 ingest_auth = ApiAuth(writes=True)
+# A token that ingests, or a member's browser session with its CSRF token (the endpoint then
+# checks the member's role).
+member_write_auth = ApiAuth(writes=True, session_writes=True)
