@@ -448,3 +448,24 @@ def test_a_member_of_another_project_gets_404(finished):
     assert made.status_code == 404
     assert Experiment.objects.get().status == ExperimentStatus.COMPLETED
     assert not RunRating.objects.exists()
+
+
+def test_a_csv_cell_a_spreadsheet_would_run_as_a_formula_is_quoted(api):
+    from tests.factories import ask, make_thread, say
+
+    thread = make_thread('=HYPERLINK("http://evil.example")')
+    ask(thread, "what is one plus one")
+    say(thread, "=1+1 is two")
+    made = _made(api, threadIds=[thread.id])
+    _drain(made["id"])
+    path = f"/experiments/{made['id']}/results"
+    exported = api.get(path, format="csv")
+    [line] = list(csv.DictReader(io.StringIO(b"".join(exported.streaming_content).decode())))
+    assert line["threadTitle"] == '\'=HYPERLINK("http://evil.example")'
+    assert line["baselineText"].startswith("'=1+1")
+    # JSON Lines keeps the text as it is.
+    [row] = [
+        json.loads(x)
+        for x in b"".join(api.get(path, format="jsonl").streaming_content).splitlines()
+    ]
+    assert row["baselineText"].startswith("=1+1")

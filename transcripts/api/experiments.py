@@ -264,12 +264,20 @@ def _csv_lines(rows: Iterator[dict[str, Any]], evaluators: list[str]) -> Iterato
         )
 
 
+# A text cell a spreadsheet would run as a formula begins with one of these: it gets a leading
+# apostrophe in the CSV (JSON Lines keeps every text as it is).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _cell(value: object) -> str:
-    """A CSV cell: booleans as true/false, an object (an error) as JSON, nothing as ""."""
+    """A CSV cell: booleans as true/false, an object (an error) as JSON, nothing as ""; a
+    text a spreadsheet would take for a formula begins with an apostrophe."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
     return "" if value is None else str(value)
 
 
