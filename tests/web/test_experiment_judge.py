@@ -236,7 +236,7 @@ def test_two_experiments_on_overlapping_threads_show_their_shared_rows(team):
     assert "shared 1" in html and "shared 2" in html
     assert "first only" not in html and ">shared 0" not in html
     assert "A · brief run" in html and "B · detailed run" in html and "Baseline" in html
-    assert "Candidate better" in html and "Win rate" in html
+    assert "Candidate better" in html and "Win rate" in html and "Metrics: mean / p95" in html
     none = viewer.get(
         _compare(
             first, run_experiment(team.alpha, team.editor, [_thread(team.alpha, "apart")], "apart")

@@ -231,9 +231,27 @@ def rate_text(rate: Rate) -> str:
     ).replace("%", " %")
 
 
-def summary_lines(said: Summary) -> list[SummaryLine]:
-    """An experiment's summary as lines: verdicts, win rate, cost delta, metric means and
-    evaluator pass rates."""
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric of a summary: each side's mean and p95."""
+
+    label: str
+    baseline: str
+    candidate: str
+
+
+@dataclass(frozen=True)
+class SummaryView:
+    """An experiment's summary: verdict counts, rates and cost delta as lines, then the
+    metrics as rows."""
+
+    lines: list[SummaryLine]
+    metrics: list[MetricRow]
+
+
+def summary_view(said: Summary) -> SummaryView:
+    """An experiment's summary in words: verdicts, win rate, cost delta, evaluator pass rates
+    and each metric's mean and p95 per side."""
     lines = [
         SummaryLine("Candidate better", str(said.wins)),
         SummaryLine("Baseline better", str(said.losses)),
@@ -244,19 +262,14 @@ def summary_lines(said: Summary) -> list[SummaryLine]:
     delta = said.cost_delta
     if delta is not None:
         lines.append(SummaryLine("Cost delta", f"{'+' if delta >= 0 else '-'}${abs(delta):.4f}"))
+    lines += [SummaryLine(f"Passes {e.name}", rate_text(e.candidate)) for e in said.evaluators]
+    rows: list[MetricRow] = []
     for metric in METRICS:
         base = said.metrics.get("baseline", {}).get(metric)
         cand = said.metrics.get("candidate", {}).get(metric)
-        if not (base and base.count) and not (cand and cand.count):
-            continue
-        lines.append(
-            SummaryLine(
-                f"{METRIC_LABELS[metric]} (mean, p95)",
-                f"baseline {_mean(metric, base)}, candidate {_mean(metric, cand)}",
-            )
-        )
-    lines += [SummaryLine(f"Passes {e.name}", rate_text(e.candidate)) for e in said.evaluators]
-    return lines
+        if (base and base.count) or (cand and cand.count):
+            rows.append(MetricRow(METRIC_LABELS[metric], _mean(metric, base), _mean(metric, cand)))
+    return SummaryView(lines, rows)
 
 
 def _mean(metric: str, figures: MetricSummary | None) -> str:

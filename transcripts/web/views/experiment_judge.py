@@ -43,7 +43,7 @@ from transcripts.web.presenters.experiment_judge import (
     judge_view,
     picker_choices,
     query_of,
-    summary_lines,
+    summary_view,
 )
 
 JUDGE_TEMPLATE = "transcripts/experiment_judge.html"
@@ -203,5 +203,5 @@ def _header(project: Project, experiment: Experiment, letter: str) -> dict[str, 
         "experiment": experiment,
         "url": experiment_url(project, experiment),
         "candidate": candidate_text(experiment),
-        "summary": summary_lines(summary(experiment)),
+        "summary": summary_view(summary(experiment)),
     }
