@@ -784,6 +784,14 @@
     form.requestSubmit();
   });
 
+  // A refused verdict (its page says why) leaves its key usable again.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var form = event.detail && event.detail.elt;
+    if (form && form.hasAttribute && form.hasAttribute("data-judge-key") && !event.detail.successful) {
+      form.removeAttribute("data-judge-sent");
+    }
+  });
+
   document.addEventListener("htmx:afterSettle", function (event) {
     var target = event.detail && event.detail.target;
     var swapped = (event.target && event.target.id === "judge-pair") || (target && target.id === "judge-pair");

@@ -22,6 +22,7 @@ from tests.a11y import SCHEMES, WIDTHS, Violation, audit, explain, overflow
 from tests.base import make_user
 from tests.browser import ARTIFACTS, BROWSER_TESTS, open_page
 from tests.factories import make_run
+from tests.web.test_experiment_judge import run_experiment
 from transcripts import ledger
 from transcripts.demo import load_demo
 from transcripts.ledger import queues, scores
@@ -107,15 +108,11 @@ def _queue(admin: Any, threads: list[Thread]) -> int:
 def _experiments(admin: Any, threads: list[Thread]) -> tuple[str, str]:
     """Two experiments on the threads (issue 29), their candidates made here, the second on
     all but the first thread: the judge page's pair and the compare page's shared rows."""
-    from tests.web.test_experiment_judge import run_experiment
-
     project = default_project()
     first = run_experiment(
         project, admin, threads, "Brief answers", evaluators=[{"type": "exact-match"}]
     )
-    second = run_experiment(
-        project, admin, threads[1:], "Detailed answers", model="demo-detailed"
-    )
+    second = run_experiment(project, admin, threads[1:], "Detailed answers", model="demo-detailed")
     return first.id, second.id
 
 
