@@ -760,3 +760,46 @@
     if (back) back.focus();
   });
 })();
+
+/* --- Experiments (issue 29), judge mode by keyboard: a (A, the baseline, is better), b (B, the
+   candidate), t (tie) and n (skip to the next pair) submit the matching form; nothing happens
+   while the reader types in a field, with a modifier held or with a dialog open. After htmx
+   swaps the next pair in, the screen reader hears the progress. --- */
+(function () {
+  "use strict";
+
+  function typing(target) {
+    return target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+  }
+
+  document.addEventListener("keydown", function (event) {
+    var page = document.querySelector("[data-judge]");
+    if (!page || event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (typing(event.target) || document.querySelector("dialog[open]")) return;
+    if (!/^[abtn]$/.test(event.key)) return;
+    var form = page.querySelector('form[data-judge-key="' + event.key + '"]');
+    if (!form || form.hasAttribute("data-judge-sent")) return;
+    form.setAttribute("data-judge-sent", "");
+    event.preventDefault();
+    form.requestSubmit();
+  });
+
+  // A refused verdict (its page says why) leaves its key usable again.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var form = event.detail && event.detail.elt;
+    if (form && form.hasAttribute && form.hasAttribute("data-judge-key") && !event.detail.successful) {
+      form.removeAttribute("data-judge-sent");
+    }
+  });
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var target = event.detail && event.detail.target;
+    var swapped = (event.target && event.target.id === "judge-pair") || (target && target.id === "judge-pair");
+    if (!swapped) return;
+    var pair = document.getElementById("judge-pair");
+    var region = document.getElementById("announcer");
+    var progress = document.getElementById("judge-progress");
+    if (region && progress) region.textContent = progress.textContent.trim();
+    if (pair) pair.focus();
+  });
+})();

@@ -22,6 +22,7 @@ from tests.a11y import SCHEMES, WIDTHS, Violation, audit, explain, overflow
 from tests.base import make_user
 from tests.browser import ARTIFACTS, BROWSER_TESTS, open_page
 from tests.factories import make_run
+from tests.web.test_experiment_judge import run_experiment
 from transcripts import ledger
 from transcripts.demo import load_demo
 from transcripts.ledger import queues, scores
@@ -104,6 +105,17 @@ def _queue(admin: Any, threads: list[Thread]) -> int:
     return queue.pk
 
 
+def _experiments(admin: Any, threads: list[Thread]) -> tuple[str, str]:
+    """Two experiments on the threads (issue 29), their candidates made here, the second on
+    all but the first thread: the judge page's pair and the compare page's shared rows."""
+    project = default_project()
+    first = run_experiment(
+        project, admin, threads, "Brief answers", evaluators=[{"type": "exact-match"}]
+    )
+    second = run_experiment(project, admin, threads[1:], "Detailed answers", model="demo-detailed")
+    return first.id, second.id
+
+
 def seed(admin: Any) -> Seeded:
     """The demo threads, a stopped and a failed answer, a report and a share link."""
     load_demo()
@@ -123,6 +135,7 @@ def seed(admin: Any) -> Seeded:
     assert last_weather is not None
     _judge(admin, weather, last_weather, answers)
     queue = _queue(admin, [weather, haiku])
+    first, second = _experiments(admin, [weather, haiku, agents])
     return Seeded(
         urls={
             "threads": "/",
@@ -152,6 +165,8 @@ def seed(admin: Any) -> Seeded:
             "queues": "/p/default/queues/",
             "queue": f"/p/default/queues/{queue}/",
             "queue-review": f"/p/default/queues/{queue}/review/",
+            "experiment-judge": f"/p/default/experiments/{first}/judge/",
+            "experiments-compare": f"/p/default/experiments/compare/?a={first}&b={second}",
         }
     )
 
@@ -183,6 +198,8 @@ PAGES = (
     "queues",
     "queue",
     "queue-review",
+    "experiment-judge",
+    "experiments-compare",
 )
 ANONYMOUS = ("shared", "login")
 

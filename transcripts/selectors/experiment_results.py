@@ -446,3 +446,10 @@ def outcome_label(outcome: str) -> str:
     """An outcome in words."""
     labels = {"win": "candidate better", "loss": "baseline better", "tie": "tie"}
     return labels.get(outcome, "not judged")
+
+
+def judge_progress(experiment: Experiment, spec: ResultFilter) -> tuple[int, int]:
+    """Judge mode's progress under the filter: how many done pairs carry a person's verdict,
+    and how many done pairs there are."""
+    done = _filtered(experiment, spec).filter(status=ItemStatus.DONE)
+    return done.exclude(person_outcome="").count(), done.count()

@@ -11,6 +11,7 @@ from transcripts.web.views import (
     conversation,
     dashboard,
     datasets,
+    experiment_judge,
     forks,
     generation,
     health,
@@ -80,6 +81,17 @@ urlpatterns = [
         name="project_revoke_token",
     ),
     path("p/<slug:slug>/retention/", projects.set_retention, name="project_retention"),
+    # Experiments (issue 29): judge mode and two compared, before any experiments/<id>/ route.
+    path(
+        "p/<slug:slug>/experiments/compare/",
+        experiment_judge.compare_page,
+        name="experiments_compare",
+    ),
+    path(
+        "p/<slug:slug>/experiments/<str:experiment_id>/judge/",
+        experiment_judge.judge_page,
+        name="experiment_judge",
+    ),
     path("t/<str:thread_id>/", conversation.conversation, name="conversation"),
     path("t/<str:thread_id>/tree/", tree.tree, name="tree"),
     path("t/<str:thread_id>/rename/", organise.rename, name="thread_rename"),
