@@ -165,7 +165,9 @@ def source_text(source: object) -> str:
     if not isinstance(source, dict):
         return NO_VALUE
     bits = []
-    if source.get("filter"):
+    if source.get("filter") == "?":
+        bits.append("the whole thread list")
+    elif source.get("filter"):
         bits.append(f"the thread-list filter “{source['filter']}”")
     if source.get("tag"):
         bits.append(f"the tag “{source['tag']}”")
