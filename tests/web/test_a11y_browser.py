@@ -24,6 +24,9 @@ from tests.browser import ARTIFACTS, BROWSER_TESTS, open_page
 from tests.factories import make_run
 from transcripts import ledger
 from transcripts.demo import load_demo
+from transcripts.generation import experiments
+from transcripts.generation.experiments import ExperimentRequest
+from transcripts.ledger import experiments as experiment_ledger
 from transcripts.ledger import queues, scores
 from transcripts.ledger.default_project import default_project
 from transcripts.ledger.fork_thread import fork_thread
@@ -32,7 +35,7 @@ from transcripts.ledger.queues import ItemSource, QueueSpec
 from transcripts.ledger.reports import report_message
 from transcripts.ledger.scores import Author, ConfigSpec, create_score_config
 from transcripts.ledger.shares import create_share
-from transcripts.models import Message, Run, Thread
+from transcripts.models import ItemStatus, Message, Run, Thread
 
 pytestmark = BROWSER_TESTS
 
@@ -104,6 +107,28 @@ def _queue(admin: Any, threads: list[Thread]) -> int:
     return queue.pk
 
 
+def _experiment(admin: Any, threads: list[Thread]) -> str:
+    """A finished experiment on the threads (issue 29), one candidate adopted, one a win."""
+    experiment, _ = experiments.create(
+        project=default_project(),
+        author=Author(user=admin),
+        request=ExperimentRequest(
+            name="Brief answers", model="demo-brief", parameters={"delayMs": 0},
+            thread_ids=tuple(t.id for t in threads), evaluators=[{"type": "exact-match"}],
+        ),
+    )  # fmt: skip
+    for _ in range(len(threads) * 2):
+        item = experiment.items.filter(status=ItemStatus.QUEUED).order_by("position").first()
+        if item is None:
+            break
+        experiments.generate_candidate.call(item.run_id)
+    first = experiment.items.order_by("position").first()
+    assert first is not None
+    experiment_ledger.judge_item(item=first, user=admin, verdict="b")
+    experiment_ledger.adopt(experiment=experiment, author=Author(user=admin), item_ids=[first.pk])
+    return experiment.id
+
+
 def seed(admin: Any) -> Seeded:
     """The demo threads, a stopped and a failed answer, a report and a share link."""
     load_demo()
@@ -123,6 +148,7 @@ def seed(admin: Any) -> Seeded:
     assert last_weather is not None
     _judge(admin, weather, last_weather, answers)
     queue = _queue(admin, [weather, haiku])
+    experiment = _experiment(admin, [weather, haiku, agents])
     return Seeded(
         urls={
             "threads": "/",
@@ -152,6 +178,9 @@ def seed(admin: Any) -> Seeded:
             "queues": "/p/default/queues/",
             "queue": f"/p/default/queues/{queue}/",
             "queue-review": f"/p/default/queues/{queue}/review/",
+            "experiments": "/p/default/experiments/",
+            "experiment-new": "/p/default/experiments/new/?filter=q%3Dweather",
+            "experiment": f"/p/default/experiments/{experiment}/",
         }
     )
 
@@ -183,6 +212,9 @@ PAGES = (
     "queues",
     "queue",
     "queue-review",
+    "experiments",
+    "experiment-new",
+    "experiment",
 )
 ANONYMOUS = ("shared", "login")
 
