@@ -311,6 +311,13 @@ def test_filters_and_sorting_change_the_rows(team: Team) -> None:
     assert titles("?disagreements=1") == ["row c"]
     assert titles("?tag=vip") == ["row a"]
     assert titles("?status=failed") == []
+    passed = [{"name": "exact-match", "type": "exact-match", "passed": True}]
+    ExperimentItem.objects.filter(pk=items[0].pk).update(evaluations=passed)
+    assert titles("?failing=exact-match") == ["row a", "row c"]
+    assert (
+        '<option value="exact-match" selected>'
+        in client.get(_base(experiment) + "?failing=exact-match").content.decode()
+    )
     page = client.get(_base(experiment) + "?sort=-title").content.decode()
     assert 'aria-sort="descending"' in page
     # A bad filter is said, not a 500.

@@ -285,6 +285,7 @@ def experiment_page(request: HtmxHttpRequest, slug: str, experiment_id: str) -> 
     page = results.result_page(experiment, spec, page=_page_number(request))
     results.with_runs(page.rows)
     kept = present.filter_params(params)
+    summary = present.summary_view(results.summary(experiment))
     here = reverse("experiment", args=[slug, experiment.id])
     context = {
         "project": experiment.project,
@@ -294,7 +295,8 @@ def experiment_page(request: HtmxHttpRequest, slug: str, experiment_id: str) -> 
         "fork_rule": present.fork_rule_label(experiment.fork_rule),
         "source": present.source_text(experiment.source),
         "progress": _progress(experiment),
-        "summary": present.summary_view(results.summary(experiment)),
+        "summary": summary,
+        "evaluator_names": [e.name for e in summary.evaluators],
         "spec": spec,
         "headers": present.sort_headers(kept, spec),
         "page": page,
