@@ -27,7 +27,7 @@ from transcripts.selectors.experiment_results import (
     outcome_label,
 )
 from transcripts.selectors.experiments import Progress
-from transcripts.web.presenters.compare_text import word_diff
+from transcripts.web.presenters.compare_text import rendered_text, word_diff
 from transcripts.web.presenters.messages import MessageItem, message_items
 from transcripts.web.presenters.runs import ModelChoice, model_choices
 
@@ -424,7 +424,13 @@ def _leaf_url(thread: Thread, message_ids: Sequence[str]) -> str:
 def _side(thread: Thread, row: ResultRow, side: str) -> SideView:
     messages = row.baseline if side == "baseline" else row.candidate
     items = message_items(thread, messages)
-    text = "\n\n".join(i.copy_text for i in items if i.message.role == "assistant" and i.copy_text)
+    text = "\n\n".join(
+        rendered_text(part.html)
+        for item in items
+        if item.message.role == "assistant"
+        for part in item.parts
+        if part.type == "text"
+    )
     empty = ""
     if not messages:
         if side == "baseline":
