@@ -59,7 +59,7 @@ def test_an_experiment_from_the_thread_list_runs_and_a_row_is_adopted(
     # reloads with the rows.
     start_worker()
     _wait_for_text(page, "#exp-progress", "3 of 3 done, 0 failed")
-    page.wait_for_selector("tbody.exp-row .exp-side-candidate .md")
+    page.wait_for_selector("tbody.exp-row details.exp-diff summary")
     assert page.locator("#exp-progress").get_attribute("hx-get") is None
     assert page.locator("#exp-progress progress").get_attribute("value") == "3"
     screenshot(page, "71-experiment-done", full_page=False)
