@@ -25,6 +25,9 @@ from tests.factories import make_run
 from tests.web.test_experiment_judge import run_experiment
 from transcripts import ledger
 from transcripts.demo import load_demo
+from transcripts.generation import experiments
+from transcripts.generation.experiments import ExperimentRequest
+from transcripts.ledger import experiments as experiment_ledger
 from transcripts.ledger import queues, scores
 from transcripts.ledger.default_project import default_project
 from transcripts.ledger.fork_thread import fork_thread
@@ -33,7 +36,7 @@ from transcripts.ledger.queues import ItemSource, QueueSpec
 from transcripts.ledger.reports import report_message
 from transcripts.ledger.scores import Author, ConfigSpec, create_score_config
 from transcripts.ledger.shares import create_share
-from transcripts.models import Message, Run, Thread
+from transcripts.models import ItemStatus, Message, Run, Thread
 
 pytestmark = BROWSER_TESTS
 
@@ -116,6 +119,28 @@ def _experiments(admin: Any, threads: list[Thread]) -> tuple[str, str]:
     return first.id, second.id
 
 
+def _experiment(admin: Any, threads: list[Thread]) -> str:
+    """A finished experiment on the threads (issue 29), one candidate adopted, one a win."""
+    experiment, _ = experiments.create(
+        project=default_project(),
+        author=Author(user=admin),
+        request=ExperimentRequest(
+            name="Brief answers", model="demo-brief", parameters={"delayMs": 0},
+            thread_ids=tuple(t.id for t in threads), evaluators=[{"type": "exact-match"}],
+        ),
+    )  # fmt: skip
+    for _ in range(len(threads) * 2):
+        item = experiment.items.filter(status=ItemStatus.QUEUED).order_by("position").first()
+        if item is None:
+            break
+        experiments.generate_candidate.call(item.run_id)
+    first = experiment.items.order_by("position").first()
+    assert first is not None
+    experiment_ledger.judge_item(item=first, user=admin, verdict="b")
+    experiment_ledger.adopt(experiment=experiment, author=Author(user=admin), item_ids=[first.pk])
+    return experiment.id
+
+
 def seed(admin: Any) -> Seeded:
     """The demo threads, a stopped and a failed answer, a report and a share link."""
     load_demo()
@@ -136,6 +161,7 @@ def seed(admin: Any) -> Seeded:
     _judge(admin, weather, last_weather, answers)
     queue = _queue(admin, [weather, haiku])
     first, second = _experiments(admin, [weather, haiku, agents])
+    experiment = _experiment(admin, [weather, haiku, agents])
     return Seeded(
         urls={
             "threads": "/",
@@ -167,6 +193,9 @@ def seed(admin: Any) -> Seeded:
             "queue-review": f"/p/default/queues/{queue}/review/",
             "experiment-judge": f"/p/default/experiments/{first}/judge/",
             "experiments-compare": f"/p/default/experiments/compare/?a={first}&b={second}",
+            "experiments": "/p/default/experiments/",
+            "experiment-new": "/p/default/experiments/new/?filter=q%3Dweather",
+            "experiment": f"/p/default/experiments/{experiment}/",
         }
     )
 
@@ -200,6 +229,9 @@ PAGES = (
     "queue-review",
     "experiment-judge",
     "experiments-compare",
+    "experiments",
+    "experiment-new",
+    "experiment",
 )
 ANONYMOUS = ("shared", "login")
 

@@ -17,7 +17,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 
 from transcripts.errors import InvalidInput
-from transcripts.ids import to_uuid
+from transcripts.ids import is_ulid, to_uuid, ulid_of
 from transcripts.models import (
     Experiment,
     ExperimentItem,
@@ -453,3 +453,54 @@ def judge_progress(experiment: Experiment, spec: ResultFilter) -> tuple[int, int
     and how many done pairs there are."""
     done = _filtered(experiment, spec).filter(status=ItemStatus.DONE)
     return done.exclude(person_outcome="").count(), done.count()
+
+
+# --- the web pages (issue 29, the experiments pages) -----------------------------------------
+
+
+@dataclass(frozen=True)
+class ListCounts:
+    """One experiment's figures on the project's list: items by where they stand, verdicts."""
+
+    total: int = 0
+    finished: int = 0
+    failed: int = 0
+    wins: int = 0
+    losses: int = 0
+    ties: int = 0
+
+
+def list_counts(experiments: Sequence[Experiment]) -> dict[str, ListCounts]:
+    """experiment id -> its counts, for every experiment given (one query)."""
+    if not experiments:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT experiment_id, count(*),"
+            " count(*) FILTER (WHERE status IN ('done', 'failed', 'cancelled')),"
+            " count(*) FILTER (WHERE status = 'failed'),"
+            " count(*) FILTER (WHERE outcome = 'win'), count(*) FILTER (WHERE outcome = 'loss'),"
+            " count(*) FILTER (WHERE outcome = 'tie')"
+            " FROM transcripts_experimentitem WHERE experiment_id = ANY(%(ids)s)"
+            " GROUP BY experiment_id",
+            {"ids": [to_uuid(e.id) for e in experiments]},
+        )
+        rows = cursor.fetchall()
+    return {ulid_of(row[0]): ListCounts(*(int(n) for n in row[1:])) for row in rows}
+
+
+def with_runs(rows: Sequence[ResultRow]) -> None:
+    """Give every message of the rows its run (one query), so the cards read no more."""
+    run_ids = {m.run_id for row in rows for m in (*row.baseline, *row.candidate)}
+    runs = Run.objects.defer("snapshot").in_bulk([r for r in run_ids if r])
+    for row in rows:
+        for message in (*row.baseline, *row.candidate):
+            if message.run_id in runs:
+                message.run = runs[message.run_id]
+
+
+def threads_of_messages(experiment_project_id: int, message_ids: Sequence[str]) -> dict[str, str]:
+    """message id -> its thread's id, for the messages of the project among message_ids."""
+    ids = [i for i in message_ids if is_ulid(i)]
+    rows = Message.objects.filter(pk__in=ids, thread__project_id=experiment_project_id)
+    return {str(m): str(t) for m, t in rows.values_list("id", "thread_id")}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.urls import include, path
+from django.urls import include, path, register_converter
 from django.views.generic import RedirectView
 
 from transcripts.web.views import (
@@ -12,6 +12,7 @@ from transcripts.web.views import (
     dashboard,
     datasets,
     experiment_judge,
+    experiments,
     forks,
     generation,
     health,
@@ -29,6 +30,21 @@ from transcripts.web.views import (
     threads,
     tree,
 )
+
+
+class UlidConverter:
+    """A ULID path segment (26 letters and digits), so `experiments/compare/` is not an id."""
+
+    regex = "[0-9A-Za-z]{26}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return str(value)
+
+
+register_converter(UlidConverter, "ulid")
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -62,6 +78,38 @@ urlpatterns = [
         "p/<slug:slug>/queues/<int:queue_id>/review/",
         queues.review_page,
         name="project_queue_review",
+    ),
+    path("p/<slug:slug>/experiments/", experiments.experiments_page, name="experiments"),
+    path("p/<slug:slug>/experiments/new/", experiments.new_experiment, name="experiment_new"),
+    path(
+        "p/<slug:slug>/experiments/new/selection/",
+        experiments.from_selection,
+        name="experiment_selection",
+    ),
+    path(
+        "p/<slug:slug>/experiments/<ulid:experiment_id>/",
+        experiments.experiment_page,
+        name="experiment",
+    ),
+    path(
+        "p/<slug:slug>/experiments/<ulid:experiment_id>/progress/",
+        experiments.experiment_progress,
+        name="experiment_progress",
+    ),
+    path(
+        "p/<slug:slug>/experiments/<ulid:experiment_id>/control/",
+        experiments.control,
+        name="experiment_control",
+    ),
+    path(
+        "p/<slug:slug>/experiments/<ulid:experiment_id>/adopt/",
+        experiments.adopt,
+        name="experiment_adopt",
+    ),
+    path(
+        "p/<slug:slug>/experiments/<ulid:experiment_id>/discard/",
+        experiments.discard,
+        name="experiment_discard",
     ),
     path("p/<slug:slug>/members/", projects.add_member, name="project_add_member"),
     path(

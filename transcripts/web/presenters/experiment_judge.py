@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 
 from transcripts.models import Experiment, Project, Thread
 from transcripts.selectors.experiment_judge import JudgePair
@@ -40,18 +40,8 @@ VERDICTS = (("a", "A is better"), ("b", "B is better"), ("t", "Tie"))
 
 
 def experiment_url(project: Project, experiment: Experiment) -> str:
-    """The experiment's page; its project's experiments, or the project page, where that page
-    is not served."""
-    for name, args in (
-        ("project_experiment", [project.slug, experiment.id]),
-        ("project_experiments", [project.slug]),
-        ("project", [project.slug]),
-    ):
-        try:
-            return reverse(name, args=args)
-        except NoReverseMatch:
-            continue
-    return "/"
+    """The experiment's page."""
+    return reverse("experiment", args=[project.slug, experiment.id])
 
 
 def filter_fields(spec: ResultFilter) -> list[tuple[str, str]]:

@@ -309,6 +309,7 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
         "density": density,
         "densities": density_links(params, density),
         "queue_url": _queue_url(project.slug, params) if access.can_moderate else "",
+        "experiment_url": _experiment_url(project.slug, params) if access.can_edit else "",
     }
     template = TEMPLATE
     if request.htmx or only:
@@ -317,6 +318,15 @@ def thread_list(request: HtmxHttpRequest) -> HttpResponse:
     if chosen:
         response.set_cookie(DENSITY_COOKIE, density, max_age=YEAR, samesite="Lax")
     return response
+
+
+def _experiment_url(slug: str, params: QueryDict) -> str:
+    """The new experiment form with its threads given by this list's filters."""
+    kept = params.copy()
+    for key in ("sort", "scoreColumn", "project"):
+        kept.pop(key, None)
+    query = kept.urlencode() or "?"  # "?": the whole list, unfiltered
+    return f"{reverse('experiment_new', args=[slug])}?{urlencode({'filter': query})}"
 
 
 def _queue_url(slug: str, params: QueryDict) -> str:
