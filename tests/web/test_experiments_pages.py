@@ -402,3 +402,30 @@ def test_the_pages_read_only_through_selectors(team: Team, htmx: dict[str, str])
             response: Any = client.get(url, headers=htmx if url.endswith("progress/") else {})
             assert response.status_code == 200, url
     assert not recorder.offences, "\n".join(map(str, recorder.offences))
+
+
+def test_the_form_offers_every_evaluator_and_an_llm_judge(team: Team) -> None:
+    _thread(team, "refund 1")
+    client = team.client(team.editor)
+    form = client.get("/p/alpha/experiments/new/").content.decode()
+    for kind in ("exact-match", "json", "length-ratio", "tool-calls"):
+        assert f'value="{kind}"' in form
+    assert 'name="contains"' in form and 'name="regex"' in form and 'name="judge"' in form
+    response = client.post(
+        "/p/alpha/experiments/new/",
+        {
+            **_form(filter="q=refund"),
+            "evaluators": ["exact-match", "json", "length-ratio", "tool-calls"],
+            "contains": "refund",
+            "regex": r"\bthanks?\b",
+            "judge": "demo:demo-1",
+            "rubric": "Prefer the answer that resolves the refund.",
+        },
+    )
+    assert response.status_code == 303, response.content.decode()[:2000]
+    types = [e["type"] for e in Experiment.objects.get().evaluators]
+    assert types == [
+        "exact-match", "json", "length-ratio", "tool-calls", "contains", "regex", "llm-judge",
+    ]  # fmt: skip
+    bad = client.post("/p/alpha/experiments/new/", {**_form(filter="q=refund"), "regex": "(("})
+    assert bad.status_code == 422 and Experiment.objects.count() == 1
