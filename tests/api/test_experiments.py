@@ -16,7 +16,7 @@ from django.test import Client
 
 from tests.api.conftest import ApiClient, error_of
 from tests.factories import conversation
-from transcripts.generation import experiments as service
+from tests.generation.support import drain_experiment as _drain
 from transcripts.ledger.default_project import default_project
 from transcripts.ledger.organise import tag_thread
 from transcripts.ledger.projects import create_project
@@ -26,7 +26,6 @@ from transcripts.models import (
     Experiment,
     ExperimentItem,
     ExperimentStatus,
-    ItemStatus,
     Membership,
     Message,
     ProjectRole,
@@ -42,19 +41,6 @@ FAST = {"delayMs": 0}
 
 def _body(**kwargs: Any) -> dict[str, Any]:
     return {"name": "brief answers", "model": "demo-brief", "parameters": FAST, **kwargs}
-
-
-def _drain(experiment_id: str) -> None:
-    """Run the experiment's items in this process, as a worker would, until none is left."""
-    for _ in range(1000):
-        item = (
-            ExperimentItem.objects.filter(experiment_id=experiment_id, status=ItemStatus.QUEUED)
-            .order_by("position")
-            .first()
-        )
-        if item is None:
-            return
-        service.generate_candidate.call(item.run_id)
 
 
 def _member(role: str, name: str) -> ApiClient:

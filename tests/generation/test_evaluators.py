@@ -12,6 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from tests.factories import ask, make_thread, say
+from tests.generation.support import drain_experiment as _drain
 from transcripts.errors import InvalidInput
 from transcripts.generation import experiments
 from transcripts.generation.evaluators import PairEvaluation, check_evaluators, evaluate_pair
@@ -22,9 +23,6 @@ from transcripts.jsonvalue import JsonObject
 from transcripts.ledger.default_project import default_project
 from transcripts.ledger.scores import Author
 from transcripts.models import (
-    Experiment,
-    ExperimentItem,
-    ItemStatus,
     Membership,
     Message,
     ProjectRole,
@@ -313,19 +311,6 @@ ALL = [
     {"type": "llm-judge", "rubric": "Prefer the answer that covers the question."},
 ]
 SIDE = {"contains", "regex", "json"}
-
-
-def _drain(experiment: Experiment) -> None:
-    """Run the experiment's items in this process, as a worker would."""
-    for _ in range(100):
-        item = (
-            ExperimentItem.objects.filter(experiment=experiment, status=ItemStatus.QUEUED)
-            .order_by("position")
-            .first()
-        )
-        if item is None:
-            return
-        experiments.generate_candidate.call(item.run_id)
 
 
 def _texts(messages: list[Message]) -> str:

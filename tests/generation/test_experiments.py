@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from tests.factories import ask, conversation, make_thread, say
+from tests.generation.support import drain_experiment as _drain
 from tests.generation.support import wait_for
 from transcripts import ledger
 from transcripts.errors import Conflict, InvalidInput, PermissionDenied
@@ -22,7 +23,6 @@ from transcripts.ledger.organise import tag_thread
 from transcripts.ledger.scores import Author
 from transcripts.models import (
     Experiment,
-    ExperimentItem,
     ExperimentStatus,
     ItemStatus,
     Membership,
@@ -58,19 +58,6 @@ def _active_ids(thread: Thread) -> list[str]:
 def _request(**kwargs: object) -> ExperimentRequest:
     base: dict[str, object] = {"name": "brief answers", "model": "demo-brief", "parameters": FAST}
     return ExperimentRequest(**{**base, **kwargs})  # type: ignore[arg-type]
-
-
-def _drain(experiment: Experiment) -> None:
-    """Run the experiment's items in this process, as a worker would, until none is left."""
-    for _ in range(1000):
-        item = (
-            ExperimentItem.objects.filter(experiment=experiment, status=ItemStatus.QUEUED)
-            .order_by("position")
-            .first()
-        )
-        if item is None:
-            return
-        experiments.generate_candidate.call(item.run_id)
 
 
 def test_candidates_are_branches_beside_the_active_path_until_adopted(editor):
@@ -381,7 +368,7 @@ def test_results_are_filtered_sorted_paged_summarised_and_compared(editor):
 
     page = result_page(first, parse_result_filter({"sort": "-candidate-length"}), size=2)
     assert page.total == 5 and page.pages == 3 and len(page.rows) == 2
-    lengths = [r.metric("candidate", "length") for r in page.rows]
+    lengths = [r.metric("candidate", "length") or 0.0 for r in page.rows]
     assert lengths == sorted(lengths, reverse=True)
     assert page.rows[0].candidate and page.rows[0].baseline
     won = result_page(first, parse_result_filter({"outcome": "win"}))

@@ -25,8 +25,6 @@ from tests.factories import make_run
 from tests.web.test_experiment_judge import run_experiment
 from transcripts import ledger
 from transcripts.demo import load_demo
-from transcripts.generation import experiments
-from transcripts.generation.experiments import ExperimentRequest
 from transcripts.ledger import experiments as experiment_ledger
 from transcripts.ledger import queues, scores
 from transcripts.ledger.default_project import default_project
@@ -36,7 +34,7 @@ from transcripts.ledger.queues import ItemSource, QueueSpec
 from transcripts.ledger.reports import report_message
 from transcripts.ledger.scores import Author, ConfigSpec, create_score_config
 from transcripts.ledger.shares import create_share
-from transcripts.models import ItemStatus, Message, Run, Thread
+from transcripts.models import Message, Run, Thread
 
 pytestmark = BROWSER_TESTS
 
@@ -116,29 +114,12 @@ def _experiments(admin: Any, threads: list[Thread]) -> tuple[str, str]:
         project, admin, threads, "Brief answers", evaluators=[{"type": "exact-match"}]
     )
     second = run_experiment(project, admin, threads[1:], "Detailed answers", model="demo-detailed")
+    # The experiment page shows a win and an adopted candidate; judge mode the pairs after it.
+    judged = first.items.order_by("position").first()
+    assert judged is not None
+    experiment_ledger.judge_item(item=judged, user=admin, verdict="b")
+    experiment_ledger.adopt(experiment=first, author=Author(user=admin), item_ids=[judged.pk])
     return first.id, second.id
-
-
-def _experiment(admin: Any, threads: list[Thread]) -> str:
-    """A finished experiment on the threads (issue 29), one candidate adopted, one a win."""
-    experiment, _ = experiments.create(
-        project=default_project(),
-        author=Author(user=admin),
-        request=ExperimentRequest(
-            name="Brief answers", model="demo-brief", parameters={"delayMs": 0},
-            thread_ids=tuple(t.id for t in threads), evaluators=[{"type": "exact-match"}],
-        ),
-    )  # fmt: skip
-    for _ in range(len(threads) * 2):
-        item = experiment.items.filter(status=ItemStatus.QUEUED).order_by("position").first()
-        if item is None:
-            break
-        experiments.generate_candidate.call(item.run_id)
-    first = experiment.items.order_by("position").first()
-    assert first is not None
-    experiment_ledger.judge_item(item=first, user=admin, verdict="b")
-    experiment_ledger.adopt(experiment=experiment, author=Author(user=admin), item_ids=[first.pk])
-    return experiment.id
 
 
 def seed(admin: Any) -> Seeded:
@@ -161,7 +142,6 @@ def seed(admin: Any) -> Seeded:
     _judge(admin, weather, last_weather, answers)
     queue = _queue(admin, [weather, haiku])
     first, second = _experiments(admin, [weather, haiku, agents])
-    experiment = _experiment(admin, [weather, haiku, agents])
     return Seeded(
         urls={
             "threads": "/",
@@ -195,7 +175,7 @@ def seed(admin: Any) -> Seeded:
             "experiments-compare": f"/p/default/experiments/compare/?a={first}&b={second}",
             "experiments": "/p/default/experiments/",
             "experiment-new": "/p/default/experiments/new/?filter=q%3Dweather",
-            "experiment": f"/p/default/experiments/{experiment}/",
+            "experiment": f"/p/default/experiments/{first}/",
         }
     )
 

@@ -13,6 +13,7 @@ import pytest
 
 from tests.base import Team
 from tests.factories import ask, make_thread, say
+from tests.generation.support import drain_experiment as drain
 from tests.test_reads_in_selectors import recording
 from transcripts.generation import experiments
 from transcripts.generation.experiments import ExperimentRequest
@@ -20,7 +21,6 @@ from transcripts.ledger.scores import Author
 from transcripts.models import (
     Experiment,
     ExperimentItem,
-    ItemStatus,
     Project,
     RunRating,
     Thread,
@@ -34,21 +34,6 @@ def _thread(project: Project, title: str) -> Thread:
     ask(thread, f"What about {title}?")
     say(thread, f"{title} is fine.")
     return thread
-
-
-def drain(experiment: Experiment) -> None:
-    """Run the experiment's items in this process, as a worker would, until none is left (its
-    first items started here: a test in a transaction never sees create's on_commit)."""
-    experiments.dispatch(experiment.id)
-    for _ in range(1000):
-        item = (
-            ExperimentItem.objects.filter(experiment=experiment, status=ItemStatus.QUEUED)
-            .order_by("position")
-            .first()
-        )
-        if item is None:
-            return
-        experiments.generate_candidate.call(item.run_id)
 
 
 def run_experiment(

@@ -15,6 +15,7 @@ from django.test import Client
 
 from tests.base import Team
 from tests.factories import ask, make_thread, say
+from tests.generation.support import drain_experiment as _drain
 from tests.test_reads_in_selectors import recording
 from transcripts.generation import experiments
 from transcripts.generation.experiments import ExperimentRequest
@@ -25,7 +26,6 @@ from transcripts.models import (
     Experiment,
     ExperimentItem,
     ExperimentStatus,
-    ItemStatus,
     Message,
     Outcome,
     Thread,
@@ -41,19 +41,6 @@ def _thread(team: Team, title: str) -> Thread:
     say(thread, f"The old answer about {title}.")
     thread.refresh_from_db()
     return thread
-
-
-def _drain(experiment: Experiment) -> None:
-    """Generate the experiment's items in this process, as a worker would."""
-    for _ in range(200):
-        item = (
-            ExperimentItem.objects.filter(experiment=experiment, status=ItemStatus.QUEUED)
-            .order_by("position")
-            .first()
-        )
-        if item is None:
-            return
-        experiments.generate_candidate.call(item.run_id)
 
 
 def _experiment(team: Team, threads: list[Thread], *, run: bool = True) -> Experiment:

@@ -16,25 +16,17 @@ from transcripts.selectors.experiment_results import (
     METRICS,
     MetricSummary,
     PairedRow,
-    Rate,
     ResultFilter,
     ResultRow,
     Summary,
     outcome_label,
 )
+from transcripts.web.presenters.experiments import METRIC_LABELS, metric_text, rate_text
 from transcripts.web.presenters.messages import MessageItem, message_items
 
 NO_VALUE = "\N{EN DASH}"
 # The filter's query-string keys judge mode keeps from one pair to the next.
 FILTER_KEYS = ("disagreements", "status", "outcome", "tag", "failing")
-METRIC_LABELS = {
-    "tokensIn": "Tokens in",
-    "tokensOut": "Tokens out",
-    "latencyMs": "Latency",
-    "ttftMs": "First token",
-    "cost": "Cost",
-    "length": "Length",
-}
 # The verdicts, as the buttons say them (the key pressed, the label).
 VERDICTS = (("a", "A is better"), ("b", "B is better"), ("t", "Tie"))
 
@@ -54,19 +46,6 @@ def filter_fields(spec: ResultFilter) -> list[tuple[str, str]]:
         "failing": spec.failing,
     }
     return [(key, values[key]) for key in FILTER_KEYS if values[key]]
-
-
-def format_metric(name: str, value: float | None) -> str:
-    """A metric in words: times in ms or s, cost in dollars, the rest as counts."""
-    if value is None:
-        return NO_VALUE
-    if name in ("latencyMs", "ttftMs"):
-        return f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.1f} s"
-    if name == "cost":
-        return f"${value:.4f}"
-    if name == "length":
-        return f"{value:,.0f} chars"
-    return f"{value:,.0f}"
 
 
 @dataclass(frozen=True)
@@ -112,7 +91,7 @@ def _evaluations(evaluations: object, key: str) -> list[EvaluationLine]:
 
 
 def _metrics(row: ResultRow, side: str) -> list[MetricCell]:
-    return [MetricCell(METRIC_LABELS[m], format_metric(m, row.metric(side, m))) for m in METRICS]
+    return [MetricCell(METRIC_LABELS[m], metric_text(m, row.metric(side, m))) for m in METRICS]
 
 
 def baseline_side(row: ResultRow, title: str = "A · baseline") -> Side:
@@ -210,17 +189,6 @@ class SummaryLine:
     value: str
 
 
-def rate_text(rate: Rate) -> str:
-    """A rate with its 95 % interval and counts, e.g. "62 % (48 % to 74 %, 21 of 34)"."""
-    interval = rate.interval
-    if rate.value is None or interval is None:
-        return NO_VALUE
-    low, high = interval
-    return (
-        f"{rate.value:.0%} ({low:.0%}\N{EN DASH}{high:.0%}, {rate.hits} of {rate.total})"
-    ).replace("%", " %")
-
-
 @dataclass(frozen=True)
 class MetricRow:
     """One metric of a summary: each side's mean and p95."""
@@ -265,7 +233,7 @@ def summary_view(said: Summary) -> SummaryView:
 def _mean(metric: str, figures: MetricSummary | None) -> str:
     if figures is None:
         return NO_VALUE
-    return f"{format_metric(metric, figures.mean)} / {format_metric(metric, figures.p95)}"
+    return f"{metric_text(metric, figures.mean)} / {metric_text(metric, figures.p95)}"
 
 
 def picker_choices(experiments: Sequence[Experiment]) -> list[tuple[str, str]]:

@@ -45,21 +45,10 @@ from transcripts.web.presenters.experiment_judge import (
     query_of,
     summary_view,
 )
+from transcripts.web.views.experiments import experiment_for_member
 
 JUDGE_TEMPLATE = "transcripts/experiment_judge.html"
 COMPARE_TEMPLATE = "transcripts/experiments_compare.html"
-
-
-def _experiment(
-    request: HtmxHttpRequest, slug: str, experiment_id: str
-) -> tuple[Experiment, Access]:
-    """The project's experiment for a member, or a 404 (outsiders, another project's, junk)."""
-    project, access = get_project_for_user(request, slug)
-    experiment = experiment_in(project, experiment_id)
-    if experiment is None:
-        raise Http404("no such experiment")
-    experiment.project = project
-    return experiment, access
 
 
 def _number(value: str, name: str, default: int) -> int:
@@ -94,7 +83,7 @@ def _judge_url(experiment: Experiment, spec: ResultFilter, **extra: str) -> str:
 def judge_page(request: HtmxHttpRequest, slug: str, experiment_id: str) -> HttpResponse:
     """GET: the next pair nobody judged (after ?after=<position>, or ?item=<id>); POST
     (editors): item + verdict recorded, then the next pair."""
-    experiment, access = _experiment(request, slug, experiment_id)
+    experiment, access = experiment_for_member(request, slug, experiment_id)
     spec = parse_result_filter(request.GET)
     if request.method == "POST":
         require_role(access, Role.EDITOR, "judge the pairs of an experiment")

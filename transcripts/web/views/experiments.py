@@ -250,7 +250,7 @@ def from_selection(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 # --- one experiment --------------------------------------------------------------------------
 
 
-def _experiment(
+def experiment_for_member(
     request: HtmxHttpRequest, slug: str, experiment_id: str
 ) -> tuple[Experiment, Access]:
     """The project's experiment for a member, or a 404."""
@@ -275,7 +275,7 @@ def _progress(experiment: Experiment) -> present.ProgressView:
 @require_GET
 def experiment_page(request: HtmxHttpRequest, slug: str, experiment_id: str) -> HttpResponse:
     """An experiment: header, progress, actions, summary, filters and a page of rows."""
-    experiment, access = _experiment(request, slug, experiment_id)
+    experiment, access = experiment_for_member(request, slug, experiment_id)
     params = {k: request.GET.get(k, "") for k in request.GET}
     try:
         spec = results.parse_result_filter(params)
@@ -320,7 +320,7 @@ def experiment_page(request: HtmxHttpRequest, slug: str, experiment_id: str) -> 
 def experiment_progress(request: HtmxHttpRequest, slug: str, experiment_id: str) -> HttpResponse:
     """The progress fragment the page polls while the experiment runs; once it stops running,
     the page reloads (htmx) to show the results."""
-    experiment, _ = _experiment(request, slug, experiment_id)
+    experiment, _ = experiment_for_member(request, slug, experiment_id)
     context = {
         "project": experiment.project,
         "experiment": experiment,
@@ -339,7 +339,7 @@ CONTROLS = {"pause", "resume", "cancel"}
 @require_POST
 def control(request: HtmxHttpRequest, slug: str, experiment_id: str) -> HttpResponse:
     """Pause, resume or cancel the experiment (editors)."""
-    experiment, access = _experiment(request, slug, experiment_id)
+    experiment, access = experiment_for_member(request, slug, experiment_id)
     require_role(access, Role.EDITOR, "pause, resume or cancel experiments")
     action = request.POST.get("action", "")
     if action not in CONTROLS:
@@ -383,7 +383,7 @@ def _confirm(
 @require_POST
 def adopt(request: HtmxHttpRequest, slug: str, experiment_id: str) -> HttpResponse:
     """Adopt one row's candidate (`item`), or every winner (`winners`, after a confirmation)."""
-    experiment, access = _experiment(request, slug, experiment_id)
+    experiment, access = experiment_for_member(request, slug, experiment_id)
     require_role(access, Role.EDITOR, "adopt candidates")
     page = reverse("experiment", args=[slug, experiment.id])
     back = safe_next(request, page)
@@ -408,7 +408,7 @@ def adopt(request: HtmxHttpRequest, slug: str, experiment_id: str) -> HttpRespon
 @require_POST
 def discard(request: HtmxHttpRequest, slug: str, experiment_id: str) -> HttpResponse:
     """Discard the candidates (editors; deleting them: admins), after a confirmation."""
-    experiment, access = _experiment(request, slug, experiment_id)
+    experiment, access = experiment_for_member(request, slug, experiment_id)
     require_role(access, Role.EDITOR, "discard candidates")
     delete = bool(request.POST.get("delete"))
     if delete:
