@@ -261,6 +261,12 @@ def test_the_page_shows_progress_summary_and_both_answers(team: Team) -> None:
     for key in ("position", "title", "status", "outcome", "candidate-length", "baseline-cost"):
         assert f"sort={key}" in page or f"sort=-{key}" in page, key
     assert "Adopt" not in page.split("Summary")[1]  # a viewer has no Adopt
+    # A candidate's run page names its experiment; another run's does not.
+    item = experiment.items.get(position=0)
+    run_page = team.client(team.viewer).get(f"/runs/{item.run_id}/").content.decode()
+    assert f'href="{_base(experiment)}"' in run_page and "a candidate" in run_page
+    baseline_page = team.client(team.viewer).get(f"/runs/{item.baseline_run_id}/").content.decode()
+    assert "<dt>Experiment</dt>" not in baseline_page
 
 
 def test_a_running_experiment_polls_its_progress_and_has_a_refresh_link(

@@ -380,3 +380,15 @@ def side_metrics(messages: Sequence[Message], run: Run | None, fork_id: str | No
         if run.first_event_at and start and run.first_event_at >= start:
             metrics["ttftMs"] = round((run.first_event_at - start).total_seconds() * 1000, 1)
     return metrics
+
+
+def experiment_of_run(run: Run) -> Experiment | None:
+    """The experiment a candidate run was made for (None for any other run)."""
+    experiment_id = run.metadata.get("experiment") if isinstance(run.metadata, dict) else None
+    if not isinstance(experiment_id, str) or not is_ulid(experiment_id):
+        return None
+    return (
+        Experiment.objects.select_related("project")
+        .filter(pk=experiment_id, project_id=run.thread.project_id)
+        .first()
+    )

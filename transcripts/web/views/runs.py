@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from transcripts import selectors
 from transcripts.models import Run, RunStatus
+from transcripts.selectors.experiments import experiment_of_run
 from transcripts.selectors.live import committed_leaf
 from transcripts.selectors.run_page import events_carry_timing, run_place, run_projection
 from transcripts.selectors.score_views import run_scores
@@ -80,6 +81,7 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     )
     if part != "#live":
         context["score_lines"] = score_lines(run_scores(run))
+        context["experiment"] = experiment_of_run(run)
     return render(request, TEMPLATE + part, context)
 
 
