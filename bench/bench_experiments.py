@@ -15,10 +15,10 @@ Goals: 1,000 threads <= 40 s (>= 25 items/s); 10,000 threads <= 7 min; the list'
 an experiment runs <= 1.5x idle; the results page <= 300 ms p95 at 10,000 rows.
 
     .venv/bin/python bench/bench_experiments.py [--threads 1000,10000] [--concurrency 4,8]
-        [--workers 2] [--batch 100] [--requests 50] [--profile DIR]
+        [--workers 2] [--batch 100] [--requests 50] [--profile DIR] [--nice N]
 
 --profile DIR runs the workers under cProfile (one .prof file per worker in DIR, written when
-they stop).
+they stop); --nice N runs them at that niceness.
 """
 
 from __future__ import annotations
@@ -240,6 +240,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--profile", default="")
+    parser.add_argument("--nice", type=int, default=0, help="the workers' niceness")
     args = parser.parse_args()
     sizes = [int(n) for n in args.threads.split(",")]
     levels = [int(n) for n in args.concurrency.split(",")]
@@ -268,10 +269,11 @@ def main() -> None:
     ]  # fmt: skip
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
+    niced = ["nice", "-n", str(args.nice)] if args.nice else []
     for n in range(args.workers):
         profile = ["-m", "cProfile", "-o", f"{args.profile}/worker{n}.prof"] if args.profile else []
         processes.append(
-            _start([python, *profile, "manage.py", "worker", "--interval", "0.05",
+            _start([*niced, python, *profile, "manage.py", "worker", "--interval", "0.05",
                     "--no-reload", "--no-startup-delay", "-v", "0"], env)
         )  # fmt: skip
     try:

@@ -53,8 +53,13 @@ from transcripts.models import (
     Thread,
 )
 from transcripts.permissions import User, project_access
-from transcripts.selectors.experiments import ForkPoint, by_idempotency_key, runs_by_id
-from transcripts.selectors.scores import live_config, scores_need_config
+from transcripts.selectors.experiments import (
+    ForkPoint,
+    by_idempotency_key,
+    live_configs,
+    runs_by_id,
+)
+from transcripts.selectors.scores import scores_need_config
 
 MAX_THREADS = 10_000
 MAX_ITEMS = 50_000
@@ -322,11 +327,11 @@ def _evaluator_scores(
     if not scores:
         return
     needs_config = scores_need_config(project_id)
-    configs = {name: live_config(project_id, name) for name in {s.name for s in scores}}
+    configs = live_configs(project_id, {s.name for s in scores})
     now = timezone.now()
     rows = []
     for score in scores:
-        config = configs[score.name]
+        config = configs.get(score.name)
         if config is None and needs_config:
             continue
         rows.append(
