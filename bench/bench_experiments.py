@@ -15,7 +15,7 @@ Goals: 1,000 threads <= 40 s (>= 25 items/s); 10,000 threads <= 7 min; the list'
 an experiment runs <= 1.5x idle; the results page <= 300 ms p95 at 10,000 rows.
 
     .venv/bin/python bench/bench_experiments.py [--threads 1000,10000] [--concurrency 4,8]
-        [--workers 2] [--batch 100] [--requests 50] [--profile DIR] [--nice N]
+        [--workers 2] [--batch 100] [--requests 50] [--profile DIR] [--nice N] [--explain]
 
 --profile DIR runs the workers under cProfile (one .prof file per worker in DIR, written when
 they stop); --nice N runs them at that niceness.
@@ -143,6 +143,28 @@ class Sampler:
         return _pct(self.times, 0.95)
 
 
+def explain(thread_ids: list[str]) -> None:
+    """EXPLAIN ANALYZE the two queries of fork_points on the threads, and time it."""
+    from django.db import connection
+
+    from transcripts.ids import to_uuid
+    from transcripts.selectors import experiments as reads
+
+    uuids = [to_uuid(t) for t in thread_ids]
+    started = time.perf_counter()
+    points = reads.fork_points(thread_ids, "last-user")
+    print(f"fork_points of {len(thread_ids):,} threads: {time.perf_counter() - started:.2f} s")
+    depths = [0] * len(uuids)
+    for sql, params in (
+        (reads._ACTIVE_USER_MESSAGES, {"threads": uuids}),
+        (reads._AFTER, {"threads": uuids, "depths": depths}),
+    ):
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+            print("\n".join(row[0][:160] for row in cursor.fetchall()), flush=True)
+    assert len(points) == len(thread_ids)
+
+
 def resolves(path: str) -> bool:
     """Whether path is a URL of this branch."""
     from django.urls import Resolver404, resolve
@@ -240,6 +262,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--profile", default="")
+    parser.add_argument("--explain", action="store_true", help="EXPLAIN the fork points")
     parser.add_argument("--nice", type=int, default=0, help="the workers' niceness")
     args = parser.parse_args()
     sizes = [int(n) for n in args.threads.split(",")]
@@ -258,6 +281,9 @@ def main() -> None:
     set_member(project=project, user=editor, role="editor")
     set_member(project=project, user=viewer, role="viewer")
     thread_ids = seed(max(sizes), project.pk, viewer.pk)
+    if args.explain:
+        explain(thread_ids)
+        return
 
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
@@ -297,11 +323,17 @@ def measure(
     slug: str,
 ) -> None:
     """The baseline, then each experiment, then the results page; each figure with its goal."""
-    pace = baseline(thread_ids[0], args.batch)  # runs/s
-    print(f"baseline: {args.batch} plain regenerations at {pace:.1f} runs/s", flush=True)
     client.get("/")  # warm
     idle = p95_of(client, "/", args.requests)
     print(f"thread list p95 idle ({args.requests} GETs): {idle:.1f} ms", flush=True)
+    with Sampler(client, "/", args.requests) as plain:
+        pace = baseline(thread_ids[0], args.batch)  # runs/s
+    print(f"baseline: {args.batch} plain regenerations at {pace:.1f} runs/s", flush=True)
+    print(
+        f"  list p95 while they run ({len(plain.times)} GETs): {plain.p95():.1f} ms"
+        f" = {plain.p95() / idle:.2f}x idle",
+        flush=True,
+    )
     print(f"evaluators: {', '.join(e['type'] for e in evaluators())}", flush=True)
     last_id = ""
     for size in sizes:
