@@ -387,3 +387,84 @@ def test_results_are_filtered_sorted_paged_summarised_and_compared(editor):
     paired, shared = compared_page(first, second)
     assert shared == 3 and len(paired) == 3
     assert all(p.second is not None and p.second.candidate for p in paired)
+
+
+# --- a database restart mid-experiment (the faults' own PostgreSQL, stopped and started) ---------
+
+from tests.faults.conftest import processes, stack  # noqa: E402, F401  (fixtures)
+from tests.faults.stack import Stack  # noqa: E402
+from tests.faults.stack import wait_for as wait_on_stack  # noqa: E402
+
+# Run on the faults' database: twelve one-turn threads and an experiment on them (the
+# editor's), its id printed.
+_MAKE_EXPERIMENT = """
+import django
+django.setup()
+from django.contrib.auth import get_user_model
+from transcripts import ledger
+from transcripts.generation import experiments
+from transcripts.generation.experiments import ExperimentRequest
+from transcripts.ledger.scores import Author
+from transcripts.models import Project
+
+project = Project.objects.get(slug="faults")
+ids = []
+for n in range(12):
+    thread, _ = ledger.create_thread(project=project, title=f"restart {n}")
+    for kind, data in (
+        ("message", {"role": "user", "parts": [{"type": "text", "text": f"question {n}"}]}),
+        ("text-delta", {"delta": f"answer {n}"}),
+    ):
+        run, _ = ledger.begin_run(thread=thread)
+        ledger.append_events(run=run, events=[{"seq": 1, "kind": kind, "data": data}])
+        ledger.commit_run(run=run)
+    ids.append(thread.id)
+experiment, _ = experiments.create(
+    project=project,
+    author=Author(user=get_user_model().objects.get(username="editor")),
+    request=ExperimentRequest(
+        name="restart", model="demo-brief", parameters={"delayMs": 40},
+        thread_ids=tuple(ids), concurrency=3,
+    ),
+)
+print(experiment.id)
+"""
+
+
+def test_a_database_restart_mid_experiment_leaves_every_item_done_once(
+    processes: Stack,  # noqa: F811  (the faults fixture)
+):
+    made = processes.start("-c", _MAKE_EXPERIMENT, output=True, keep=True)
+    out, _ = made.communicate(timeout=120)
+    assert made.returncode == 0, out
+    experiment_id = out.decode().split()[-1]
+    counts = """
+        SELECT i.status, count(*) FROM transcripts_experimentitem i
+        JOIN transcripts_experiment e ON e.id = i.experiment_id
+        WHERE e.name = 'restart' GROUP BY 1
+    """
+    processes.start_worker()
+    processes.start_worker()
+    wait_on_stack(lambda: dict(processes.query(counts)).get("done", 0) >= 2, 60, "two items done")
+    processes.cluster.stop()
+    processes.cluster.start()
+    wait_on_stack(
+        lambda: processes.query(
+            "SELECT 1 FROM transcripts_experiment WHERE name = 'restart' AND status = 'completed'"
+        ),
+        120,
+        "the experiment to complete after the restart",
+    )
+    assert dict(processes.query(counts)) == {"done": 12}
+    # One candidate per item: a run the restart cut off was failed and its item tried again.
+    candidates = processes.query(
+        "SELECT metadata->>'experimentItem', count(*) FROM transcripts_run"
+        " WHERE metadata->>'experiment' = %s AND status = 'superseded' GROUP BY 1",
+        experiment_id,
+    )
+    items = processes.query(
+        "SELECT i.id::text FROM transcripts_experimentitem i"
+        " JOIN transcripts_experiment e ON e.id = i.experiment_id WHERE e.name = 'restart'"
+    )
+    assert sorted(item for item, _ in candidates) == sorted(item for (item,) in items)
+    assert {n for _, n in candidates} == {1}

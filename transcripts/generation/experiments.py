@@ -48,6 +48,7 @@ from transcripts.models import (
     ForkRule,
     Message,
     Project,
+    Run,
     RunStatus,
     Thread,
 )
@@ -251,10 +252,12 @@ def dispatch(experiment_id: str) -> list[str]:
     return started
 
 
-def pair_result(item: ExperimentItem) -> ItemResult:
-    """Measure and evaluate an item whose candidate committed."""
+def pair_result(item: ExperimentItem, runs: Mapping[str, Run] | None = None) -> ItemResult:
+    """Measure and evaluate an item whose candidate committed (runs: its candidate and
+    baseline runs by id, when the caller read them already)."""
     pair = pair_of(item)
-    runs = runs_by_id([item.run_id or "", item.baseline_run_id or ""])
+    if runs is None:
+        runs = runs_by_id([item.run_id or "", item.baseline_run_id or ""])
     candidate_run = runs.get(item.run_id or "")
     baseline_run = runs.get(item.baseline_run_id or "")
     experiment = item.experiment
@@ -294,13 +297,14 @@ def finish(run_id: str) -> ExperimentItem | None:
     item = item_of_run(run_id)
     if item is None or item.status not in ("queued", "running"):
         return None
-    run = runs_by_id([run_id]).get(run_id)
+    runs = runs_by_id([run_id, item.baseline_run_id or ""])
+    run = runs.get(run_id)
     if run is None or run.is_open:
         return None
     result = None
     if run.status in (RunStatus.COMMITTED, RunStatus.SUPERSEDED):
         try:
-            result = pair_result(item)
+            result = pair_result(item, runs)
         except Exception as exc:  # an evaluator's bug must not stall the experiment
             logger.exception("evaluating item %s of experiment %s", item.pk, item.experiment_id)
             result = ItemResult(evaluations=[{"name": "error", "detail": str(exc)}])

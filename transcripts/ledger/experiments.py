@@ -53,8 +53,13 @@ from transcripts.models import (
     Thread,
 )
 from transcripts.permissions import User, project_access
-from transcripts.selectors.experiments import ForkPoint, by_idempotency_key, runs_by_id
-from transcripts.selectors.scores import live_config, scores_need_config
+from transcripts.selectors.experiments import (
+    ForkPoint,
+    by_idempotency_key,
+    live_configs,
+    runs_by_id,
+)
+from transcripts.selectors.scores import scores_need_config
 
 MAX_THREADS = 10_000
 MAX_ITEMS = 50_000
@@ -314,23 +319,25 @@ class ItemResult:
 
 
 def _evaluator_scores(
-    item: ExperimentItem, thread: Thread, scores: Sequence[EvaluatorScore]
+    item: ExperimentItem, project_id: int, scores: Sequence[EvaluatorScore]
 ) -> None:
     """Store the evaluator scores (source "evaluator", one per experiment, item, side and
     name: an item finished again updates nothing twice); a name the project requires a
     config for and lacks is left on the item only."""
-    project_id = thread.project_id
+    if not scores:
+        return
     needs_config = scores_need_config(project_id)
+    configs = live_configs(project_id, {s.name for s in scores})
     now = timezone.now()
     rows = []
     for score in scores:
-        config = live_config(project_id, score.name)
+        config = configs.get(score.name)
         if config is None and needs_config:
             continue
         rows.append(
             Score(
                 project_id=project_id,
-                thread_id=thread.id,
+                thread_id=item.thread_id,
                 message_id=score.message_id,
                 name=score.name,
                 config=config,
@@ -372,16 +379,16 @@ def finish_item(run_id: str, result: ItemResult | None) -> ExperimentItem | None
     committed), else pending again (cut off by a dead worker or an outage, fewer than three
     attempts) or failed. None when no in-flight item has this run (finished already)."""
     item = (
-        ExperimentItem.objects.select_for_update()
+        ExperimentItem.objects.select_for_update(of=("self",))
+        .select_related("experiment", "run")
         .filter(run_id=run_id, status__in=ITEM_IN_FLIGHT)
         .first()
     )
-    if item is None:
+    if item is None or item.run is None:
         return None
-    run = Run.objects.get(pk=run_id)
+    run, experiment = item.run, item.experiment
     if run.status in OPEN_STATUSES:
         return None
-    experiment = Experiment.objects.get(pk=item.experiment_id)
     if run.status in (RunStatus.COMMITTED, RunStatus.SUPERSEDED) and result is not None:
         item.status = ItemStatus.DONE
         item.error = None
@@ -394,8 +401,7 @@ def finish_item(run_id: str, result: ItemResult | None) -> ExperimentItem | None
             result.judge_outcome and result.judge_outcome != Outcome.TIE
         )
         item.outcome = item.person_outcome or item.judge_outcome
-        thread = Thread.objects.only("id", "project_id").get(pk=item.thread_id)
-        _evaluator_scores(item, thread, result.scores)
+        _evaluator_scores(item, experiment.project_id, result.scores)
     else:
         _retry_or_fail(item, experiment, run)
     item.save()

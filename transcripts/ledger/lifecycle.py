@@ -107,14 +107,15 @@ def commit_run(*, run: Run | str) -> Run:
     # The final snapshot: later readers of the run replay nothing.
     run.snapshot = projector.to_snapshot()
     run.snapshot_seq = projector.last_seq
-    # One round trip for the thread, the run and the notification.
+    # One round trip for the thread, the run and the notification. A candidate leaves the
+    # thread row alone: refresh_counters below is then its only update of it in this
+    # transaction, which spares the commit a deferred check of the thread's project (taken
+    # when a row is updated twice), a lock the experiment's other writers would queue on.
+    moved = "" if aside else _MOVE_HEAD
     with connection.cursor() as cursor:
         cursor.execute(
-            """
-            WITH moved AS (
-                UPDATE transcripts_thread SET head_id = %(head)s, updated_at = %(updated)s
-                WHERE id = %(thread)s
-            ), committed AS (
+            f"""
+            WITH {moved} committed AS (
                 UPDATE transcripts_run SET status = %(status)s, finished_at = %(now)s,
                     usage = %(usage)s::jsonb, snapshot = %(snapshot)s::jsonb,
                     snapshot_seq = %(snapshot_seq)s
@@ -138,6 +139,13 @@ def commit_run(*, run: Run | str) -> Run:
         )
     refresh_counters([thread.id])
     return run
+
+
+_MOVE_HEAD = """
+    moved AS (
+        UPDATE transcripts_thread SET head_id = %(head)s, updated_at = %(updated)s
+        WHERE id = %(thread)s
+    ),"""
 
 
 def _close_run(run: Run | str, status: str, error: dict[str, Any] | None) -> Run:

@@ -7,7 +7,7 @@ The results page's rows and summary are read in `selectors/experiment_results.py
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -27,6 +27,7 @@ from transcripts.models import (
     Project,
     QueueItem,
     Run,
+    ScoreConfig,
 )
 from transcripts.selectors.paths import path_to
 from transcripts.selectors.stats import cost_of
@@ -392,3 +393,10 @@ def experiment_of_run(run: Run) -> Experiment | None:
         .filter(pk=experiment_id, project_id=run.thread.project_id)
         .first()
     )
+
+
+def live_configs(project_id: int, names: Collection[str]) -> dict[str, ScoreConfig]:
+    """The project's score configs not archived with these names, by name (one query for an
+    item's evaluator scores)."""
+    rows = ScoreConfig.objects.filter(project_id=project_id, name__in=list(names))
+    return {c.name: c for c in rows.filter(archived_at__isnull=True)}
