@@ -468,3 +468,33 @@ def test_a_database_restart_mid_experiment_leaves_every_item_done_once(
     )
     assert sorted(item for item, _ in candidates) == sorted(item for (item,) in items)
     assert {n for _, n in candidates} == {1}
+
+
+def test_a_run_cut_off_is_tried_again_and_a_generator_error_fails_the_item(editor):
+    threads = [conversation(turns=1, title=f"t{i}") for i in range(2)]
+    experiment, _ = experiments.create(
+        project=default_project(),
+        author=Author(user=editor),
+        request=_request(thread_ids=tuple(t.id for t in threads)),
+    )
+    experiments.dispatch(experiment.id)
+    first, second = experiment.items.order_by("position")
+    cut_off, broken = first.run_id, second.run_id
+    ledger.fail_run(
+        run=cut_off,
+        error={"message": "OperationalError: deadlock detected", "code": "generator_crashed"},
+    )
+    ledger.fail_run(run=broken, error={"message": "the model said no", "code": "GeneratorError"})
+    experiments.finish(cut_off)
+    experiments.finish(broken)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.status == ItemStatus.PENDING and first.attempts == 1
+    assert second.status == ItemStatus.FAILED and second.error["message"] == "the model said no"
+    _drain(experiment)
+    first.refresh_from_db()
+    assert first.status == ItemStatus.DONE and first.attempts == 2 and first.run_id != cut_off
+    assert Run.objects.get(pk=cut_off).status == RunStatus.FAILED
+    experiment.refresh_from_db()
+    assert experiment.status == ExperimentStatus.COMPLETED
+    assert progress(experiment).counts == {ItemStatus.DONE: 1, ItemStatus.FAILED: 1}

@@ -71,6 +71,8 @@ MAX_ATTEMPTS = 3
 # Errors of runs cut off by something other than the candidate (a dead worker, an outage):
 # the item is tried again with a new run.
 RETRYABLE = frozenset({"lease_expired", "database_unavailable", "WorkerLost"})
+# A database error a second attempt gets past (the runner fails the run with it in the message).
+TRANSIENT = ("deadlock detected", "could not serialize access")
 FINISHED = (ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.CANCELLED)
 
 
@@ -355,7 +357,10 @@ def _evaluator_scores(
 
 def _retry_or_fail(item: ExperimentItem, experiment: Experiment, run: Run) -> None:
     error = run.error if isinstance(run.error, dict) else {"message": run.status}
-    retryable = run.status == RunStatus.FAILED and error.get("code") in RETRYABLE
+    message = str(error.get("message", ""))
+    retryable = run.status == RunStatus.FAILED and (
+        error.get("code") in RETRYABLE or any(t in message for t in TRANSIENT)
+    )
     if (
         retryable
         and item.attempts < MAX_ATTEMPTS
