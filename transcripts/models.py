@@ -1257,6 +1257,12 @@ class ExperimentItem(models.Model):
         indexes = [
             # The next items to start, and the counts per status.
             models.Index(fields=["experiment", "status", "position"], name="experiment_item_next"),
+            # The sweeper's look at the items in flight, across experiments (few rows).
+            models.Index(
+                fields=["experiment"],
+                name="experiment_item_in_flight",
+                condition=Q(status__in=["queued", "running"]),
+            ),
             models.Index(fields=["thread"], name="experiment_item_thread_idx"),
             models.Index(fields=["run"], name="experiment_item_run_idx"),
         ]
