@@ -1,6 +1,7 @@
 """Browser test of an experiment (issue 29): from the thread list's "Run experiment on these
 threads", the form, the progress bar (htmx polling) reaching the end as a real worker
-generates the candidates, and adopting one row."""
+generates the candidates, two rows judged with the keyboard in judge mode, and adopting the
+one the candidate won."""
 
 from __future__ import annotations
 
@@ -63,6 +64,20 @@ def test_an_experiment_from_the_thread_list_runs_and_a_row_is_adopted(
     assert page.locator("#exp-progress").get_attribute("hx-get") is None
     assert page.locator("#exp-progress progress").get_attribute("value") == "3"
     screenshot(page, "71-experiment-done", full_page=False)
+
+    # Judge mode: b on the first pair (the candidate is better), a on the second.
+    page.get_by_role("link", name="Judge mode").click()
+    page.wait_for_selector("#judge-progress:has-text('0 of 3 judged')")
+    page.keyboard.press("b")
+    page.wait_for_selector("#judge-progress:has-text('1 of 3 judged')")
+    page.keyboard.press("a")
+    page.wait_for_selector("#judge-progress:has-text('2 of 3 judged')")
+    verdicts = dict(
+        ExperimentItem.objects.filter(experiment=experiment).values_list("position", "outcome")
+    )
+    assert verdicts == {0: "win", 1: "loss", 2: ""}
+    page.goto(f"{live_server_asgi.url}/p/default/experiments/{experiment.id}/")
+    page.wait_for_selector("tbody.exp-row details.exp-diff summary")
 
     first = ExperimentItem.objects.get(experiment=experiment, position=0)
     assert first.status == ItemStatus.DONE
