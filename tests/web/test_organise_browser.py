@@ -121,7 +121,7 @@ def test_a_bulk_archive_of_three_threads(browser: Any, live_server: Any) -> None
     _row(page, TITLES[2]).locator("input.org-check").focus()
     page.keyboard.press("Space")  # the third by keyboard
     page.select_option("#bulk-action", "archive")
-    page.locator("#bulk button[type=submit]").click()
+    page.locator("#bulk").get_by_role("button", name="Apply").click()
     page.wait_for_selector("text=Archived 3 of 3 threads.")
 
     assert _listed(page) == ["Delta run"]
