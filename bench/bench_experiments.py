@@ -33,6 +33,7 @@ from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from uuid import UUID
 
 import httpx
 
@@ -155,10 +156,11 @@ def explain(thread_ids: list[str]) -> None:
     points = reads.fork_points(thread_ids, "last-user")
     print(f"fork_points of {len(thread_ids):,} threads: {time.perf_counter() - started:.2f} s")
     depths = [0] * len(uuids)
-    for sql, params in (
+    queries: list[tuple[str, dict[str, list[UUID] | list[int]]]] = [
         (reads._ACTIVE_USER_MESSAGES, {"threads": uuids}),
         (reads._AFTER, {"threads": uuids, "depths": depths}),
-    ):
+    ]
+    for sql, params in queries:
         with connection.cursor() as cursor:
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
             print("\n".join(row[0][:160] for row in cursor.fetchall()), flush=True)
