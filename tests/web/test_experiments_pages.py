@@ -422,3 +422,43 @@ def test_the_form_offers_every_evaluator_and_an_llm_judge(team: Team) -> None:
     ]  # fmt: skip
     bad = client.post("/p/alpha/experiments/new/", {**_form(filter="q=refund"), "regex": "(("})
     assert bad.status_code == 422 and Experiment.objects.count() == 1
+
+
+def test_a_hidden_thread_s_rows_are_for_moderators_only(team: Team) -> None:
+    from transcripts.ledger.moderation import hide_thread
+
+    shown, hidden = _thread(team, "open topic"), _thread(team, "secret topic")
+    experiment = _experiment(team, [shown, hidden])
+    second = _experiment(team, [shown, hidden])
+    for item in experiment.items.all():
+        experiment_ledger_judge(item, team)
+    hide_thread(user=team.moderator, thread=hidden)
+    hidden_item = experiment.items.get(thread_id=hidden.id)
+    pages = [
+        _base(experiment),
+        f"{_base(experiment)}judge/?item={hidden_item.pk}",
+        f"/p/alpha/experiments/compare/?a={experiment.id}&b={second.id}",
+    ]
+    for user in (team.viewer, team.editor):
+        client = team.client(user)
+        page = client.get(pages[0]).content.decode()
+        assert "open topic" in page and "secret topic" not in page
+        assert client.get(pages[1]).status_code == 404
+        compared = client.get(pages[2]).content.decode()
+        assert "open topic" in compared and "secret topic" not in compared
+    moderator = team.client(team.moderator)
+    assert "secret topic" in moderator.get(pages[0]).content.decode()
+    assert moderator.get(pages[1]).status_code == 200
+    # Adopting every winner as an editor leaves the hidden thread's answer alone.
+    response = team.client(team.editor).post(
+        f"{_base(experiment)}adopt/", {"winners": "1", "confirm": "1"}
+    )
+    assert response.status_code in (200, 303)
+    assert ExperimentItem.objects.get(pk=hidden_item.pk).adopted_at is None
+    assert ExperimentItem.objects.get(experiment=experiment, thread_id=shown.id).adopted_at
+
+
+def experiment_ledger_judge(item: ExperimentItem, team: Team) -> None:
+    from transcripts.ledger.experiments import judge_item
+
+    judge_item(item=item, user=team.editor, verdict="b")

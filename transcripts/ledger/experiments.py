@@ -554,6 +554,9 @@ def adopt(
     branch undoes it, thread by thread."""
     require_editor(author, experiment.project)
     items = ExperimentItem.objects.filter(experiment=experiment, status=ItemStatus.DONE)
+    if author.user is not None and not project_access(author.user, experiment.project).sees_hidden:
+        # A hidden thread is the moderators': nobody else changes its answer.
+        items = items.exclude(thread__hidden=True)
     if winners:
         items = items.filter(outcome=Outcome.WIN)
     elif item_ids:

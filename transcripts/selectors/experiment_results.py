@@ -53,6 +53,8 @@ class ResultFilter:
     tag: str = ""
     failing: str = ""
     sort: str = "position"
+    # False for a reader who may not see hidden threads: their items are left out.
+    sees_hidden: bool = True
 
     @property
     def sort_key(self) -> str:
@@ -97,6 +99,8 @@ def _metric(side: str, metric: str) -> Cast:
 
 def _filtered(experiment: Experiment, spec: ResultFilter) -> QuerySet[ExperimentItem]:
     items = ExperimentItem.objects.filter(experiment=experiment)
+    if not spec.sees_hidden:
+        items = items.exclude(thread__hidden=True)
     if spec.disagreements:
         items = items.filter(disagreement=True)
     if spec.status:
@@ -232,11 +236,17 @@ def item_at(experiment: Experiment, position: int) -> ExperimentItem | None:
     return ExperimentItem.objects.filter(experiment=experiment, position=position).first()
 
 
-def item_by_id(experiment: Experiment, item_id: int) -> ExperimentItem | None:
-    """The experiment's item with this id (None for another experiment's, or junk)."""
+def item_by_id(
+    experiment: Experiment, item_id: int, *, sees_hidden: bool = True
+) -> ExperimentItem | None:
+    """The experiment's item with this id (None for another experiment's, junk, or one of a
+    hidden thread without sees_hidden)."""
     if not 0 < item_id < 2**63:
         return None
-    return ExperimentItem.objects.filter(experiment=experiment, pk=item_id).first()
+    items = ExperimentItem.objects.filter(experiment=experiment, pk=item_id)
+    if not sees_hidden:
+        items = items.exclude(thread__hidden=True)
+    return items.first()
 
 
 def next_to_judge(
@@ -404,15 +414,23 @@ class PairedRow:
 
 
 def compared_page(
-    first: Experiment, second: Experiment, *, page: int = 1, size: int = PAGE_SIZE
+    first: Experiment,
+    second: Experiment,
+    *,
+    page: int = 1,
+    size: int = PAGE_SIZE,
+    sees_hidden: bool = True,
 ) -> tuple[list[PairedRow], int]:
     """A page of the fork points of first (in its order) with second's row at the same fork
-    point when it has one; and how many fork points the two share."""
+    point when it has one; and how many fork points the two share (without sees_hidden,
+    those of hidden threads are left out)."""
     size = max(1, min(size, MAX_PAGE_SIZE))
     shared = ExperimentItem.objects.filter(
         experiment=first,
         fork_from_id__in=ExperimentItem.objects.filter(experiment=second).values("fork_from_id"),
     )
+    if not sees_hidden:
+        shared = shared.exclude(thread__hidden=True)
     total = shared.count()
     page = max(1, min(page, max(1, math.ceil(total / size))))
     items = list(shared.order_by("position")[(page - 1) * size : page * size])

@@ -9,6 +9,7 @@ another project, get a 404.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from django.http import Http404, HttpResponse, HttpResponseRedirect
@@ -61,10 +62,11 @@ def _number(value: str, name: str, default: int) -> int:
         raise InvalidInput(f"{name} must be a whole number", field=name) from None
 
 
-def _item(experiment: Experiment, value: str) -> ExperimentItem:
-    """The experiment's item with this id, or a 404."""
+def _item(experiment: Experiment, value: str, *, sees_hidden: bool) -> ExperimentItem:
+    """The experiment's item with this id, or a 404 (also one of a hidden thread, for a
+    reader who does not see hidden threads)."""
     try:
-        item = item_by_id(experiment, int(value))
+        item = item_by_id(experiment, int(value), sees_hidden=sees_hidden)
     except ValueError:
         item = None
     if item is None:
@@ -84,10 +86,10 @@ def judge_page(request: HtmxHttpRequest, slug: str, experiment_id: str) -> HttpR
     """GET: the next pair nobody judged (after ?after=<position>, or ?item=<id>); POST
     (editors): item + verdict recorded, then the next pair."""
     experiment, access = experiment_for_member(request, slug, experiment_id)
-    spec = parse_result_filter(request.GET)
+    spec = replace(parse_result_filter(request.GET), sees_hidden=access.sees_hidden)
     if request.method == "POST":
         require_role(access, Role.EDITOR, "judge the pairs of an experiment")
-        item = _item(experiment, request.POST.get("item", ""))
+        item = _item(experiment, request.POST.get("item", ""), sees_hidden=access.sees_hidden)
         judged = judge_item(item=item, user=request.user, verdict=request.POST.get("verdict", ""))
         next_url = _judge_url(experiment, spec, after=str(judged.position))
         return HttpResponseRedirect(next_url, status=303)
@@ -103,7 +105,7 @@ def _shown(
 ) -> ExperimentItem | None:
     """The pair asked for (?item=), else the next one nobody judged after ?after=."""
     if "item" in params:
-        return _item(experiment, params["item"])
+        return _item(experiment, params["item"], sees_hidden=spec.sees_hidden)
     after = _number(params.get("after", ""), "after", -1)
     return next_to_judge(experiment, spec, after=max(-1, min(after, 2**31 - 1)))
 
@@ -154,7 +156,7 @@ def _picked(project: Project, value: str) -> Experiment | None:
 def compare_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """Two experiments of the project side by side: their summaries, then the fork points
     they share, a page at a time (?a=&b=&page=)."""
-    project, _ = get_project_for_user(request, slug)
+    project, access = get_project_for_user(request, slug)
     first = _picked(project, request.GET.get("a", ""))
     second = _picked(project, request.GET.get("b", ""))
     context: dict[str, Any] = {
@@ -165,7 +167,9 @@ def compare_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     }
     if first is not None and second is not None:
         page = _number(request.GET.get("page", ""), "page", 1)
-        paired, shared = compared_page(first, second, page=max(1, min(page, 2**31)))
+        paired, shared = compared_page(
+            first, second, page=max(1, min(page, 2**31)), sees_hidden=access.sees_hidden
+        )
         pages = max(1, -(-shared // PAGE_SIZE))
         page = max(1, min(page, pages))
         names = (first.name, second.name)

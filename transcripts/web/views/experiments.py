@@ -11,6 +11,7 @@ of two experiments live in `views/experiment_judge.py`.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from django import forms
@@ -282,6 +283,8 @@ def experiment_page(request: HtmxHttpRequest, slug: str, experiment_id: str) -> 
     except InvalidInput as exc:
         spec = results.ResultFilter()
         messages.error(request, exc.message)
+    # Hidden threads' rows are for those who see hidden threads (moderators and admins).
+    spec = replace(spec, sees_hidden=access.sees_hidden)
     page = results.result_page(experiment, spec, page=_page_number(request))
     results.with_runs(page.rows)
     kept = present.filter_params(params)
