@@ -16,7 +16,7 @@ run is begun or finished, and a run cut off is retried as a new run of the same 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import partial
@@ -43,6 +43,7 @@ from transcripts.ledger.experiments import (
 )
 from transcripts.ledger.scores import Author
 from transcripts.models import (
+    ITEM_IN_FLIGHT,
     Experiment,
     ExperimentItem,
     ForkRule,
@@ -295,7 +296,7 @@ def pair_result(item: ExperimentItem, runs: Mapping[str, Run] | None = None) -> 
 def finish(run_id: str) -> ExperimentItem | None:
     """Finish the item of this closed run (evaluated when its run committed)."""
     item = item_of_run(run_id)
-    if item is None or item.status not in ("queued", "running"):
+    if item is None or item.status not in ITEM_IN_FLIGHT:
         return None
     runs = runs_by_id([run_id, item.baseline_run_id or ""])
     run = runs.get(run_id)
@@ -316,13 +317,10 @@ def generate_candidate(run_id: str) -> str:
     """Generate one candidate run, finish its item and start the experiment's next items."""
     ledger.mark_running(run_id)
     status = generate(run_id)
-    item = finish(run_id)
-    experiment_id = item.experiment_id if item is not None else None
-    if experiment_id is None:
-        found = item_of_run(run_id)
-        experiment_id = found.experiment_id if found is not None else None
-    if experiment_id is not None:
-        dispatch(experiment_id)
+    item = item_of_run(run_id)
+    if item is not None:
+        finish(run_id)
+        dispatch(item.experiment_id)
     return status
 
 
@@ -349,8 +347,3 @@ def resume(*, experiment: Experiment, author: Author) -> Experiment:
     experiment = ledger.resume_experiment(experiment=experiment, author=author)
     dispatch(experiment.id)
     return experiment
-
-
-def thread_ids_of(items: Sequence[ExperimentItem]) -> list[str]:
-    """The threads of items, each once, in order."""
-    return list(dict.fromkeys(str(i.thread_id) for i in items))

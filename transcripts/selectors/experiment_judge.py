@@ -4,11 +4,11 @@ show a message's model from its run), so that rendering them queries nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from transcripts.models import ExperimentItem, Message, Run
-from transcripts.selectors.experiment_results import PairedRow, ResultRow, rows_of
+from transcripts.models import ExperimentItem, Message
+from transcripts.selectors.experiment_results import PairedRow, ResultRow, attach_runs, rows_of
 from transcripts.selectors.paths import path_ids_to
 
 # How many messages of the conversation judge mode shows above the two answers.
@@ -23,30 +23,6 @@ class JudgePair:
     row: ResultRow
     context: list[Message] = field(default_factory=list)
     earlier: int = 0
-
-
-def _messages(rows: Iterable[ResultRow]) -> Iterable[Message]:
-    for row in rows:
-        yield from row.baseline
-        yield from row.candidate
-
-
-def attach_runs(rows: Sequence[ResultRow], extra: Sequence[Message] = ()) -> None:
-    """Give every message of rows (and extra) its run, read in one query for those the rows
-    do not hold already."""
-    known: dict[str, Run] = {}
-    for row in rows:
-        for run in (row.baseline_run, row.candidate_run):
-            if run is not None:
-                known[run.id] = run
-    messages = [*_messages(rows), *extra]
-    missing = {m.run_id for m in messages if m.run_id not in known}
-    if missing:
-        known.update(Run.objects.defer("snapshot").in_bulk(list(missing)))
-    for message in messages:
-        run = known.get(message.run_id)
-        if run is not None:
-            message.run = run
 
 
 def _context(item: ExperimentItem) -> tuple[list[Message], int]:

@@ -8,16 +8,16 @@ point by fork point."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.db.models import F, FloatField, Q, QuerySet
+from django.db.models import F, FloatField, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 
 from transcripts.errors import InvalidInput
-from transcripts.ids import is_ulid, to_uuid, ulid_of
+from transcripts.ids import to_uuid, ulid_of
 from transcripts.models import (
     Experiment,
     ExperimentItem,
@@ -229,13 +229,6 @@ def all_rows(
         start += batch
 
 
-def item_at(experiment: Experiment, position: int) -> ExperimentItem | None:
-    """The experiment's item at this position."""
-    if not 0 <= position < 2**31:
-        return None
-    return ExperimentItem.objects.filter(experiment=experiment, position=position).first()
-
-
 def item_by_id(
     experiment: Experiment, item_id: int, *, sees_hidden: bool = True
 ) -> ExperimentItem | None:
@@ -445,21 +438,6 @@ def compared_page(
     return [PairedRow(r, second_rows.get(r.item.fork_from_id)) for r in first_rows], total
 
 
-def shared_fork_points(first: Experiment, second: Experiment) -> int:
-    """How many fork points the two experiments share."""
-    return (
-        ExperimentItem.objects.filter(experiment=first)
-        .filter(
-            Q(
-                fork_from_id__in=ExperimentItem.objects.filter(experiment=second).values(
-                    "fork_from_id"
-                )
-            )
-        )
-        .count()
-    )
-
-
 def outcome_label(outcome: str) -> str:
     """An outcome in words."""
     labels = {"win": "candidate better", "loss": "baseline better", "tie": "tie"}
@@ -507,18 +485,25 @@ def list_counts(experiments: Sequence[Experiment]) -> dict[str, ListCounts]:
     return {ulid_of(row[0]): ListCounts(*(int(n) for n in row[1:])) for row in rows}
 
 
-def with_runs(rows: Sequence[ResultRow]) -> None:
-    """Give every message of the rows its run (one query), so the cards read no more."""
-    run_ids = {m.run_id for row in rows for m in (*row.baseline, *row.candidate)}
-    runs = Run.objects.defer("snapshot").in_bulk([r for r in run_ids if r])
+def _messages(rows: Iterable[ResultRow]) -> Iterable[Message]:
     for row in rows:
-        for message in (*row.baseline, *row.candidate):
-            if message.run_id in runs:
-                message.run = runs[message.run_id]
+        yield from row.baseline
+        yield from row.candidate
 
 
-def threads_of_messages(experiment_project_id: int, message_ids: Sequence[str]) -> dict[str, str]:
-    """message id -> its thread's id, for the messages of the project among message_ids."""
-    ids = [i for i in message_ids if is_ulid(i)]
-    rows = Message.objects.filter(pk__in=ids, thread__project_id=experiment_project_id)
-    return {str(m): str(t) for m, t in rows.values_list("id", "thread_id")}
+def attach_runs(rows: Sequence[ResultRow], extra: Sequence[Message] = ()) -> None:
+    """Give every message of rows (and extra) its run, read in one query for those the rows
+    do not hold already."""
+    known: dict[str, Run] = {}
+    for row in rows:
+        for run in (row.baseline_run, row.candidate_run):
+            if run is not None:
+                known[run.id] = run
+    messages = [*_messages(rows), *extra]
+    missing = {m.run_id for m in messages if m.run_id not in known}
+    if missing:
+        known.update(Run.objects.defer("snapshot").in_bulk(list(missing)))
+    for message in messages:
+        run = known.get(message.run_id)
+        if run is not None:
+            message.run = run

@@ -225,11 +225,6 @@ class Progress:
             for s in (ItemStatus.DONE, ItemStatus.FAILED, ItemStatus.CANCELLED)
         )
 
-    @property
-    def percent(self) -> int:
-        """The share finished, 0-100."""
-        return 100 if not self.total else int(100 * self.finished / self.total)
-
     def as_json(self) -> dict[str, int]:
         """Counts of every status (0 for none), and the total."""
         return {**{s.value: self.counts.get(s.value, 0) for s in ItemStatus}, "total": self.total}
@@ -239,13 +234,6 @@ def progress(experiment: Experiment) -> Progress:
     """The experiment's items counted by status."""
     rows = ExperimentItem.objects.filter(experiment=experiment).values_list("status").order_by()
     return Progress(dict(Counter(status for (status,) in rows)))
-
-
-def in_flight(experiment_id: str) -> int:
-    """How many of the experiment's items are queued or running."""
-    return ExperimentItem.objects.filter(
-        experiment_id=experiment_id, status__in=ITEM_IN_FLIGHT
-    ).count()
 
 
 def running_experiment_ids() -> list[str]:

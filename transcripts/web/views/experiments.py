@@ -28,10 +28,11 @@ from transcripts.generation.experiments import ExperimentRequest
 from transcripts.ledger import experiments as ledger
 from transcripts.ledger.scores import Author
 from transcripts.models import Experiment, ExperimentStatus, ForkRule, Project
-from transcripts.permissions import Access, Role
+from transcripts.permissions import Access, Role, User, readable_threads
 from transcripts.selectors import experiment_results as results
 from transcripts.selectors import queues as queue_reads
 from transcripts.selectors.experiments import experiment_in, experiments_of, progress
+from transcripts.selectors.queues import messages_in
 from transcripts.web.access import get_project_for_user, login_required, require_role
 from transcripts.web.http import HtmxHttpRequest, safe_next
 from transcripts.web.presenters import experiments as present
@@ -153,7 +154,7 @@ def experiments_page(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     return render(request, LIST_TEMPLATE, context)
 
 
-def _request_of(form: ExperimentForm, project: Project) -> ExperimentRequest:
+def _request_of(form: ExperimentForm, project: Project, user: User) -> ExperimentRequest:
     """The service's request from a valid form (InvalidInput for ids that are not there)."""
     data = form.cleaned_data
     parsed = parse_model_choice(data["choice"])
@@ -161,7 +162,7 @@ def _request_of(form: ExperimentForm, project: Project) -> ExperimentRequest:
     ids = tuple(i for i in _IDS.split(data["threads"]) if i)
     forks: dict[str, str] = {}
     if data["fork_rule"] == ForkRule.MESSAGE:
-        owners = results.threads_of_messages(project.pk, ids)
+        owners = messages_in(readable_threads(user, project=project), ids)
         missing = [i for i in ids if i not in owners]
         if missing:
             raise InvalidInput(f"no message {missing[0]} in this project", field="threads")
@@ -226,7 +227,7 @@ def new_experiment(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         experiment, created = service.create(
             project=project,
             author=Author(user=request.user),
-            request=_request_of(form, project),
+            request=_request_of(form, project, request.user),
         )
     except DomainError as exc:
         return _new_page(request, project, form, status=exc.status, error=exc.message)
@@ -286,7 +287,7 @@ def experiment_page(request: HtmxHttpRequest, slug: str, experiment_id: str) -> 
     # Hidden threads' rows are for those who see hidden threads (moderators and admins).
     spec = replace(spec, sees_hidden=access.sees_hidden)
     page = results.result_page(experiment, spec, page=_page_number(request))
-    results.with_runs(page.rows)
+    results.attach_runs(page.rows)
     kept = present.filter_params(params)
     summary = present.summary_view(results.summary(experiment))
     here = reverse("experiment", args=[slug, experiment.id])
