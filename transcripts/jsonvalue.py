@@ -81,3 +81,26 @@ def list_at(container: JsonObject, key: str) -> JsonArray:
     if not isinstance(value, list):
         raise TypeError(f"{key} is not a list")
     return value
+
+
+# --- token usage (providers spell the keys differently) ---
+
+
+def usage_number(usage: object, *keys: str) -> int | None:
+    """The first integer among keys of a usage dict (providers spell them differently)."""
+    if not isinstance(usage, dict):
+        return None
+    for key in keys:
+        if isinstance(usage.get(key), int):
+            return int(usage[key])
+    return None
+
+
+def input_tokens(usage: object) -> int | None:
+    """Input tokens of a usage dict."""
+    return usage_number(usage, "inputTokens", "input_tokens")
+
+
+def output_tokens(usage: object) -> int | None:
+    """Output tokens of a usage dict."""
+    return usage_number(usage, "outputTokens", "output_tokens")

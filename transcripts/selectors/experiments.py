@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db import connection
 
 from transcripts.ids import is_ulid, to_uuid, ulid_of
-from transcripts.jsonvalue import JsonObject
+from transcripts.jsonvalue import JsonObject, input_tokens, output_tokens
 from transcripts.models import (
     ITEM_IN_FLIGHT,
     OPEN_STATUSES,
@@ -312,16 +312,6 @@ def runs_by_id(run_ids: Sequence[str]) -> dict[str, Run]:
 # --- metrics of one side ----------------------------------------------------------------------
 
 
-def _number(usage: object, *keys: str) -> int | None:
-    if not isinstance(usage, dict):
-        return None
-    for key in keys:
-        value = usage.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
 def answer_text(messages: Sequence[Message]) -> str:
     """The text parts of the assistant messages of an answer, joined."""
     return "".join(
@@ -339,17 +329,13 @@ def side_metrics(messages: Sequence[Message], run: Run | None, fork_id: str | No
     the model's price) and length in characters; a figure not known is absent."""
     metrics: JsonObject = {"length": len(answer_text(messages))}
     own_run = run is not None and run.fork_from_id == fork_id
-    tokens_in = [_number(m.metadata.get("usage"), "inputTokens", "input_tokens") for m in messages]
-    tokens_out = [
-        _number(m.metadata.get("usage"), "outputTokens", "output_tokens") for m in messages
-    ]
+    tokens_in = [input_tokens(m.metadata.get("usage")) for m in messages]
+    tokens_out = [output_tokens(m.metadata.get("usage")) for m in messages]
     got_in = [t for t in tokens_in if t is not None]
     got_out = [t for t in tokens_out if t is not None]
     if (not got_in and not got_out) and own_run and run is not None:
-        got_in = [t for t in [_number(run.usage, "inputTokens", "input_tokens")] if t is not None]
-        got_out = [
-            t for t in [_number(run.usage, "outputTokens", "output_tokens")] if t is not None
-        ]
+        got_in = [t for t in [input_tokens(run.usage)] if t is not None]
+        got_out = [t for t in [output_tokens(run.usage)] if t is not None]
     if got_in:
         metrics["tokensIn"] = sum(got_in)
     if got_out:

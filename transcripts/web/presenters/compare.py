@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from transcripts import selectors
+from transcripts.jsonvalue import input_tokens, output_tokens
 from transcripts.models import Message, Run, RunRating, RunStatus, Thread
 from transcripts.selectors.score_views import BranchJudgement, branch_judgement
 from transcripts.selectors.trace import carries_timing
@@ -20,9 +21,7 @@ from transcripts.web.presenters.judgement import ScoreLine, score_lines
 from transcripts.web.presenters.messages import (
     MessageItem,
     PartView,
-    input_tokens,
     message_items,
-    output_tokens,
     projected_messages,
     restore_label,
 )

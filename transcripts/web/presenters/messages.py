@@ -15,6 +15,7 @@ from typing import Any
 
 from django.urls import reverse
 
+from transcripts.jsonvalue import input_tokens, output_tokens
 from transcripts.models import Message, Run, Score, Thread
 from transcripts.selectors.forks import MessageForks
 from transcripts.selectors.scores import FeedbackSummary
@@ -81,26 +82,6 @@ class MessageItem:
     feedback: FeedbackView | None = None
     scores: list[ScoreView] = field(default_factory=list)
     score_panel: ScorePanel | None = None  # an editor's own scores (presenters/score_panel.py)
-
-
-def usage_number(usage: Any, *keys: str) -> int | None:
-    """The first integer among keys of a usage dict (providers spell them differently)."""
-    if not isinstance(usage, dict):
-        return None
-    for key in keys:
-        if isinstance(usage.get(key), int):
-            return int(usage[key])
-    return None
-
-
-def input_tokens(usage: Any) -> int | None:
-    """Input tokens of a usage dict."""
-    return usage_number(usage, "inputTokens", "input_tokens")
-
-
-def output_tokens(usage: Any) -> int | None:
-    """Output tokens of a usage dict."""
-    return usage_number(usage, "outputTokens", "output_tokens")
 
 
 def short(value: Any) -> str:
