@@ -293,9 +293,10 @@ def pair_result(item: ExperimentItem, runs: Mapping[str, Run] | None = None) -> 
     )
 
 
-def finish(run_id: str) -> ExperimentItem | None:
-    """Finish the item of this closed run (evaluated when its run committed)."""
-    item = item_of_run(run_id)
+def finish(run_id: str, item: ExperimentItem | None = None) -> ExperimentItem | None:
+    """Finish the item of this closed run (evaluated when its run committed); item: the run's
+    item when the caller read it already."""
+    item = item or item_of_run(run_id)
     if item is None or item.status not in ITEM_IN_FLIGHT:
         return None
     runs = runs_by_id([run_id, item.baseline_run_id or ""])
@@ -319,7 +320,7 @@ def generate_candidate(run_id: str) -> str:
     status = generate(run_id)
     item = item_of_run(run_id)
     if item is not None:
-        finish(run_id)
+        finish(run_id, item)
         dispatch(item.experiment_id)
     return status
 
