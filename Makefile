@@ -4,15 +4,18 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The dependencies install with uv (seconds; pip takes most of a minute): the uv on PATH, else
+# one pip installs into the virtualenv; with pip when uv fails. `make serve UV=` uses pip only.
+# Wheels stay cached between runs (~/.cache/uv, ~/.cache/pip).
+UV ?= uv
 
 .PHONY: install serve test a11y-tools lint typecheck check bench browsers db-stop clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(VENV)/.installed: pyproject.toml tools/install_deps.py | $(BIN)/python
+	$(BIN)/python tools/install_deps.py --uv '$(UV)'
 	touch $@
 
 install: $(VENV)/.installed
@@ -46,17 +49,22 @@ typecheck: install
 
 check: lint typecheck
 
+# Every benchmark, one after the other (arguments after a comma); a failing one is reported and
+# the rest still run. Each figure goes to $(BENCH_RECORD) (emptied first), then one table.
+BENCHES ?= bench_ledger.py bench_api.py bench_views.py bench_trace.py bench_branches.py \
+	bench_generation.py bench_import.py bench_export.py bench_otlp.py bench_outage.py \
+	bench_scale.py,--small bench_first_page.py
+BENCH_RECORD ?= bench/results/latest.jsonl
+
 bench: install
-	$(BIN)/python bench/bench_ledger.py
-	$(BIN)/python bench/bench_api.py
-	$(BIN)/python bench/bench_views.py
-	$(BIN)/python bench/bench_trace.py
-	$(BIN)/python bench/bench_branches.py
-	$(BIN)/python bench/bench_generation.py
-	$(BIN)/python bench/bench_import.py
-	$(BIN)/python bench/bench_otlp.py
-	$(BIN)/python bench/bench_outage.py
-	$(BIN)/python bench/bench_scale.py --small
+	@mkdir -p $(dir $(BENCH_RECORD)) && : > $(BENCH_RECORD)
+	@for b in $(BENCHES); do \
+	  script=$${b%%,*}; echo "== bench/$$(echo $$b | tr , ' ')"; \
+	  BENCH_RECORD=$(abspath $(BENCH_RECORD)) $(BIN)/python bench/$$(echo $$b | tr , ' '); rc=$$?; \
+	  if [ $$rc != 0 ]; then echo "bench/$$script FAILED (exit $$rc)"; \
+	    printf '{"bench": "%s", "failed": %d}\n' "$${script%.py}" $$rc >> $(BENCH_RECORD); fi; \
+	done
+	$(BIN)/python bench/report.py $(BENCH_RECORD)
 
 ## Stop the embedded development database (serve starts it again)
 db-stop: install

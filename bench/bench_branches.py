@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _record import figure
 from _setup import setup_django
 from bench_views import branched_thread, measure
 
@@ -79,11 +80,26 @@ def main() -> None:
     )
     print(header)
     print("-" * len(header))
+    medians: dict[str, float] = {}
     for label, url in cases:
         median, best, cpu, queries, size = measure(client, url, args.repeat)
+        medians[label] = median
         print(
             f"{label:<42} {median:>10.1f} {best:>8.1f} {cpu:>7.1f} {queries:>8} {size / 1024:>7.1f}"
         )
+    # The key figures: each page at 1,000 answers against the same at 50 (how it grows).
+    for page in ("tree map", "compare"):
+        figure(
+            f"{page} at 1,000 answers at one point, median",
+            medians[f"1,000 answers at one point: {page}"],
+            "ms",
+            baseline=("50 answers", medians[f"50 answers at one point: {page}"]),
+        )
+    figure(
+        "tree map at 2,000 messages + 1,000 branches, median",
+        medians["2,000 msgs + 1,000 branches: tree map"],
+        "ms",
+    )
 
 
 if __name__ == "__main__":

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import http.cookiejar
 import os
+import re
 import shutil
 import signal
 import socket
@@ -31,14 +33,22 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _record import figure  # noqa: E402
+from _record import figure
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_SECONDS = 15.0
+# Titles of the demo threads (transcripts/demo.py) the first page must list.
+DEMO_TITLES = [
+    "Weather agent: should I bike to work?",
+    "Haiku about PostgreSQL (regenerated twice, prompt edited)",
+    "Planner and coder agents fix a failing test",
+]
 # Markers in make's output, in order, and the phase each one ends.
 MARKERS = [
     ("manage.py serve", "install"),
@@ -53,9 +63,16 @@ class Result:
 
     label: str
     first_page: float | None = None
+    demo_threads: int = 0
     phases: dict[str, float] = field(default_factory=dict)
     lines: list[tuple[float, str]] = field(default_factory=list)
     error: str = ""
+
+    def span(self, since: str, until: str) -> float | None:
+        """Seconds between the ends of two phases (None when one was not seen)."""
+        if since in self.phases and until in self.phases:
+            return self.phases[until] - self.phases[since]
+        return None
 
 
 def free_port() -> int:
@@ -75,14 +92,32 @@ def current_branch() -> str:
 
 
 def answers_200(port: int) -> bool:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    """`/` answers 200 once its redirects are followed (a visitor's first page: the login)."""
     try:
-        connection.request("GET", "/")
-        return connection.getresponse().status == 200
-    except OSError:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+            return bool(response.status == 200)
+    except (OSError, http.client.HTTPException):
         return False
-    finally:
-        connection.close()
+
+
+def demo_threads_listed(port: int, password: str) -> int:
+    """Signed in as the admin serve created: how many demo threads the thread list shows."""
+    base = f"http://127.0.0.1:{port}"
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with opener.open(f"{base}/accounts/login/", timeout=30) as response:
+        form = response.read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+    assert token, "no CSRF token on the login page"
+    body = urllib.parse.urlencode(
+        {"csrfmiddlewaretoken": token.group(1), "username": "admin", "password": password}
+    ).encode()
+    login = urllib.request.Request(
+        f"{base}/accounts/login/?next=/", data=body, headers={"Referer": f"{base}/accounts/login/"}
+    )
+    with opener.open(login, timeout=30) as response:
+        page = response.read().decode()
+    return sum(title in page for title in DEMO_TITLES)
 
 
 def run_scenario(
@@ -120,6 +155,8 @@ def run_scenario(
         while time.perf_counter() - start < timeout:
             if answers_200(port):
                 result.first_page = time.perf_counter() - start
+                password = (clone / ".data" / "admin-password.txt").read_text().strip()
+                result.demo_threads = demo_threads_listed(port, password)
                 break
             if server.poll() is not None:
                 result.error = f"make serve exited with {server.returncode}"
@@ -184,6 +221,8 @@ def report(result: Result) -> None:
     for phase, at in ends:
         print(f"  {phase:<28} {at - previous:6.1f} s  (at {at:5.1f} s)", flush=True)
         previous = at
+    if result.first_page is not None:
+        print(f"  signed in, the thread list shows {result.demo_threads} of the demo threads")
 
 
 def main() -> None:
@@ -227,25 +266,32 @@ def main() -> None:
     for (installer, temperature), result in results.items():
         if result.first_page is None:
             continue
-        baseline = results.get(("pip", temperature))
-        base = None
-        if installer == "uv" and baseline is not None and baseline.first_page is not None:
-            base = (f"pip, {temperature} caches", baseline.first_page)
-        warm = temperature == "warm"
+        pip = results.get(("pip", temperature))
+        uv = installer == "uv" and pip is not None and pip.first_page is not None
+        goal = installer == "uv" and temperature == "warm"
         figure(
             f"first page on a fresh clone, {installer}, {temperature} caches",
             result.first_page,
             "s",
-            goal=f"<= {GOAL_SECONDS:.0f} s" if warm and installer == "uv" else "",
-            ok=result.first_page <= GOAL_SECONDS if warm and installer == "uv" else None,
-            baseline=base,
+            goal=f"<= {GOAL_SECONDS:.0f} s" if goal else "",
+            ok=result.first_page <= GOAL_SECONDS if goal else None,
+            baseline=(f"pip, {temperature} caches", pip.first_page) if uv and pip else None,
         )
-        install = result.phases.get("install")
-        served = result.phases.get("admin + worker + listen")
-        if install is not None and served is not None and installer == "uv":
-            figure(f"install, {installer}, {temperature} caches", install, "s")
-            figure(f"serve start → listening, {temperature} caches", served - install, "s")
-    if any(r.first_page is None for r in results.values()):
+        install = result.span("clone", "install")
+        pip_install = pip.span("clone", "install") if pip else None
+        if install is not None:
+            figure(
+                f"install, {installer}, {temperature} caches",
+                install,
+                "s",
+                baseline=(f"pip, {temperature} caches", pip_install)
+                if uv and pip_install
+                else None,
+            )
+        after = result.span("install", "admin + worker + listen")
+        if after is not None and installer == "uv":
+            figure(f"manage.py serve → listening, {temperature} caches", after, "s")
+    if any(r.first_page is None or r.demo_threads < len(DEMO_TITLES) for r in results.values()):
         raise SystemExit(1)
 
 

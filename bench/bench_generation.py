@@ -28,6 +28,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _record import figure
 from _setup import ROOT, setup_django
 
 CONTENT = {"text-delta", "reasoning", "tool-call"}
@@ -216,6 +217,23 @@ def main() -> None:
         )
         print("targets: first token after pick-up p95 <= 100 ms; pick-up p95 <= 200 ms")
         print(json.dumps({"median_first_token_ms": statistics.median(to_first)}))
+        figure("Regenerate POST → first token on SSE, p95", _pct(to_first, 0.95), "ms")
+        figure("Regenerate POST → commit, p95", _pct(to_commit, 0.95), "ms")
+        figure(
+            "pick-up: queued → worker started, p95",
+            _pct(pickup, 0.95),
+            "ms",
+            goal="<= 200 ms",
+            ok=_pct(pickup, 0.95) <= 200,
+        )
+        figure(
+            "first token after pick-up, p95",
+            _pct(first_after, 0.95),
+            "ms",
+            goal="<= 100 ms",
+            ok=_pct(first_after, 0.95) <= 100,
+        )
+        figure(f"throughput, {args.workers} workers", args.batch / elapsed, "runs/s")
     finally:
         for process in processes:
             os.killpg(process.pid, signal.SIGTERM)

@@ -30,8 +30,11 @@ APPEND_TARGET = 0.40  # batch 256 must reach this share of the raw COPY rate
 COMMIT_TARGET_MS = 50.0
 
 
+sys.path.insert(0, str(ROOT / "bench"))
+from _record import figure  # noqa: E402
+
+
 def _setup() -> None:
-    sys.path.insert(0, str(ROOT / "bench"))
     from _setup import setup_django
 
     print("starting a throwaway embedded PostgreSQL…", flush=True)
@@ -204,6 +207,16 @@ def main() -> int:
     paired = [a / c for a, c in zip(appends, copies, strict=True)]
     print(f"batch 256 / COPY per round: {', '.join(f'{p:.1%}' for p in paired)}")
     ok = rates[256] / baseline >= APPEND_TARGET
+    copy_baseline = ("raw COPY (run_id, seq)", baseline)
+    for batch in BATCH_SIZES:
+        figure(
+            f"ledger append, batch {batch}",
+            rates[batch],
+            "events/s",
+            goal=f">= {APPEND_TARGET:.0%} of COPY" if batch == 256 else "",
+            ok=rates[batch] / baseline >= APPEND_TARGET if batch == 256 else None,
+            baseline=copy_baseline,
+        )
     timings = bench_commit(args.commit_runs, args.commit_events)
     median = statistics.median(timings)
     p95 = statistics.quantiles(timings, n=20)[-1] if len(timings) > 1 else timings[0]
@@ -212,6 +225,13 @@ def main() -> int:
         f" median {median:.1f} ms, p95 {p95:.1f} ms"
     )
     ok &= median < COMMIT_TARGET_MS
+    figure(
+        f"commit_run of a {args.commit_events:,}-event run, median",
+        median,
+        "ms",
+        goal=f"< {COMMIT_TARGET_MS:.0f} ms",
+        ok=median < COMMIT_TARGET_MS,
+    )
     print(
         f"\ntargets: batch 256 >= {APPEND_TARGET:.0%} of COPY, commit < {COMMIT_TARGET_MS:.0f} ms:"
         f" {'met' if ok else 'MISSED'}"

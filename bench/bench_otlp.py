@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _record import figure
 from _setup import setup_django
 
 SECOND = 1_000_000_000
@@ -178,6 +179,14 @@ def main() -> None:
     print(f"re-sent export: {len(spans) / retry_seconds:8.0f} spans/s, 0 messages written")
     print(f"event API:      {api_rate:8.0f} messages/s (a run per turn, same messages)")
     print(f"ratio OTLP / event API (messages/s): {otlp_rate / api_rate:.2f}")
+    figure("OTLP receiver, LLM-call spans", len(spans) / otlp_seconds, "spans/s")
+    figure(
+        "OTLP receiver, new messages",
+        otlp_rate,
+        "messages/s",
+        baseline=("event API, same messages", api_rate),
+    )
+    figure("re-sent OTLP export (writes nothing)", len(spans) / retry_seconds, "spans/s")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _record import figure  # noqa: E402
 
 from tests.faults.stack import (  # noqa: E402
     login,
@@ -110,6 +113,21 @@ def main() -> None:
     print(
         f"a Regenerate sent then committed in {committed_after:.2f} s; "
         f"the worker {'lived through the outage' if survived else 'DIED'}"
+    )
+    figure(
+        "slowest refusal while the database is down",
+        slowest_overall,
+        "s",
+        goal=f"<= {TARGET_SECONDS:.0f} s",
+        ok=slowest_overall <= TARGET_SECONDS,
+    )
+    figure("/readyz 200 after the database started", ready_after, "s")
+    figure(
+        "Regenerate committed after the outage",
+        committed_after,
+        "s",
+        note="" if survived else "the worker died",
+        ok=None if survived else False,
     )
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _record import figure
 from _setup import setup_django
 
 
@@ -87,6 +88,7 @@ def main() -> None:
     )
     print(header)
     print("-" * len(header))
+    medians: dict[tuple[int, str], float] = {}
     for count in (100, 1_000, 10_000):
         run = tool_run(count)
         url = f"/runs/{run.id}/"
@@ -101,6 +103,15 @@ def main() -> None:
                 f"{count:>7,} {what:<28} {median:>10.1f} {best:>8.1f} {queries:>8}"
                 f" {size / 1024 if size else 0:>6.1f}"
             )
+            medians[(count, what)] = median
+    # The key figures: each at 10,000 events against the same at 100 (how it grows).
+    for what in ("page", "live fragment (htmx)"):
+        figure(
+            f"run trace {what} at 10,000 events, median",
+            medians[(10_000, what)],
+            "ms",
+            baseline=("100 events", medians[(100, what)]),
+        )
 
 
 if __name__ == "__main__":

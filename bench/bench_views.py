@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _record import figure
 from _setup import setup_django
 
 TARGET_MS = 150.0
@@ -160,15 +161,33 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     worst_median = 0.0
+    medians: dict[str, float] = {}
     for label, url in cases:
         median, best, cpu, queries, size = measure(client, url, args.repeat)
         worst_median = max(worst_median, median)
+        medians[label] = median
         print(
             f"{label:<42} {median:>10.1f} {best:>8.1f} {cpu:>7.1f} {queries:>8} {size / 1024:>7.1f}"
         )
     print()
     verdict = "OK" if worst_median <= TARGET_MS else "OVER TARGET"
     print(f"slowest median {worst_median:.1f} ms, target {TARGET_MS:.0f} ms: {verdict}")
+    goal = f"<= {TARGET_MS:.0f} ms"
+    smallest = ("100 active", medians["100 active: conversation"])
+    for label in (
+        "1,000 active: conversation",
+        "10,000 active: conversation",
+        "1,000 + 100 branches: tree map",
+    ):
+        figure(
+            f"{label}, median",
+            medians[label],
+            "ms",
+            goal=goal,
+            baseline=smallest,
+            ok=medians[label] <= TARGET_MS,
+        )
+    figure("slowest page, median", worst_median, "ms", goal=goal, ok=worst_median <= TARGET_MS)
 
 
 if __name__ == "__main__":
