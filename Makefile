@@ -4,15 +4,16 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# The dependencies install with uv (seconds; pip takes most of a minute): the uv on PATH, else
-# one pip installs into the virtualenv; with pip when uv fails. `make serve UV=` uses pip only.
-# Wheels stay cached between runs (~/.cache/uv, ~/.cache/pip).
+# The dependencies install with uv (seconds; pip takes minutes): the uv on PATH, else one pip
+# installs once into ~/.cache/transcripts/uv; with pip when uv fails. `make serve UV=` uses pip
+# only. Wheels stay cached between runs (~/.cache/uv, ~/.cache/pip).
 UV ?= uv
 
 .PHONY: install serve test a11y-tools lint typecheck check bench browsers db-stop clean
 
+# Without pip: a tenth of a second instead of seconds; the install adds it (tools/install_deps.py).
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --without-pip $(VENV)
 
 $(VENV)/.installed: pyproject.toml tools/install_deps.py | $(BIN)/python
 	$(BIN)/python tools/install_deps.py --uv '$(UV)'

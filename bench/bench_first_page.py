@@ -4,7 +4,7 @@ Each scenario clones this repository into a temporary directory, starts `make se
 port and asks `/` every 0.1 s from the moment make starts, until it answers 200; the clock runs
 from the clone. Scenarios (caches are temporary directories, so the user's own stay untouched):
 
-- uv, cold: empty uv and pip caches (a new machine: every wheel downloaded);
+- uv, cold: empty caches (a new machine: uv and every wheel downloaded);
 - uv, warm: the same caches again (every later clone on this machine);
 - pip, cold / warm: the same with uv turned off (`make serve UV=`), the baseline.
 
@@ -130,6 +130,9 @@ def run_scenario(
     env = {k: v for k, v in os.environ.items() if k not in {"VIRTUAL_ENV", "DATABASE_URL"}}
     env.pop("TRANSCRIPTS_PGDATA", None)
     env.pop("BENCH_RECORD", None)
+    # Every cache of the install in one place: uv's and pip's wheels, and the uv that
+    # tools/install_deps.py keeps when there is none on PATH.
+    env["XDG_CACHE_HOME"] = str(caches)
     env["UV_CACHE_DIR"] = str(caches / "uv")
     env["PIP_CACHE_DIR"] = str(caches / "pip")
     port = free_port()

@@ -3,24 +3,28 @@ with uv when it can be had (a few seconds), with pip otherwise or when uv fails.
 
     .venv/bin/python tools/install_deps.py [--uv CMD] [REQUIREMENT ...]
 
-`--uv` names the uv to use (default `uv`): found on PATH or in the virtualenv, else installed
-into the virtualenv from the package index with pip; an empty `--uv ''` means pip only. uv
-does not read pip's configuration, so the indexes, find-links and constraints pip would use
-(`pip config list`: pip.conf files and PIP_* variables) are handed to uv as flags, with pip's
-"best version over every index" strategy; a pip setting this script cannot translate, or any
-failure of uv, means pip does the install instead. Both keep their wheel caches between runs
-(uv's in ~/.cache/uv, pip's in ~/.cache/pip; UV_CACHE_DIR / PIP_CACHE_DIR move them).
-Standard library only: it runs before anything is installed.
+`--uv` names the uv to use (default `uv`): on PATH, else the one this script keeps in the
+user's cache (`~/.cache/transcripts/uv`, installed there once with pip from the package
+index); an empty `--uv ''` means pip only. uv does not read pip's configuration, so the
+indexes, find-links and constraints pip would use (its pip.conf files and PIP_* variables)
+are handed to uv as flags, with pip's "best version over every index" strategy; a pip setting
+this script cannot translate, or any failure of uv, means pip does the install instead. The
+virtualenv may come without pip (`python -m venv --without-pip`, a tenth of a second): uv
+adds it, and the pip path bootstraps it with ensurepip. Both keep their wheel caches between
+runs (uv's in ~/.cache/uv, pip's in ~/.cache/pip; XDG_CACHE_HOME, UV_CACHE_DIR and
+PIP_CACHE_DIR move them). Standard library only: it runs before anything is installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import configparser
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -57,29 +61,43 @@ def say(message: str) -> None:
     print(f"install: {message}", file=sys.stderr, flush=True)
 
 
-def pip_settings(python: str) -> dict[str, str]:
-    """pip's effective settings for `install`, by precedence: environment over the install
-    section over the global section (`pip config list` has already merged the files)."""
-    out = subprocess.run(
-        [python, "-m", "pip", "config", "list"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-    ).stdout
-    ranked: dict[str, tuple[int, str]] = {}
-    rank = {"global": 0, "install": 1, ":env:": 2}
-    for line in out.splitlines():
-        key, sep, raw = line.partition("=")
-        section, dot, name = key.rpartition(".")
-        if not sep or not dot or section not in rank:
-            continue
-        value = raw.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        if name not in ranked or rank[section] >= ranked[name][0]:
-            ranked[name] = (rank[section], value)
-    return {name: value for name, (_, value) in ranked.items()}
+def pip_config_files(environ: Mapping[str, str]) -> list[Path]:
+    """pip's configuration files in the order pip reads them (a later one wins): global,
+    user, the virtualenv's own, then PIP_CONFIG_FILE; none when that is the null device."""
+    named = environ.get("PIP_CONFIG_FILE", "")
+    if named == os.devnull:
+        return []
+    home = Path.home()
+    xdg_dirs = environ.get("XDG_CONFIG_DIRS") or "/etc/xdg"
+    files = [Path(d) / "pip" / "pip.conf" for d in xdg_dirs.split(os.pathsep) if d]
+    files.append(Path("/etc/pip.conf"))
+    files.append(home / ".pip" / "pip.conf")
+    files.append(home / "Library" / "Application Support" / "pip" / "pip.conf")
+    files.append(Path(environ.get("XDG_CONFIG_HOME") or home / ".config") / "pip" / "pip.conf")
+    files.append(Path(sys.prefix) / "pip.conf")
+    if named:
+        files.append(Path(named))
+    return files
+
+
+def pip_settings(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """pip's effective settings for `install`, as pip merges them: the files in order, in each
+    the [global] then the [install] section, then the PIP_* variables over all of them."""
+    settings: dict[str, str] = {}
+    for path in pip_config_files(environ):
+        parser = configparser.RawConfigParser()
+        try:
+            parser.read(path, encoding="utf-8")
+        except (OSError, configparser.Error) as exc:
+            raise Untranslatable(f"cannot read {path}: {exc}") from None
+        for section in ("global", "install"):
+            if parser.has_section(section):
+                for name, value in parser.items(section):
+                    settings[name.replace("_", "-")] = value
+    for key, value in environ.items():
+        if key.startswith("PIP_") and key != "PIP_CONFIG_FILE":
+            settings[key[4:].lower().replace("_", "-")] = value
+    return settings
 
 
 def _true(value: str) -> bool:
@@ -133,27 +151,65 @@ def uv_options(settings: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
     return flags, env
 
 
-def find_uv(command: str, venv_bin: Path) -> str | None:
-    """The uv to run: `command` on PATH or in the virtualenv, else installed there with pip
-    (the default `uv` only); None when there is none to be had."""
-    found = shutil.which(command) or shutil.which(command, path=str(venv_bin))
+def kept_uv_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """Where this script keeps the uv it installed: the user's cache, outside every clone."""
+    cache = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "transcripts" / "uv"
+
+
+def ensure_pip() -> None:
+    """pip in this virtualenv (ensurepip when it was created without)."""
+    probe = [sys.executable, "-m", "pip", "--version"]
+    if subprocess.run(probe, capture_output=True, check=False).returncode != 0:
+        subprocess.run([sys.executable, "-m", "ensurepip", "--default-pip"], check=True)
+
+
+def find_uv(command: str) -> str | None:
+    """The uv to run: `command` on PATH (or a path), else for the default `uv` the one kept in
+    the user's cache, installed there with pip when missing; None when there is none."""
+    found = shutil.which(command)
     if found or command != "uv":
         return found
-    say(f"uv is not on PATH: installing {UV_REQUIREMENT} into the virtualenv with pip")
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", UV_REQUIREMENT], check=False
-    )
-    return shutil.which("uv", path=str(venv_bin)) if done.returncode == 0 else None
+    kept = kept_uv_dir()
+    found = shutil.which("uv", path=str(kept / "bin"))
+    if found:
+        return found
+    say(f"uv is not on PATH: installing {UV_REQUIREMENT} into {kept} with pip (once)")
+    try:
+        ensure_pip()
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix="uv-", dir=kept.parent))
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--target",
+                staging,
+                UV_REQUIREMENT,
+            ],
+            check=True,
+        )
+        try:
+            staging.rename(kept)  # whole or not at all; another install may have won the race
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        say(f"cannot install uv: {exc}")
+        return None
+    return shutil.which("uv", path=str(kept / "bin"))
 
 
 def install_with_uv(uv: str, requirements: Sequence[str]) -> bool:
     try:
-        flags, extra_env = uv_options(pip_settings(sys.executable))
-    except (Untranslatable, subprocess.CalledProcessError, ValueError) as exc:
+        flags, extra_env = uv_options(pip_settings())
+    except (Untranslatable, ValueError) as exc:
         say(f"{exc}: installing with pip")
         return False
     command = [uv, "pip", "install", "--quiet", "--python", sys.executable, *flags]
-    command += list(requirements)
+    command += [*requirements, "pip"]  # pip too, as `python -m venv` would have put it there
     env = {**os.environ, **{k: v for k, v in extra_env.items() if k not in os.environ}}
     try:
         done = subprocess.run(command, env=env, check=False)
@@ -168,6 +224,7 @@ def install_with_uv(uv: str, requirements: Sequence[str]) -> bool:
 
 def install_with_pip(requirements: Sequence[str]) -> None:
     python = sys.executable
+    ensure_pip()
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
     subprocess.run([python, "-m", "pip", "install", "--quiet", *requirements], check=True)
 
@@ -183,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("run me with the virtualenv's python (.venv/bin/python)")
         return 2
     requirements = args.requirements or DEFAULT_REQUIREMENTS
-    uv = find_uv(args.uv, Path(sys.executable).parent) if args.uv.strip() else None
+    uv = find_uv(args.uv.strip()) if args.uv.strip() else None
     if uv is not None and install_with_uv(uv, requirements):
         return 0
     if args.uv.strip() and uv is None:
