@@ -161,7 +161,8 @@ def ensure_pip() -> None:
     """pip in this virtualenv (ensurepip when it was created without)."""
     probe = [sys.executable, "-m", "pip", "--version"]
     if subprocess.run(probe, capture_output=True, check=False).returncode != 0:
-        subprocess.run([sys.executable, "-m", "ensurepip", "--default-pip"], check=True)
+        ensurepip = [sys.executable, "-m", "ensurepip", "--default-pip"]
+        subprocess.run(ensurepip, stdout=subprocess.DEVNULL, check=True)
 
 
 def find_uv(command: str) -> str | None:
