@@ -120,7 +120,8 @@ def start_server(
         "--log-level",
         "warning",
         "--no-access-log",
-        *options,
+        # As serve and the production docs run it, unless the A/B says otherwise.
+        *(options or ("--loop", "uvloop", "--http", "httptools")),
     ]
     process = subprocess.Popen(command, cwd=root, env=env, start_new_session=True)
     deadline = time.monotonic() + 60
@@ -491,6 +492,7 @@ def main() -> None:
     finally:
         stop_server(server)
     variants = [Variant("this checkout", ROOT)] if args.ab or args.baseline_root else []
+    # Variants in turns, after the figures above; the first is what the others are compared to.
     if args.ab:
         variants.append(Variant("asyncio + h11", ROOT, ("--loop", "asyncio", "--http", "h11")))
     if args.baseline_root:

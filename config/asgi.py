@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from tempfile import SpooledTemporaryFile
-from typing import Any
+from typing import IO, Any
 
 from asgiref.sync import sync_to_async
 from django.core import signals
@@ -54,15 +53,16 @@ class OneHopASGIHandler(ASGIHandler):
         if response.streaming:  # not an append's answer; closed as Django would
             await sync_to_async(response.close)()
 
-    def respond(self, scope: dict[str, Any], body_file: SpooledTemporaryFile[bytes]) -> Any:
+    def respond(self, scope: dict[str, Any], body_file: IO[bytes]) -> HttpResponseBase:
         """The response to a request, rendered and closed (request_finished sent: the database
         connection goes back to its pool before the answer is sent)."""
         signals.request_started.send(sender=self.__class__, scope=scope)
         try:
             request, error_response = self.create_request(scope, body_file)
-            response: HttpResponseBase = (
+            response = (
                 error_response if request is None else self.sync_handler.get_response(request)
             )
+            assert response is not None  # create_request gives a request or an error response
             response._handler_class = self.__class__  # type: ignore[attr-defined]
         finally:
             body_file.close()
