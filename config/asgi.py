@@ -14,9 +14,9 @@ import os
 import re
 from typing import IO, Any
 
+import django
 from asgiref.sync import sync_to_async
 from django.core import signals
-from django.core.asgi import get_asgi_application
 from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
@@ -72,7 +72,8 @@ class OneHopASGIHandler(ASGIHandler):
 
 
 def _application() -> OneHopASGIHandler:
-    get_asgi_application()  # django.setup(), as Django's own entry point does
+    """What django.core.asgi.get_asgi_application does, with this handler."""
+    django.setup(set_prefix=False)
     return OneHopASGIHandler()
 
 
