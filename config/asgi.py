@@ -35,9 +35,19 @@ class OneHopASGIHandler(ASGIHandler):
 
     def __init__(self) -> None:
         super().__init__()
-        # The same settings.MIDDLEWARE, loaded in their sync mode.
-        self.sync_handler = BaseHandler()
-        self.sync_handler.load_middleware(is_async=False)
+        # The same settings.MIDDLEWARE in their sync mode, loaded by the first append: built at
+        # start-up, beside the async chain, they slowed a production server's first requests
+        # past tests/production's timeouts.
+        self.sync_handler: BaseHandler | None = None
+
+    def sync_chain(self) -> BaseHandler:
+        """The handler whose middleware run in their sync mode (built once; a race builds two
+        equal ones, one of which is kept)."""
+        if self.sync_handler is None:
+            handler = BaseHandler()
+            handler.load_middleware(is_async=False)
+            self.sync_handler = handler
+        return self.sync_handler
 
     async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope.get("method") != "POST" or not ONE_HOP.fullmatch(scope.get("path", "")):
@@ -60,7 +70,7 @@ class OneHopASGIHandler(ASGIHandler):
         try:
             request, error_response = self.create_request(scope, body_file)
             response = (
-                error_response if request is None else self.sync_handler.get_response(request)
+                error_response if request is None else self.sync_chain().get_response(request)
             )
             assert response is not None  # create_request gives a request or an error response
             response._handler_class = self.__class__  # type: ignore[attr-defined]
