@@ -10,7 +10,14 @@ for comparison, from its response), and says which targets were met.
 Targets: batch 256 >= 50,000 events/s (4 clients); single-event append p99 <= 20 ms at 1 client;
 append->SSE p95 <= 50 ms from the request's send.
 
+Issue 30's figures (FIGURE lines, bench/_record.py): the ledger in-process at batch 256, HTTP at
+batch 256 from 4 clients and its share of the ledger (goal >= 75 %), single-event append p50/p99
+at 1 client (goal p99 <= 10 ms). --ab adds uvicorn on asyncio + h11 against uvloop + httptools,
+--baseline-root DIR a server running another checkout's code (a before/after in one run): each
+variant in turns (--rounds), with its rates and the server's CPU per request.
+
     .venv/bin/python bench/bench_api.py [--events 100000] [--workers 2] [--clients 4]
+        [--ab] [--baseline-root DIR] [--rounds 2]
 
 The throwaway cluster runs with fsync and synchronous commit on, as in production.
 """
