@@ -10,7 +10,14 @@ for comparison, from its response), and says which targets were met.
 Targets: batch 256 >= 50,000 events/s (4 clients); single-event append p99 <= 20 ms at 1 client;
 append->SSE p95 <= 50 ms from the request's send.
 
+Issue 30's figures (FIGURE lines, bench/_record.py): the ledger in-process at batch 256, HTTP at
+batch 256 from 4 clients and its share of the ledger (goal >= 75 %), single-event append p50/p99
+at 1 client (goal p99 <= 10 ms). --ab adds uvicorn on asyncio + h11 against uvloop + httptools,
+--baseline-root DIR a server running another checkout's code (a before/after in one run): each
+variant in turns (--rounds), with its rates and the server's CPU per request.
+
     .venv/bin/python bench/bench_api.py [--events 100000] [--workers 2] [--clients 4]
+        [--ab] [--baseline-root DIR] [--rounds 2]
 
 The throwaway cluster runs with fsync and synchronous commit on, as in production.
 """
@@ -30,15 +37,21 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _record import figure
 from _setup import ROOT, setup_django
 
 TARGET_BATCH_256_RATE = 50_000  # events/s
 TARGET_SINGLE_P99_MS = 20.0
 TARGET_SSE_P95_MS = 50.0
+# Issue 30's goals: HTTP at batch 256 keeps 75 % of the ledger's in-process rate measured in the
+# same run; a single-event append's p99 at one client within 10 ms.
+GOAL_HTTP_SHARE = 0.75
+GOAL_SINGLE_P99_MS = 10.0
 
 
 def _free_port() -> int:
@@ -65,7 +78,7 @@ def _batches(run_id: str, total: int, size: int) -> list[bytes]:
     return bodies
 
 
-def _settings_with_persistent_connections(seconds: int) -> dict[str, str]:
+def _settings_with_persistent_connections(seconds: int, root: Path = ROOT) -> dict[str, str]:
     """Environment for config.settings plus CONN_MAX_AGE (persistent database connections)."""
     folder = Path(tempfile.mkdtemp(prefix="bench-api-"))
     (folder / "bench_api_settings.py").write_text(
@@ -75,15 +88,24 @@ def _settings_with_persistent_connections(seconds: int) -> dict[str, str]:
     )
     return {
         "DJANGO_SETTINGS_MODULE": "bench_api_settings",
-        "PYTHONPATH": os.pathsep.join([str(folder), str(ROOT)]),
+        "PYTHONPATH": os.pathsep.join([str(folder), str(root)]),
     }
 
 
-def start_server(port: int, workers: int, conn_max_age: int = 0) -> subprocess.Popen[bytes]:
-    """uvicorn with the production settings (DEBUG off), on the benchmark database."""
+def start_server(
+    port: int,
+    workers: int,
+    conn_max_age: int = 0,
+    *,
+    root: Path = ROOT,
+    options: tuple[str, ...] = (),
+) -> subprocess.Popen[bytes]:
+    """uvicorn with the production settings (DEBUG off), on the benchmark database; root: the
+    checkout whose code it serves (another one for a before/after in the same run), options:
+    more uvicorn options (an A/B of its event loop and HTTP parser)."""
     env = {
         **os.environ,
-        **(_settings_with_persistent_connections(conn_max_age) if conn_max_age else {}),
+        **(_settings_with_persistent_connections(conn_max_age, root) if conn_max_age else {}),
         "DJANGO_DEBUG": "0",
         "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", "benchmark-only"),
         "LOG_LEVEL": "ERROR",
@@ -105,8 +127,10 @@ def start_server(port: int, workers: int, conn_max_age: int = 0) -> subprocess.P
         "--log-level",
         "warning",
         "--no-access-log",
+        # As serve and the production docs run it, unless the A/B says otherwise.
+        *(options or ("--loop", "uvloop", "--http", "httptools")),
     ]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
+    process = subprocess.Popen(command, cwd=root, env=env, start_new_session=True)
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -116,6 +140,21 @@ def start_server(port: int, workers: int, conn_max_age: int = 0) -> subprocess.P
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("uvicorn did not start") from None
             time.sleep(0.2)
+
+
+def server_cpu(process: subprocess.Popen[bytes]) -> float:
+    """CPU seconds (user + system) the server's processes (its session) have used so far: what
+    a request costs the server, which a box busy with other work changes far less than wall
+    time. Linux (/proc)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[3]) == process.pid:  # the session's process group (start_new_session)
+            total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def stop_server(process: subprocess.Popen[bytes]) -> None:
@@ -280,6 +319,89 @@ def bench_sse(port: int, token: str, appends: int) -> dict[str, float]:
     }
 
 
+def bench_ab(
+    args: argparse.Namespace, token: str, variants: list[Variant], ledger_rate: float
+) -> None:
+    """Each server variant at batch 256 from --clients connections and at single events from
+    one, in turns (--rounds), each against the ledger's in-process rate of the same run."""
+    results: dict[str, list[tuple[dict[str, float], dict[str, float]]]] = {}
+    for round_ in range(args.rounds):
+        for variant in variants:
+            port = _free_port()
+            server = start_server(
+                port, args.workers, args.conn_max_age, root=variant.root, options=variant.options
+            )
+            try:
+                cpu = server_cpu(server)
+                bulk = bench_api(port, token, args.events, 256, args.clients)
+                bulk["cpu"] = (server_cpu(server) - cpu) * 1000 / -(-args.events // 256)
+                cpu = server_cpu(server)
+                single = bench_api(port, token, args.single_events, 1, 1)
+                single["cpu"] = (server_cpu(server) - cpu) * 1000 / args.single_events
+            finally:
+                stop_server(server)
+            results.setdefault(variant.name, []).append((bulk, single))
+            print(
+                f"A/B round {round_ + 1} {variant.name}: batch 256 {bulk['rate']:,.0f} events/s"
+                f" ({bulk['rate'] / ledger_rate:.0%} of the ledger);"
+                f" single event p50 {single['p50']:.2f} ms p99 {single['p99']:.2f} ms;"
+                f" server CPU per request: {bulk['cpu']:.2f} ms (batch 256),"
+                f" {single['cpu']:.2f} ms (single event)",
+                flush=True,
+            )
+    first = variants[0].name
+    for variant in variants:
+        runs = results[variant.name]
+        rate = statistics.median(bulk["rate"] for bulk, _ in runs)
+        p50 = statistics.median(single["p50"] for _, single in runs)
+        p99 = statistics.median(single["p99"] for _, single in runs)
+        bulk_cpu = statistics.median(bulk["cpu"] for bulk, _ in runs)
+        single_cpu = statistics.median(single["cpu"] for _, single in runs)
+        first_runs = results[first]
+        figure(
+            f"A/B {variant.name}: HTTP batch 256 x {args.clients} clients",
+            rate,
+            "events/s",
+            goal=">= 75% of the ledger",
+            baseline=("ledger in-process", ledger_rate),
+            ok=rate >= 0.75 * ledger_rate,
+            note=" ".join(variant.options) or str(variant.root),
+        )
+        figure(
+            f"A/B {variant.name}: single-event append p50, 1 client",
+            p50,
+            "ms",
+            baseline=(f"A/B {first}", statistics.median(s["p50"] for _, s in first_runs)),
+        )
+        figure(
+            f"A/B {variant.name}: single-event append p99, 1 client",
+            p99,
+            "ms",
+            goal=f"<= {GOAL_SINGLE_P99_MS:g} ms",
+            ok=p99 <= GOAL_SINGLE_P99_MS,
+        )
+        figure(
+            f"A/B {variant.name}: server CPU per batch-256 request",
+            bulk_cpu,
+            "ms",
+            baseline=(f"A/B {first}", statistics.median(b["cpu"] for b, _ in first_runs)),
+        )
+        figure(
+            f"A/B {variant.name}: server CPU per single-event request",
+            single_cpu,
+            "ms",
+            baseline=(f"A/B {first}", statistics.median(s["cpu"] for _, s in first_runs)),
+        )
+
+
+class Variant(NamedTuple):
+    """A server to compare: the code of a checkout, with some uvicorn options."""
+
+    name: str
+    root: Path
+    options: tuple[str, ...] = ()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000, help="events per batch size")
@@ -290,6 +412,18 @@ def main() -> None:
     parser.add_argument(
         "--single-events", type=int, default=2000, help="single-event appends from one client"
     )
+    parser.add_argument(
+        "--ab",
+        action="store_true",
+        help="also A/B uvicorn's event loop and HTTP parser (asyncio + h11 against the"
+        " default uvloop + httptools) at batch 256 and single events",
+    )
+    parser.add_argument(
+        "--baseline-root",
+        type=Path,
+        help="also A/B a server running another checkout's code (before a change), same DB",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="A/B rounds, taken in turns")
     parser.add_argument(
         "--conn-max-age",
         type=int,
@@ -328,6 +462,16 @@ def main() -> None:
             )
             if size == 256 and result["rate"] < TARGET_BATCH_256_RATE:
                 misses.append(f"batch 256 {result['rate']:,.0f} < {TARGET_BATCH_256_RATE:,} ev/s")
+            if size == 256:
+                figure("ledger in-process, batch 256", ledger_rates[size], "events/s")
+                figure(
+                    f"HTTP ingest, batch 256 x {args.clients} clients",
+                    result["rate"],
+                    "events/s",
+                    goal=f">= {GOAL_HTTP_SHARE:.0%} of the ledger",
+                    baseline=("ledger in-process", ledger_rates[size]),
+                    ok=result["rate"] >= GOAL_HTTP_SHARE * ledger_rates[size],
+                )
         single = bench_api(port, token, args.single_events, 1, 1)
         print(
             f"batch    1, 1 client: {single['rate']:>7,.0f} events/s"
@@ -335,6 +479,14 @@ def main() -> None:
         )
         if single["p99"] > TARGET_SINGLE_P99_MS:
             misses.append(f"single-event p99 {single['p99']:.1f} > {TARGET_SINGLE_P99_MS} ms")
+        figure("single-event append p50, 1 client", single["p50"], "ms")
+        figure(
+            "single-event append p99, 1 client",
+            single["p99"],
+            "ms",
+            goal=f"<= {GOAL_SINGLE_P99_MS:g} ms",
+            ok=single["p99"] <= GOAL_SINGLE_P99_MS,
+        )
         sse = bench_sse(port, token, args.sse_appends)
         print(
             f"append -> SSE from the request's send: p50 {sse['p50']:.2f} ms"
@@ -346,6 +498,17 @@ def main() -> None:
             misses.append(f"append->SSE p95 {sse['p95']:.1f} > {TARGET_SSE_P95_MS} ms or lost")
     finally:
         stop_server(server)
+    variants = [Variant("this checkout", ROOT)] if args.ab or args.baseline_root else []
+    # Variants in turns, after the figures above; the first is what the others are compared to.
+    if args.ab:
+        variants.append(Variant("asyncio + h11", ROOT, ("--loop", "asyncio", "--http", "h11")))
+    if args.baseline_root:
+        variants.append(Variant("baseline checkout", args.baseline_root.resolve()))
+    if variants:
+        # The ledger's rate before and after the A/B: the share each variant keeps of it.
+        before = ledger_rates[256] if 256 in ledger_rates else bench_ledger(args.events, 256)
+        ledger_rate = statistics.mean([before, bench_ledger(args.events, 256)])
+        bench_ab(args, token, variants, ledger_rate)
     print("targets: " + ("all met" if not misses else "MISSED: " + "; ".join(misses)))
 
 

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import Error as DatabaseLayerError
@@ -55,6 +56,11 @@ ERRORS: dict[int, type[ErrorOut]] = {
 }
 # JSON escapes of what PostgreSQL cannot store: NUL, and UTF-16 surrogates (paired ones are
 # fine, and rare enough that finding one only costs a closer look).
+# 19 digits in a row may be an integer past 64 bits, which orjson would read as a float: a body
+# is mapped to "0" for each digit and " " for anything else, and looked at for 19 zeros (a
+# regular expression costs more than parsing the body).
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_NUMBER = b"0" * 19
 _UNSTORABLE_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 
 
@@ -152,6 +158,26 @@ def check_batch_length(count: int) -> None:
         )
 
 
+def parse_json(body: bytes) -> Any:
+    """A JSON body as Python values, or the refusal (400, 422) of what cannot be read.
+
+    orjson reads it (several times faster than json on event batches). What orjson refuses,
+    Python's parser may take (NaN, lone surrogates, nesting past 1024 levels: each refused
+    later as before) or says precisely why not, and orjson reads integers past 64 bits as
+    floats: those bodies are read by Python's parser, so every answer stays the same."""
+    if _LONG_NUMBER not in body.translate(_DIGITS_AS_ZERO):
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return json.loads(body)
+    except RecursionError:  # deeper than Python's parser goes: deeper than the limit
+        raise too_deep() from None
+    except ValueError as exc:
+        raise InvalidJson(f"the body is not valid JSON: {exc}") from None
+
+
 class JsonBodyParser(Parser):
     """Ninja's JSON parser with the content type, size and depth limits, text PostgreSQL can
     store, and a precise refusal of bad JSON; query parameters get the same text check."""
@@ -160,12 +186,7 @@ class JsonBodyParser(Parser):
     def parse_body(self, request: HttpRequest) -> Any:
         check_content_type(request)
         body = read_body(request)
-        try:
-            value = json.loads(body)
-        except RecursionError:  # deeper than Python's parser goes: deeper than the limit
-            raise too_deep() from None
-        except ValueError as exc:
-            raise InvalidJson(f"the body is not valid JSON: {exc}") from None
+        value = parse_json(body)
         check_depth(value, body)
         check_body_storable(value, body)
         return value

@@ -79,6 +79,10 @@ class Command(BaseCommand):
             workers=workers,
             log_level="info",
             lifespan="off",
+            # Named, not left to "auto" (which falls back silently): asyncio + h11 cost a
+            # single-event append twice the server CPU (bench_api.py --ab, docs/scaling.md).
+            loop="uvloop",
+            http="httptools",
         )
         server = uvicorn.Server(config)
         listener.listen(config.backlog)
