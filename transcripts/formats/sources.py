@@ -315,9 +315,7 @@ _STRING_BODY = re.compile(rb'(?:[^"\\]+|\\.)*', re.DOTALL)
 # Outside a string: every complete string and every other byte up to the next bracket, or up to
 # the quote opening a string that the piece does not close (group 1), in one regex call.
 # Possessive, so linear: a string closes at its first unescaped quote or is not complete.
-_SKIP_TO_STRUCTURE = re.compile(
-    rb'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.)*+")*+([\[\]{}"])?', re.DOTALL
-)
+_SKIP_TO_STRUCTURE = re.compile(rb'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.)*+")*+([\[\]{}"])?', re.DOTALL)
 
 
 class JsonScan:
