@@ -24,6 +24,7 @@ from transcripts.jsonvalue import (
     as_object,
     as_str,
     list_of,
+    native_json_allowed,
     object_of,
     objects_in,
 )
@@ -336,6 +337,11 @@ def _stored_as_given(parts: list[JsonValue]) -> bool:
     return True
 
 
+def _strict_json(value: object) -> bytes:
+    """value as the event checks store it (InvalidEvents when it cannot be), in UTF-8."""
+    return to_storable_json(value, "data").encode()
+
+
 def _fast_recorded(
     messages: list[tuple[JsonObject, str, datetime]],
 ) -> list[RecordedMessage] | None:
@@ -345,9 +351,12 @@ def _fast_recorded(
     (pydantic, as there), its time, its nesting (no deeper than the count of its opening
     brackets), and its storable JSON: orjson refuses lone surrogates, integers past 64 bits
     and non-string keys, and a NUL shows as an escaped u0000; orjson writes NaN and infinities as
-    null, so a message whose JSON holds a null is also encoded by the strict encoder.
+    null, so a message whose JSON holds a null is also encoded by the strict encoder. Under
+    an address-space cap the strict encoder does it all (see native_json_allowed).
     """
     depth_limit = max_json_depth()
+    native = native_json_allowed()
+    encode = orjson.dumps if native else _strict_json
     recorded: list[RecordedMessage] = []
     for seq, (message, message_id, moment) in enumerate(messages, start=1):
         data = message_event(message, message_id, moment)
@@ -357,10 +366,10 @@ def _fast_recorded(
             return None
         try:
             Message.model_validate(data)
-            parts_json = orjson.dumps(parts)
-            metadata_json = orjson.dumps(metadata)
-            id_json = orjson.dumps(message_id)
-        except (ValidationError, TypeError, orjson.JSONEncodeError):
+            parts_json = encode(parts)
+            metadata_json = encode(metadata)
+            id_json = encode(message_id)
+        except (ValidationError, TypeError, InvalidEvents):  # orjson's errors are TypeErrors
             return None
         if unstorable_reason(moment) is not None:
             return None
@@ -369,7 +378,7 @@ def _fast_recorded(
         )
         if opened > depth_limit or b"\\u0000" in parts_json + metadata_json + id_json:
             return None
-        if b"null" in parts_json or b"null" in metadata_json:
+        if native and (b"null" in parts_json or b"null" in metadata_json):
             try:
                 to_storable_json(data, "data")
             except InvalidEvents:
