@@ -323,8 +323,10 @@ class JsonScan:
     length of each string and of each item, refused (InvalidInput / BodyTooLarge naming the
     limit) as soon as a piece goes past them. Linear time, constant memory: nothing is parsed."""
 
-    def __init__(self, limits: JsonLimits) -> None:
+    def __init__(self, limits: JsonLimits, *, skims: bool = True) -> None:
         self.limits = limits
+        # False walks every string, whatever the length of the pieces (the tests compare).
+        self.skims = skims
         self.depth = 0
         self.in_string = False
         self.escaped = False
@@ -339,7 +341,7 @@ class JsonScan:
         pos, end = 0, len(chunk)
         # No string that opens and closes in a piece this short can pass the limit, so such
         # strings are skipped inside the regex; the rest is checked byte run by byte run.
-        skim = end <= self.limits.string_bytes
+        skim = self.skims and end <= self.limits.string_bytes
         while pos < end:
             if self.in_string:
                 pos = self._string(chunk, pos, end)

@@ -296,9 +296,12 @@ def recorded_messages(messages: list[tuple[JsonObject, str, datetime]]) -> list[
     check_events does; a run with anything it cannot vouch for takes the general path
     (check_events, then the projector's parts and metadata), which also words the refusal.
     """
-    fast = _fast_recorded(messages)
-    if fast is not None:
-        return fast
+    fast = fast_recorded(messages)
+    return fast if fast is not None else general_recorded(messages)
+
+
+def general_recorded(messages: list[tuple[JsonObject, str, datetime]]) -> list[RecordedMessage]:
+    """recorded_messages by check_events and the projector's parts and metadata."""
     recorded: list[RecordedMessage] = []
     tool_names: dict[str, str] = {}
     for event in message_events(messages):
@@ -342,7 +345,7 @@ def _strict_json(value: object) -> bytes:
     return to_storable_json(value, "data").encode()
 
 
-def _fast_recorded(
+def fast_recorded(
     messages: list[tuple[JsonObject, str, datetime]],
 ) -> list[RecordedMessage] | None:
     """recorded_messages for messages that are certainly valid, else None.
