@@ -178,7 +178,8 @@ def in_process(tree: Path, conversations: int, messages: int) -> dict[str, Any]:
         capture_output=True,
         text=True,
     ).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    measured: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return measured
 
 
 def before_tree(ref: str, into: Path) -> Path:
@@ -210,7 +211,8 @@ def main() -> None:
         show(run)
         report(run, None)
         return
-    befores, afters = [], []
+    befores: list[dict[str, Any]] = []
+    afters: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         tree = before_tree(args.before, Path(tmp))
         for round_ in range(1, args.rounds + 1):
