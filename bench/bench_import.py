@@ -4,12 +4,22 @@ Prints messages/s for both directions and the peak RSS of this process.
 Targets: import >= 20,000 messages/s, peak RSS <= 300 MB.
 
     .venv/bin/python bench/bench_import.py [--conversations 2000] [--messages 100]
+
+With --before REF (a git revision, e.g. main), the same measurement also runs on that revision's
+code (`git archive`d into a temporary directory), before and after alternating for --rounds
+rounds, each in a process and on a database of its own, and the import figure is given with
+the before code's best as its baseline:
+
+    .venv/bin/python bench/bench_import.py --conversations 500 --before main --rounds 2
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -18,7 +28,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _record import figure
 from _setup import setup_django
+
+BENCH = Path(__file__).resolve().parent
+GOAL = 20_000  # imported messages/s
+RSS_GOAL_MB = 300  # the import's peak RSS
 
 
 def _node(node_id: str, parent: str | None, role: str, text: str, t: float) -> dict[str, Any]:
@@ -83,11 +98,8 @@ def write_export(path: Path, conversations: int, messages: int) -> int:
     return total
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--conversations", type=int, default=2000)
-    parser.add_argument("--messages", type=int, default=100)
-    args = parser.parse_args()
+def measure(conversations: int, messages: int) -> dict[str, Any]:
+    """Import a generated export and export it back; the figures of this process."""
     setup_django(durable=True)
     from transcripts.interchange import export_thread, import_stream
     from transcripts.ledger.default_project import default_project
@@ -95,12 +107,13 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "conversations.json"
-        total = write_export(path, args.conversations, args.messages)
+        total = write_export(path, conversations, messages)
         size_mb = path.stat().st_size / 1e6
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         with path.open("rb") as handle:
             result = import_stream(handle, "chatgpt", project=default_project())
         import_seconds = time.perf_counter() - started
+        import_cpu = time.process_time() - cpu
     stored = Message.objects.count()
     started = time.perf_counter()
     exported_bytes = 0
@@ -111,13 +124,144 @@ def main() -> None:
     export_seconds = time.perf_counter() - started
     with open("/proc/self/status") as status:
         peak_mb = next(int(ln.split()[1]) for ln in status if ln.startswith("VmHWM:")) / 1024
-    print(f"file: {args.conversations} conversations, {total} messages, {size_mb:.0f} MB")
+    return {
+        "conversations": conversations,
+        "total": total,
+        "size_mb": size_mb,
+        "import_seconds": import_seconds,
+        "export_seconds": export_seconds,
+        "threads": len(result.thread_ids),
+        "stored": stored,
+        "exported_mb": exported_bytes / 1e6,
+        "peak_mb": peak_mb,
+        "import_rate": stored / import_seconds,
+        # CPU time of this process (not PostgreSQL's) per message: less swayed by the load.
+        "import_cpu_us": import_cpu / stored * 1e6,
+        "export_rate": stored / export_seconds,
+    }
+
+
+def show(run: dict[str, Any]) -> None:
+    """The figures of one measurement, as this script has always printed them."""
+    print(
+        f"file: {run['conversations']} conversations, {run['total']} messages,"
+        f" {run['size_mb']:.0f} MB"
+    )
     print(f"{'step':<10} {'seconds':>8} {'messages/s':>12}")
-    print(f"{'import':<10} {import_seconds:>8.1f} {stored / import_seconds:>12,.0f}")
-    print(f"{'export':<10} {export_seconds:>8.1f} {stored / export_seconds:>12,.0f}")
-    print(f"threads imported: {len(result.thread_ids)}, messages stored: {stored}")
-    print(f"exported canonical JSON: {exported_bytes / 1e6:.0f} MB")
-    print(f"peak RSS: {peak_mb:.0f} MB (target <= 300 MB); import target >= 20,000 messages/s")
+    print(f"{'import':<10} {run['import_seconds']:>8.1f} {run['import_rate']:>12,.0f}")
+    print(f"{'export':<10} {run['export_seconds']:>8.1f} {run['export_rate']:>12,.0f}")
+    print(f"threads imported: {run['threads']}, messages stored: {run['stored']}")
+    print(f"import CPU of this process: {run['import_cpu_us']:.0f} us/message")
+    print(f"exported canonical JSON: {run['exported_mb']:.0f} MB")
+    print(
+        f"peak RSS: {run['peak_mb']:.0f} MB (target <= {RSS_GOAL_MB} MB);"
+        f" import target >= {GOAL:,} messages/s"
+    )
+
+
+def in_process(tree: Path, conversations: int, messages: int) -> dict[str, Any]:
+    """measure() run by this script in a process of its own on the code of tree."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "BENCH_RECORD")}
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(tree / "bench" / Path(__file__).name),
+            "--json",
+            "--conversations",
+            str(conversations),
+            "--messages",
+            str(messages),
+        ],
+        cwd=tree,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    measured: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return measured
+
+
+def before_tree(ref: str, into: Path) -> Path:
+    """The code of revision ref, with this script and its helpers, in a directory of into."""
+    tree = into / "before"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", ref], cwd=BENCH.parent, check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    for name in (Path(__file__).name, "_setup.py", "_record.py"):
+        shutil.copy(BENCH / name, tree / "bench" / name)
+    return tree
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--conversations", type=int, default=2000)
+    parser.add_argument("--messages", type=int, default=100)
+    parser.add_argument("--before", help="a git revision to measure in the same run (A/B)")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.json:
+        print(json.dumps(measure(args.conversations, args.messages)))
+        return
+    if not args.before:
+        run = measure(args.conversations, args.messages)
+        show(run)
+        report(run, None)
+        return
+    befores: list[dict[str, Any]] = []
+    afters: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = before_tree(args.before, Path(tmp))
+        for round_ in range(1, args.rounds + 1):
+            for label, where, runs in (("before", tree, befores), ("after", BENCH.parent, afters)):
+                runs.append(in_process(where, args.conversations, args.messages))
+                load = os.getloadavg()[0]
+                print(
+                    f"round {round_} {label:<6} import {runs[-1]['import_rate']:>8,.0f} msg/s"
+                    f"  CPU {runs[-1]['import_cpu_us']:>4.0f} us/msg"
+                    f"  export {runs[-1]['export_rate']:>8,.0f} msg/s"
+                    f"  peak RSS {runs[-1]['peak_mb']:>4.0f} MB  (load {load:.1f})",
+                    flush=True,
+                )
+    best = max(afters, key=lambda r: r["import_rate"])
+    show(best)
+    report(best, max(befores, key=lambda r: r["import_rate"]), args.before)
+
+
+def report(run: dict[str, Any], before: dict[str, Any] | None, ref: str = "") -> None:
+    """The FIGURE lines: import messages/s (against the before code when measured) and RSS."""
+    messages = f"{run['stored']:,} messages"
+    figure(
+        f"import, ChatGPT export of {messages}",
+        run["import_rate"],
+        "messages/s",
+        goal=f">= {GOAL:,}",
+        ok=run["import_rate"] >= GOAL,
+        baseline=(f"{ref} code, same run", before["import_rate"]) if before else None,
+        note=(
+            f"best of the rounds; load {os.getloadavg()[0]:.1f} at the end"
+            if before
+            else "no baseline in this run (use --before REF)"
+        ),
+    )
+    figure(
+        f"import CPU of the importing process, {messages}",
+        run["import_cpu_us"],
+        "us/message",
+        baseline=(f"{ref} code, same run", before["import_cpu_us"]) if before else None,
+        note="Python's share; PostgreSQL's backend works beside it",
+    )
+    figure(
+        f"import peak RSS, {messages}",
+        run["peak_mb"],
+        "MB",
+        goal=f"<= {RSS_GOAL_MB}",
+        ok=run["peak_mb"] <= RSS_GOAL_MB,
+        baseline=(f"{ref} code, same run", before["peak_mb"]) if before else None,
+    )
 
 
 if __name__ == "__main__":

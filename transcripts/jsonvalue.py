@@ -8,6 +8,7 @@ value itself (not a copy) when it has the type asked for, so changes to it chang
 
 from __future__ import annotations
 
+import resource
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
@@ -104,3 +105,10 @@ def input_tokens(usage: object) -> int | None:
 def output_tokens(usage: object) -> int | None:
     """Output tokens of a usage dict."""
     return usage_number(usage, "outputTokens", "output_tokens")
+
+
+def native_json_allowed() -> bool:
+    """Whether orjson may encode in this process now: it ends the process (no MemoryError) when
+    an allocation fails, so not while the address space is capped, as an import job's is
+    (`interchange.limits.memory_cap`), where the standard library's encoder raises instead."""
+    return resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY

@@ -110,3 +110,55 @@ def test_an_import_nested_too_deeply_is_a_422_and_imports_nothing(api: ApiClient
         assert response.status_code == 422, (depth, response.content)
         assert error_of(response)["code"] == "invalid"
     assert Thread.objects.count() == threads
+
+
+def _chatgpt_export(words: str) -> bytes:
+    """A ChatGPT export of one conversation whose answer says words."""
+
+    def node(key: str, parent: str | None, role: str, text: str) -> dict[str, object]:
+        return {
+            "id": key,
+            "parent": parent,
+            "children": [],
+            "message": {
+                "id": key,
+                "author": {"role": role},
+                "create_time": 1_700_000_000.0,
+                "content": {"content_type": "text", "parts": [text]},
+                "metadata": {},
+            },
+        }
+
+    mapping = {
+        "q1": node("q1", None, "user", "where do they live?"),
+        "a1": node("a1", "q1", "assistant", words),
+    }
+    mapping["q1"]["children"] = ["a1"]
+    return json.dumps(
+        [{"id": "c1", "title": "Birds", "current_node": "a1", "mapping": mapping}]
+    ).encode()
+
+
+def test_a_just_imported_message_is_found_by_search(api: ApiClient):
+    """The search vector is written with the message, in the import's transaction: a search
+    right after the import returns finds it (issue 30)."""
+    raw = _chatgpt_export("the flamingos nest on salt flats")
+    response = api.post_raw("/imports?format=chatgpt", raw, "application/json")
+    assert response.status_code == 201, response.content
+    [thread_id] = response.json()["threadIds"]
+    found = api.get("/threads", q="flamingos").json()["threads"]
+    assert [t["id"] for t in found] == [thread_id]
+    assert api.get("/threads", q="pelicans").json()["threads"] == []
+
+
+def test_a_message_imported_by_a_job_is_found_by_search(api: ApiClient, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    settings.TRANSCRIPTS_SYNC_IMPORT_BYTES = 10
+    raw = _chatgpt_export("the albatross glides for hours")
+    job = api.post_raw("/imports", raw, "application/json", HTTP_X_FILENAME="c.json").json()
+    from transcripts.interchange import run_import_job
+
+    run_import_job(job["id"])
+    [thread_id] = api.get(f"/imports/{job['id']}").json()["threadIds"]
+    found = api.get("/threads", q="albatross").json()["threads"]
+    assert [t["id"] for t in found] == [thread_id]

@@ -231,3 +231,38 @@ def test_the_scan_counts_nesting_outside_strings_in_pieces_of_any_size(piece: in
         JsonScan(JsonLimits(depth=5)).feed(raw)
     with pytest.raises(BodyTooLarge, match="string of more than 12 bytes"):
         JsonScan(JsonLimits(string_bytes=12)).feed(raw)
+
+
+def _scan_outcome(pieces: list[bytes], limits: Any, *, skims: bool) -> tuple[Any, ...]:
+    from transcripts.errors import DomainError
+    from transcripts.formats.sources import JsonScan
+
+    scan = JsonScan(limits, skims=skims)
+    try:
+        for piece in pieces:
+            scan.feed(piece)
+    except DomainError as exc:
+        return (type(exc).__name__, exc.message, exc.details)
+    string_bytes = scan.string_bytes if scan.in_string else None
+    return (scan.depth, scan.in_string, scan.escaped, string_bytes, scan.offset, scan.item_start)
+
+
+def test_the_json_guard_says_the_same_whether_it_skims_or_walks():
+    """Pieces no longer than the string limit are skimmed (their strings skipped inside one
+    regex call); walking every string instead refuses at the same place, or ends in the same
+    state."""
+    import random
+
+    from transcripts.formats.sources import JsonLimits
+
+    rnd = random.Random(30)
+    alphabet = [b'"', b"\\", b"[", b"]", b"{", b"}", b"a", b"\n", b" ", b'"x"', b'\\"']
+    for _ in range(3000):
+        data = b"".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 80)))
+        limits = JsonLimits(
+            depth=rnd.randint(1, 6), string_bytes=rnd.randint(1, 40), item_bytes=rnd.randint(1, 40)
+        )
+        cuts = sorted(rnd.sample(range(len(data) + 1), min(len(data), rnd.randint(0, 5))))
+        pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+        walked = _scan_outcome(pieces, limits, skims=False)
+        assert _scan_outcome(pieces, limits, skims=True) == walked, (data, cuts, limits)

@@ -312,6 +312,10 @@ class JsonLimits:
 _STRUCTURE = re.compile(rb'["\[\]{}]')
 # Inside a string: its characters up to the closing quote (escapes skipped as pairs).
 _STRING_BODY = re.compile(rb'(?:[^"\\]+|\\.)*', re.DOTALL)
+# Outside a string: every complete string and every other byte up to the next bracket, or up to
+# the quote opening a string that the piece does not close (group 1), in one regex call.
+# Possessive, so linear: a string closes at its first unescaped quote or is not complete.
+_SKIP_TO_STRUCTURE = re.compile(rb'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.)*+")*+([\[\]{}"])?', re.DOTALL)
 
 
 class JsonScan:
@@ -319,8 +323,10 @@ class JsonScan:
     length of each string and of each item, refused (InvalidInput / BodyTooLarge naming the
     limit) as soon as a piece goes past them. Linear time, constant memory: nothing is parsed."""
 
-    def __init__(self, limits: JsonLimits) -> None:
+    def __init__(self, limits: JsonLimits, *, skims: bool = True) -> None:
         self.limits = limits
+        # False walks every string, whatever the length of the pieces (the tests compare).
+        self.skims = skims
         self.depth = 0
         self.in_string = False
         self.escaped = False
@@ -333,15 +339,25 @@ class JsonScan:
     def feed(self, chunk: bytes) -> None:
         """Check the next bytes of the file."""
         pos, end = 0, len(chunk)
+        # No string that opens and closes in a piece this short can pass the limit, so such
+        # strings are skipped inside the regex; the rest is checked byte run by byte run.
+        skim = self.skims and end <= self.limits.string_bytes
         while pos < end:
             if self.in_string:
                 pos = self._string(chunk, pos, end)
                 continue
-            found = _STRUCTURE.search(chunk, pos)
-            if found is None:
-                break
-            pos = found.end()
-            byte = chunk[found.start()]
+            if skim:
+                skipped = _SKIP_TO_STRUCTURE.match(chunk, pos)  # always matches
+                at = skipped.start(1) if skipped is not None else -1
+                if at < 0:
+                    break
+            else:
+                found = _STRUCTURE.search(chunk, pos)
+                if found is None:
+                    break
+                at = found.start()
+            pos = at + 1
+            byte = chunk[at]
             if byte == 0x22:  # "
                 self.in_string, self.string_bytes = True, 0
             elif byte in (0x5B, 0x7B):  # [ {
@@ -358,7 +374,7 @@ class JsonScan:
                 if self.item_start is None and (
                     self.depth == 3 or (self.depth == 2 and byte == 0x7B)
                 ):
-                    self.item_start, self.item_depth = self.offset + found.start(), self.depth
+                    self.item_start, self.item_depth = self.offset + at, self.depth
             else:
                 self.depth -= 1
                 if self.item_start is not None and self.depth < self.item_depth:

@@ -6,13 +6,17 @@ A tree of messages becomes runs whose `message` events project to exactly those 
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+import orjson
+from pydantic import ValidationError
+
 from transcripts.errors import InvalidEvents, InvalidInput
-from transcripts.events import CheckedEvent, check_events, to_storable_json
+from transcripts.events import CheckedEvent, check_events, max_json_depth, to_storable_json
 from transcripts.formats.document import TreeThread, make_message
 from transcripts.jsonvalue import (
     JsonObject,
@@ -20,13 +24,17 @@ from transcripts.jsonvalue import (
     as_object,
     as_str,
     list_of,
+    native_json_allowed,
     object_of,
     objects_in,
 )
-from transcripts.message_schema import full_parts
+from transcripts.message_schema import SCHEMA_VERSION, Message, full_parts
 from transcripts.models import RunStatus
 from transcripts.projector import project
-from transcripts.times import to_iso
+from transcripts.times import to_iso, unstorable_reason
+
+# Compact JSON for the general path's rows (the fast path writes the same with orjson).
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass
@@ -265,6 +273,137 @@ def message_events(messages: list[tuple[JsonObject, str, datetime]]) -> list[Che
             f"invalid message in the import: {exc}",
             problems=[p.as_dict() for p in exc.problems],
         ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedMessage:
+    """An imported message recorded as a checked `message` event, with what the stored
+    message row holds (what the projector makes of the event): its role, its parts and
+    metadata as JSON text, and its time."""
+
+    event: CheckedEvent
+    role: str
+    parts_json: str
+    metadata_json: str
+    created_at: str
+
+
+def recorded_messages(messages: list[tuple[JsonObject, str, datetime]]) -> list[RecordedMessage]:
+    """One run's messages (message, new id, time) as checked `message` events, seq 1 on, and
+    the rows they project to; InvalidInput as message_events says for a message it refuses.
+
+    Messages are checked and encoded once each by a fast path that accepts exactly what
+    check_events does; a run with anything it cannot vouch for takes the general path
+    (check_events, then the projector's parts and metadata), which also words the refusal.
+    """
+    fast = fast_recorded(messages)
+    return fast if fast is not None else general_recorded(messages)
+
+
+def general_recorded(messages: list[tuple[JsonObject, str, datetime]]) -> list[RecordedMessage]:
+    """recorded_messages by check_events and the projector's parts and metadata."""
+    recorded: list[RecordedMessage] = []
+    tool_names: dict[str, str] = {}
+    for event in message_events(messages):
+        projected = projected_message(event.data, None, tool_names)
+        recorded.append(
+            RecordedMessage(
+                event,
+                str(projected["role"]),
+                _JSON.encode(projected["parts"]),
+                _JSON.encode(projected["metadata"]),
+                str(projected["createdAt"]),
+            )
+        )
+    return recorded
+
+
+# Part types the projector stores as they come (full_parts changes the others: it fills a tool
+# call's input, a tool result's name, output and error flag, and drops a null signature/name).
+_PLAIN_PARTS = frozenset({"text"})
+_NULL_MEANS_NONE = {"reasoning": "signature", "file": "name"}
+_VERSION_ONLY = f'{{"schemaVersion":{SCHEMA_VERSION}}}'
+_VERSION_FIRST = f'{{"schemaVersion":{SCHEMA_VERSION},'
+
+
+def _stored_as_given(parts: list[JsonValue]) -> bool:
+    """Whether full_parts would give back parts unchanged (copies equal to them)."""
+    for part in parts:
+        if type(part) is not dict:
+            return False
+        kind = part.get("type")
+        if kind in _PLAIN_PARTS:
+            continue
+        dropped = _NULL_MEANS_NONE.get(kind) if isinstance(kind, str) else None
+        if dropped is None or part.get(dropped, "") is None:
+            return False
+    return True
+
+
+def _strict_json(value: object) -> bytes:
+    """value as the event checks store it (InvalidEvents when it cannot be), in UTF-8."""
+    return to_storable_json(value, "data").encode()
+
+
+def fast_recorded(
+    messages: list[tuple[JsonObject, str, datetime]],
+) -> list[RecordedMessage] | None:
+    """recorded_messages for messages that are certainly valid, else None.
+
+    What check_event does for a `message` event, in order of cost: the data's schema
+    (pydantic, as there), its time, its nesting (no deeper than the count of its opening
+    brackets), and its storable JSON: orjson refuses lone surrogates, integers past 64 bits
+    and non-string keys, and a NUL shows as an escaped u0000; orjson writes NaN and infinities as
+    null, so a message whose JSON holds a null is also encoded by the strict encoder. Under
+    an address-space cap the strict encoder does it all (see native_json_allowed).
+    """
+    depth_limit = max_json_depth()
+    native = native_json_allowed()
+    encode = orjson.dumps if native else _strict_json
+    recorded: list[RecordedMessage] = []
+    for seq, (message, message_id, moment) in enumerate(messages, start=1):
+        data = message_event(message, message_id, moment)
+        parts = data["parts"]
+        metadata = data["metadata"]
+        if type(parts) is not list or not _stored_as_given(parts) or type(message_id) is not str:
+            return None
+        try:
+            Message.model_validate(data)
+            parts_json = encode(parts)
+            metadata_json = encode(metadata)
+            id_json = encode(message_id)
+        except (ValidationError, TypeError, InvalidEvents):  # orjson's errors are TypeErrors
+            return None
+        if unstorable_reason(moment) is not None:
+            return None
+        opened = 1 + sum(
+            text.count(b"{") + text.count(b"[") for text in (parts_json, metadata_json)
+        )
+        if opened > depth_limit or b"\\u0000" in parts_json + metadata_json + id_json:
+            return None
+        if native and (b"null" in parts_json or b"null" in metadata_json):
+            try:
+                to_storable_json(data, "data")
+            except InvalidEvents:
+                return None
+        role = str(data["role"])
+        created_at = str(data["createdAt"])
+        parts_text = parts_json.decode()
+        metadata_text = metadata_json.decode()
+        data_json = (
+            f'{{"role":"{role}","parts":{parts_text},"id":{id_json.decode()},'
+            f'"metadata":{metadata_text},"createdAt":"{created_at}"}}'
+        )
+        recorded.append(
+            RecordedMessage(
+                CheckedEvent(seq, "message", data, moment, data_json),
+                role,
+                parts_text,
+                _VERSION_ONLY if metadata_text == "{}" else _VERSION_FIRST + metadata_text[1:],
+                created_at,
+            )
+        )
+    return recorded
 
 
 def kept_events(

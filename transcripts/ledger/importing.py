@@ -8,7 +8,6 @@ every imported message replays from the event log. What to write is planned in
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterable
@@ -22,7 +21,7 @@ from django.utils import timezone
 from transcripts.events import CheckedEvent
 from transcripts.formats.document import TreeThread
 from transcripts.ids import is_ulid, new_ulid, to_uuid, ulid_of
-from transcripts.jsonvalue import JsonObject, as_str, text_of
+from transcripts.jsonvalue import JsonObject, as_str
 from transcripts.ledger.bulk_copy import (
     EVENT_COLUMNS,
     MESSAGE_COLUMNS,
@@ -41,10 +40,9 @@ from transcripts.ledger.import_plan import (
     depths,
     empty_run_status,
     kept_events,
-    message_events,
     messages_by_key,
     object_or_empty,
-    projected_message,
+    recorded_messages,
     statuses,
 )
 from transcripts.ledger.organise import add_metadata_tags
@@ -57,8 +55,6 @@ from transcripts.times import parse_iso_utc
 # Rows buffered before they go to the database: big enough that a COPY and an INSERT carry
 # many threads, small enough that memory stays flat whatever the size of the export.
 BATCH_ROWS = 20_000
-# Compact JSON for the message rows' jsonb columns, with one encoder for every row.
-_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _MAX_MS = (1 << 48) - 1
 # Crockford's base32 two characters at a time: a ULID's 130 bits (two zero bits, then its
 # 128) are 13 lookups of 10 bits, where the ulid package loops over 26 characters.
@@ -285,7 +281,6 @@ class TreeWriter:
         head: tuple[int, str] | None = None
         thread_hex = to_uuid(thread.id).hex
         now_text = now.isoformat()
-        encode = _JSON.encode
 
         def add_events(run: Run, stored: list[CheckedEvent]) -> None:
             run.last_seq = stored[-1].seq if stored else 0
@@ -299,26 +294,24 @@ class TreeWriter:
             )
 
         for chain, run in zip(planned, runs, strict=True):
-            recorded = message_events([(by_key[k], ids[k], times[k]) for k in chain.keys])
+            recorded = recorded_messages([(by_key[k], ids[k], times[k]) for k in chain.keys])
             kept = kept_events(chain, run.id, run.fork_from_id, ids)
-            add_events(run, recorded if kept is None else kept[0])
+            add_events(run, [r.event for r in recorded] if kept is None else kept[0])
             ranges = [(n, n) for n in range(1, len(recorded) + 1)] if kept is None else kept[1]
             parent = run.fork_from_id
-            tool_names: dict[str, str] = {}
             run_hex = to_uuid(run.id).hex
-            for position, (key, event) in enumerate(zip(chain.keys, recorded, strict=True)):
-                projected = projected_message(event.data, parent, tool_names)
-                message_id = text_of(projected["id"])
+            for position, (key, row) in enumerate(zip(chain.keys, recorded, strict=True)):
+                message_id = ids[key]
                 is_active = key in active
                 if is_active and (head is None or depth[key] > head[0]):
                     head = (depth[key], message_id)
                 first_seq, last_seq = ranges[position]
                 message_lines.append(
                     f"{hex_of[message_id]}\t{hex_of[parent] if parent else NULL}\t{run_hex}\t"
-                    f"{depth[key]}\t{position}\t{copy_field(text_of(projected['role']))}\t"
-                    f"{copy_json_field(encode(projected['parts']))}\t"
-                    f"{copy_json_field(encode(projected['metadata']))}\t"
-                    f"{projected['createdAt']}\t{'t' if is_active else 'f'}\t{thread_hex}\t"
+                    f"{depth[key]}\t{position}\t{copy_field(row.role)}\t"
+                    f"{copy_json_field(row.parts_json)}\t"
+                    f"{copy_json_field(row.metadata_json)}\t"
+                    f"{row.created_at}\t{'t' if is_active else 'f'}\t{thread_hex}\t"
                     f"{first_seq}\t{last_seq}\t\n"
                 )
                 parent = message_id
