@@ -33,7 +33,7 @@ def thread_tree(
 ) -> TreeThread:
     """The whole thread (every branch and run) as a TreeThread; leaf picks the active path;
     with_judgement adds its scores and feedback."""
-    with _no_collection():
+    with no_collection():
         tree = _read_tree(thread, leaf=leaf, with_events=with_events)
     if with_judgement:
         tree.scores, tree.feedback = judgement_of(thread)
@@ -80,7 +80,7 @@ def judgement_of(thread: Thread) -> tuple[list[JsonObject], list[JsonObject]]:
 
 
 @contextmanager
-def _no_collection() -> Iterator[None]:
+def no_collection() -> Iterator[None]:
     """Hold off the cyclic garbage collector while a big thread is read."""
     # Reading builds tens of thousands of dicts and lists, none of them garbage: each round of
     # the collector walks them all again (a third of the time of a 5,000-message export).

@@ -27,6 +27,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from transcripts.errors import NotFound
 from transcripts.formats.canonical import FORMAT_NAME, VERSION
@@ -38,6 +39,7 @@ from transcripts.interchange.export import (
     export_spec,
     export_thread,
     judgement_of,
+    no_collection,
     postgres_moment,
     thread_tree,
     wants_every_branch,
@@ -45,14 +47,10 @@ from transcripts.interchange.export import (
 from transcripts.jsonvalue import JsonObject
 from transcripts.message_schema import message_object
 from transcripts.models import Thread
-from transcripts.selectors.exports import (
-    is_message_of,
-    message_batches,
-    run_batches,
-    run_message_ids,
-)
+from transcripts.selectors.exports import is_message_of, message_batches, run_batches
 from transcripts.times import to_iso
 
+T = TypeVar("T")
 MESSAGE_BATCH = 1000
 RUN_BATCH = 250
 ACTION_BATCH = 200
@@ -138,18 +136,24 @@ def _canonical(thread: Thread, leaf: str | None, with_events: bool) -> Iterator[
     }
     yield _encode(head)[:-1] + ', "messages": ['
     separator = ""
-    for batch in message_batches(thread, MESSAGE_BATCH):
-        objects = [
-            message_object(key, parent, role, parts, postgres_moment(created).isoformat(), metadata)
-            for key, parent, role, parts, created, metadata, _ in batch
-        ]
-        yield separator + _encode(objects)[1:-1]
+    messages = message_batches(thread, MESSAGE_BATCH)
+    while batch := _next(messages):
+        with no_collection():
+            objects = [
+                message_object(
+                    key, parent, role, parts, postgres_moment(created).isoformat(), metadata
+                )
+                for key, parent, role, parts, created, metadata in batch
+            ]
+            text = separator + _encode(objects)[1:-1]
+        del objects, batch
+        yield text
         separator = ", "
     yield '], "runs": ['
     separator = ""
-    for runs in run_batches(thread, RUN_BATCH):
+    run_rows = run_batches(thread, RUN_BATCH)
+    while runs := _next(run_rows):
         ids = [run["id"] for run in runs]
-        message_ids = run_message_ids(thread, ids)
         events = events_by_run(thread, ids) if with_events else {}
         items = []
         for run in runs:
@@ -168,12 +172,14 @@ def _canonical(thread: Thread, leaf: str | None, with_events: bool) -> Iterator[
                 "createdAt": to_iso(postgres_moment(run["created_text"])),
                 "finishedAt": None if finished is None else to_iso(postgres_moment(finished)),
                 "lastSeq": run["last_seq"],
-                "messageIds": message_ids.get(run["id"], []),
+                "messageIds": run["message_ids"],
             }
             if with_events:
                 item["events"] = events.get(run["id"], [])
             items.append(item)
-        yield separator + _encode(items)[1:-1]
+        text = separator + _encode(items)[1:-1]
+        del items, runs, events
+        yield text
         separator = ", "
     yield "]"
     scores, feedback = judgement_of(thread)
@@ -182,6 +188,18 @@ def _canonical(thread: Thread, leaf: str | None, with_events: bool) -> Iterator[
     if feedback:
         yield ', "feedback": ' + _encode(feedback)
     yield "}"
+
+
+def _iso(created: str) -> str:
+    """A message's time as `thread_tree` writes it (from PostgreSQL's text of it)."""
+    return postgres_moment(created).isoformat()
+
+
+def _next(batches: Iterator[list[T]]) -> list[T]:
+    """The next batch, read with the cyclic collector held off (see `no_collection`); [] at
+    the end. Never across a yield: other requests of the process keep their collector."""
+    with no_collection():
+        return next(batches, [])
 
 
 def _document(document: JsonObject, key: str) -> Iterator[str]:
