@@ -52,7 +52,7 @@ from transcripts.times import to_iso
 
 T = TypeVar("T")
 MESSAGE_BATCH = 1000
-RUN_BATCH = 250
+RUN_BATCH = 500
 ACTION_BATCH = 200
 CHUNK_BYTES = 1 << 16
 

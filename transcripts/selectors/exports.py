@@ -10,13 +10,13 @@ index lookup, where a keyset on (depth, id) would scan the whole thread again fo
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.core.exceptions import ValidationError
-from django.db.models import OuterRef, QuerySet, TextField, UUIDField
+from django.db.models import BooleanField, OuterRef, QuerySet, TextField, UUIDField
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 
 from transcripts.models import Message, Run, Thread
@@ -46,12 +46,18 @@ def _order(rows: QuerySet[Any], *order: str) -> bytes:
     return b"".join(key.bytes for key in keys)
 
 
-def _batches(order: bytes, size: int) -> Iterator[list[uuid.UUID]]:
-    """The ids of order, size at a time."""
+def _batches(order: bytes, size: int) -> Iterator[str]:
+    """The ids of order, size at a time, as one PostgreSQL uuid[] literal each: a single
+    parameter (a thousand ids bound one by one cost more than the rows they fetch)."""
     step = 16 * size
     for start in range(0, len(order), step):
         chunk = order[start : start + step]
-        yield [uuid.UUID(bytes=chunk[at : at + 16]) for at in range(0, len(chunk), 16)]
+        yield "{" + ",".join(chunk[at : at + 16].hex() for at in range(0, len(chunk), 16)) + "}"
+
+
+def _among(table: str, ids: str) -> RawSQL:
+    """The rows of table whose id is in ids (a uuid[] literal), by primary key."""
+    return RawSQL(f'"{table}"."id" = ANY(%s::uuid[])', [ids], output_field=BooleanField())
 
 
 def message_batches(thread: Thread, size: int) -> Iterator[list[MessageRow]]:
@@ -59,7 +65,7 @@ def message_batches(thread: Thread, size: int) -> Iterator[list[MessageRow]]:
     rows = Message.objects.filter(thread=thread)
     for ids in _batches(_order(rows, "depth", "id"), size):
         yield list(
-            Message.objects.filter(id__in=ids)
+            Message.objects.filter(_among(Message._meta.db_table, ids))
             .order_by("depth", "id")
             .annotate(created_text=Cast("created_at", TextField()))
             .values_list("id", "parent_id", "role", "parts", "created_text", "metadata")
@@ -72,7 +78,7 @@ def run_batches(thread: Thread, size: int) -> Iterator[list[dict[str, Any]]]:
     rows = Run.objects.filter(thread=thread)
     for ids in _batches(_order(rows, "created_at", "id"), size):
         batch = list(
-            Run.objects.filter(id__in=ids)
+            Run.objects.filter(_among(Run._meta.db_table, ids))
             .order_by("created_at", "id")
             .annotate(
                 created_text=Cast("created_at", TextField()),
