@@ -6,9 +6,10 @@ Lines, the same bytes as `export_thread` writes whole.
 are made:
 
 - canonical: the thread's header at once (its own row, read already), then the messages and
-  the runs (with their message ids, and their events when asked) in keyset batches
-  (`selectors.exports`), each encoded as it comes, then its scores and feedback. Memory holds
-  one batch, never the thread.
+  the runs (with their message ids, and their events when asked) in batches by primary key
+  after one read of their order (`selectors.exports`), each encoded as it comes, then its
+  scores and feedback. Memory holds the order (16 bytes a row) and one batch, never the
+  thread's text.
 - ThreadProtocol: its header (the agents, the last time) depends on every message of the
   path, so the thread is read first, as before; the document is then written an action at a
   time, and with `branches=all` each child thread is built only once the one before is
