@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import os
 import socket
 import subprocess
 import sys
@@ -74,27 +75,30 @@ def _checkout(ref: str) -> Path:
 
 
 def _start(port: int, tree: Path) -> subprocess.Popen[bytes]:
-    """uvicorn serving the code of tree (one worker) on the benchmark's database."""
-    import os
-
-    from bench_api import start_server
-
-    saved = (os.environ.get("PYTHONPATH"), os.getcwd())
-    os.environ["PYTHONPATH"] = str(tree)
-    try:
-        import bench_api
-
-        root = bench_api.ROOT
-        bench_api.ROOT = tree  # start_server runs uvicorn from ROOT
+    """uvicorn serving the code of tree (one worker, DEBUG off) on the benchmark's database."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tree),
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", "benchmark-only"),
+        "LOG_LEVEL": "ERROR",
+        "TRANSCRIPTS_LOG_LEVEL": "ERROR",
+    }
+    command = [
+        sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
+        "--port", str(port), "--workers", "1", "--lifespan", "off", "--log-level", "warning",
+        "--no-access-log",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, cwd=tree, env=env, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while True:
         try:
-            return start_server(port, 1)
-        finally:
-            bench_api.ROOT = root
-    finally:
-        if saved[0] is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved[0]
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return process
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start") from None
+            time.sleep(0.2)
 
 
 def _free_port() -> int:
@@ -151,23 +155,23 @@ def _memory(threads: dict[int, str]) -> None:
     from transcripts import interchange
     from transcripts.models import Thread
 
-    params = {
-        "canonical": {"fmt": "canonical"},
-        "threadprotocol": {"fmt": "threadprotocol"},
-        "JSON Lines": {"fmt": "threadprotocol", "branches": "all"},
+    params: dict[str, tuple[str, str | None]] = {
+        "canonical": ("canonical", None),
+        "threadprotocol": ("threadprotocol", None),
+        "JSON Lines": ("threadprotocol", "all"),
     }
     for case, kwargs in params.items():
         peaks: dict[tuple[str, int], float] = {}
         for size, thread_id in threads.items():
             thread = Thread.objects.get(pk=thread_id)
 
-            def whole(thread: Thread = thread, kwargs: dict[str, str] = kwargs) -> None:
-                exported = interchange.export_thread(thread, **kwargs)
+            def whole(thread: Thread = thread, kwargs: tuple[str, str | None] = kwargs) -> None:
+                exported = interchange.export_thread(thread, kwargs[0], branches=kwargs[1])
                 for _ in interchange.chunks(exported.content):
                     pass
 
-            def streamed(thread: Thread = thread, kwargs: dict[str, str] = kwargs) -> None:
-                exported = interchange.stream_thread(thread, **kwargs)
+            def streamed(thread: Thread = thread, kwargs: tuple[str, str | None] = kwargs) -> None:
+                exported = interchange.stream_thread(thread, kwargs[0], branches=kwargs[1])
                 for _ in interchange.chunked(exported.pieces):
                     pass
 

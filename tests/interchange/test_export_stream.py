@@ -6,6 +6,7 @@ pinned by test_export_golden.py.)"""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from django.db import OperationalError, connection, connections
@@ -22,7 +23,7 @@ def _reader() -> ApiClient:
     return ApiClient(raw)
 
 
-def _export(thread: Thread, **params: str) -> object:
+def _export(thread: Thread, **params: str) -> Any:
     return _reader().get(f"/threads/{thread.id}/export", **params)
 
 

@@ -220,13 +220,15 @@ def export_thread(
     branches="all" (ThreadProtocol only) adds one child thread per other branch, as JSON Lines.
     """
     spec = export_spec(fmt)
+    exporter = spec.exporter
+    assert exporter is not None  # export_spec refuses the formats that only import
     every_branch = wants_every_branch(branches, fmt)
     canonical = fmt == "canonical"
     tree = thread_tree(
         thread, leaf=leaf, with_events=with_events and canonical, with_judgement=canonical
     )
     try:
-        exported = export_threadprotocol_branches(tree) if every_branch else spec.exporter(tree)
+        exported = export_threadprotocol_branches(tree) if every_branch else exporter(tree)
     except FormatError as exc:
         raise InvalidInput(
             f"this thread cannot be written as {fmt}: {exc}",
