@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from transcripts.ids import derived_ulid, is_ulid, ulid_to_uuid
@@ -52,8 +53,16 @@ def export_threadprotocol(thread: TreeThread) -> dict[str, Any]:
 
 def export_threadprotocol_branches(thread: TreeThread) -> list[JsonObject]:
     """The main thread (active path) first, then one child thread per other branch."""
+    return list(threadprotocol_documents(thread))
+
+
+def threadprotocol_documents(thread: TreeThread) -> Iterator[JsonObject]:
+    """`export_threadprotocol_branches` one document at a time, each built when it is asked
+    for (a streamed export writes one before the next is built; none changes once given)."""
     export = _Export(thread)
-    return [export.main, *(export.branch(leaf) for leaf in export.other_leaves())]
+    yield export.main
+    for leaf in export.other_leaves():
+        yield export.branch(leaf)
 
 
 def import_threadprotocol(data: object) -> list[TreeThread]:

@@ -1,6 +1,7 @@
 """Import and export of whole threads: the database side of transcripts.formats.
 
-A facade over `export.py` (a thread in any format), `imports.py` (documents into threads,
+A facade over `export.py` (a thread in any format), `export_stream.py` (the same, written
+as it is read), `imports.py` (documents into threads,
 through the ledger, with a report), `archives.py` (export zips), `files.py` (a file of any
 kind), `tasks.py` (large imports queued for a worker), `jobs.py` (the worker's side) and
 `limits.py` (the limits every import keeps).
@@ -15,6 +16,7 @@ from transcripts.interchange.export import (
     export_thread,
     thread_tree,
 )
+from transcripts.interchange.export_stream import ExportStream, chunked, stream_thread
 from transcripts.interchange.files import import_stream
 from transcripts.interchange.imports import (
     IMPORT_FORMATS,
@@ -32,7 +34,9 @@ __all__ = [
     "EXPORT_FORMATS",
     "IMPORT_FORMATS",
     "ExportFile",
+    "ExportStream",
     "ImportResult",
+    "chunked",
     "chunks",
     "export_thread",
     "import_data",
@@ -43,5 +47,6 @@ __all__ = [
     "queue_import",
     "resolve_format",
     "run_import_job",
+    "stream_thread",
     "thread_tree",
 ]

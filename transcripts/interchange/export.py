@@ -13,7 +13,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from transcripts.errors import FormatError, InvalidInput, NotFound
-from transcripts.formats import FORMATS, TreeThread
+from transcripts.formats import FORMATS, FormatSpec, TreeThread
 from transcripts.formats.threadprotocol import export_threadprotocol_branches
 from transcripts.jsonvalue import JsonObject
 from transcripts.message_schema import message_object
@@ -33,7 +33,7 @@ def thread_tree(
 ) -> TreeThread:
     """The whole thread (every branch and run) as a TreeThread; leaf picks the active path;
     with_judgement adds its scores and feedback."""
-    with _no_collection():
+    with no_collection():
         tree = _read_tree(thread, leaf=leaf, with_events=with_events)
     if with_judgement:
         tree.scores, tree.feedback = judgement_of(thread)
@@ -80,7 +80,7 @@ def judgement_of(thread: Thread) -> tuple[list[JsonObject], list[JsonObject]]:
 
 
 @contextmanager
-def _no_collection() -> Iterator[None]:
+def no_collection() -> Iterator[None]:
     """Hold off the cyclic garbage collector while a big thread is read."""
     # Reading builds tens of thousands of dicts and lists, none of them garbage: each round of
     # the collector walks them all again (a third of the time of a 5,000-message export).
@@ -111,7 +111,12 @@ def _read_tree(thread: Thread, *, leaf: str | None, with_events: bool) -> TreeTh
         message_id, parent_id, role, parts, created_text, metadata, run_id, position = row
         canonical.append(
             message_object(
-                message_id, parent_id, role, parts, _moment(created_text).isoformat(), metadata
+                message_id,
+                parent_id,
+                role,
+                parts,
+                postgres_moment(created_text).isoformat(),
+                metadata,
             )
         )
         in_runs.append((run_id, position, message_id))
@@ -129,7 +134,7 @@ def _read_tree(thread: Thread, *, leaf: str | None, with_events: bool) -> TreeTh
         )
         .values(*_RUN_FIELDS)
     )
-    events = _events_by_run(thread, [run["id"] for run in rows_of_runs]) if with_events else {}
+    events = events_by_run(thread, [run["id"] for run in rows_of_runs]) if with_events else {}
     runs = []
     for run in rows_of_runs:
         finished = run["finished_text"]
@@ -144,8 +149,8 @@ def _read_tree(thread: Thread, *, leaf: str | None, with_events: bool) -> TreeTh
             "metadata": run["metadata"],
             "usage": run["usage"],
             "error": run["error"],
-            "createdAt": to_iso(_moment(run["created_text"])),
-            "finishedAt": None if finished is None else to_iso(_moment(finished)),
+            "createdAt": to_iso(postgres_moment(run["created_text"])),
+            "finishedAt": None if finished is None else to_iso(postgres_moment(finished)),
             "lastSeq": run["last_seq"],
             "messageIds": by_run.get(run["id"], []),
         }
@@ -166,7 +171,7 @@ def _read_tree(thread: Thread, *, leaf: str | None, with_events: bool) -> TreeTh
     )
 
 
-def _events_by_run(thread: Thread, run_ids: list[str]) -> dict[str, list[JsonObject]]:
+def events_by_run(thread: Thread, run_ids: list[str]) -> dict[str, list[JsonObject]]:
     """Every run's events in wire form, in order: a query per EVENT_BATCH runs, not per run."""
     found: dict[str, list[JsonObject]] = {}
     for start in range(0, len(run_ids), EVENT_BATCH):
@@ -180,7 +185,7 @@ def _events_by_run(thread: Thread, run_ids: list[str]) -> dict[str, list[JsonObj
 EVENT_BATCH = 500
 
 
-def _moment(text: str) -> datetime:
+def postgres_moment(text: str) -> datetime:
     """A timestamp PostgreSQL wrote as text (ISO style), as the aware UTC datetime Django reads."""
     # Django reads timestamptz through psycopg's pure-Python loader (3.7 µs a value: 35 ms for
     # a 5,000-message thread); text and fromisoformat take a third of that.
@@ -214,19 +219,16 @@ def export_thread(
 
     branches="all" (ThreadProtocol only) adds one child thread per other branch, as JSON Lines.
     """
-    spec = FORMATS.get(fmt)
-    if spec is None or spec.exporter is None:
-        raise InvalidInput(
-            f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}",
-            field="format",
-        )
-    every_branch = _every_branch(branches, fmt)
+    spec = export_spec(fmt)
+    exporter = spec.exporter
+    assert exporter is not None  # export_spec refuses the formats that only import
+    every_branch = wants_every_branch(branches, fmt)
     canonical = fmt == "canonical"
     tree = thread_tree(
         thread, leaf=leaf, with_events=with_events and canonical, with_judgement=canonical
     )
     try:
-        exported = export_threadprotocol_branches(tree) if every_branch else spec.exporter(tree)
+        exported = export_threadprotocol_branches(tree) if every_branch else exporter(tree)
     except FormatError as exc:
         raise InvalidInput(
             f"this thread cannot be written as {fmt}: {exc}",
@@ -239,7 +241,18 @@ def export_thread(
     return ExportFile(text, spec.content_type, f"thread-{thread.id}.{spec.extension}")
 
 
-def _every_branch(branches: str | None, fmt: str) -> bool:
+def export_spec(fmt: str) -> FormatSpec:
+    """The format fmt names, or InvalidInput listing the formats an export writes."""
+    spec = FORMATS.get(fmt)
+    if spec is None or spec.exporter is None:
+        raise InvalidInput(
+            f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}",
+            field="format",
+        )
+    return spec
+
+
+def wants_every_branch(branches: str | None, fmt: str) -> bool:
     """Whether branches asks for every branch, which only ThreadProtocol writes apart."""
     if branches in (None, "", "active"):
         return False

@@ -6,8 +6,9 @@ and projection), `trace.py` (a run's events as spans and readable segments), `co
 (the branches at a fork point), `messages.py` (one-line previews), `moderation.py` (the
 reports queue), `shares.py` (share links, the branch each shows), `projects.py` (a project's
 members, tokens and audit log), `imports.py` (import jobs), `datasets.py` (the threads and
-trees a dataset reads) and `pages.py` (keyset pages and batch walks; cursors are
-`transcripts.pagination`). ULID conversions live in `transcripts.ids`.
+trees a dataset reads), `exports.py` (a streamed export's batches) and `pages.py` (keyset
+pages and batch walks; cursors are `transcripts.pagination`). ULID conversions live in
+`transcripts.ids`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,225 @@
+"""Exports that write as they read (issue 30): canonical JSON, ThreadProtocol and its JSON
+Lines, the same bytes as `export_thread` writes whole.
+
+`stream_thread` checks everything that can refuse an export first (the format, `branches`,
+`leaf`), so a 4xx still comes before any byte; then its pieces of text are written as they
+are made:
+
+- canonical: the thread's header at once (its own row, read already), then the messages and
+  the runs (with their message ids, and their events when asked) in batches by primary key
+  after one read of their order (`selectors.exports`), each encoded as it comes, then its
+  scores and feedback. Memory holds the order (16 bytes a row) and one batch, never the
+  thread's text.
+- ThreadProtocol: its header (the agents, the last time) depends on every message of the
+  path, so the thread is read first, as before; the document is then written an action at a
+  time, and with `branches=all` each child thread is built only once the one before is
+  written (memory holds the tree and one document, not every document and the text).
+
+The other formats are written whole, as before, and sent in pieces.
+
+A failure after the first byte (the database going away mid-export) cannot become an error
+status any more: the exception ends the response without its last chunk, so the client sees
+a cut-off transfer (and a document that does not parse), never a complete-looking 200.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+from transcripts.errors import NotFound
+from transcripts.formats.canonical import FORMAT_NAME, VERSION
+from transcripts.formats.threadprotocol import threadprotocol_documents
+from transcripts.interchange.export import (
+    JSON_LINES,
+    chunks,
+    events_by_run,
+    export_spec,
+    export_thread,
+    judgement_of,
+    no_collection,
+    postgres_moment,
+    thread_tree,
+    wants_every_branch,
+)
+from transcripts.jsonvalue import JsonObject
+from transcripts.message_schema import message_object
+from transcripts.models import Thread
+from transcripts.selectors.exports import is_message_of, message_batches, run_batches
+from transcripts.times import to_iso
+
+T = TypeVar("T")
+MESSAGE_BATCH = 1000
+RUN_BATCH = 500
+ACTION_BATCH = 200
+CHUNK_BYTES = 1 << 16
+
+# json.dumps(value, ensure_ascii=False), without making an encoder per value.
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+
+
+@dataclass(frozen=True)
+class ExportStream:
+    """An export checked and ready to write: its text comes piece by piece."""
+
+    pieces: Iterator[str]
+    content_type: str
+    filename: str
+
+
+def stream_thread(
+    thread: Thread,
+    fmt: str,
+    *,
+    leaf: str | None = None,
+    with_events: bool = False,
+    branches: str | None = None,
+) -> ExportStream:
+    """export_thread's document, written as it is read; refusals (InvalidInput, NotFound)
+    are raised here, before any piece."""
+    spec = export_spec(fmt)
+    every_branch = wants_every_branch(branches, fmt)
+    filename = f"thread-{thread.id}.{spec.extension}"
+    if fmt == "canonical":
+        if leaf is not None and not is_message_of(thread, leaf):
+            raise NotFound("leaf is not a message of this thread", leaf=leaf)
+        return ExportStream(_canonical(thread, leaf, with_events), spec.content_type, filename)
+    if fmt == "threadprotocol":
+        documents = threadprotocol_documents(thread_tree(thread, leaf=leaf))
+        main = next(documents)  # built now: what could fail fails before the first byte
+        if every_branch:
+            lines = _json_lines(main, documents)
+            return ExportStream(lines, JSON_LINES, f"thread-{thread.id}.jsonl")
+        return ExportStream(_document(main, "actions"), spec.content_type, filename)
+    whole = export_thread(thread, fmt, leaf=leaf, with_events=with_events, branches=branches)
+    return ExportStream(chunks(whole.content), whole.content_type, whole.filename)
+
+
+def chunked(pieces: Iterator[str], size: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """pieces as UTF-8, the first at once (the first byte should not wait for a full chunk),
+    the rest joined into chunks of about size bytes."""
+    pending: list[bytes] = []
+    held = 0
+    first = True
+    for piece in pieces:
+        encoded = piece.encode()
+        if first:
+            first = False
+            yield encoded
+            continue
+        pending.append(encoded)
+        held += len(encoded)
+        if held >= size:
+            yield b"".join(pending)
+            pending, held = [], 0
+    if pending:
+        yield b"".join(pending)
+
+
+def _canonical(thread: Thread, leaf: str | None, with_events: bool) -> Iterator[str]:
+    """The canonical document (`formats.canonical.export_canonical`), piece by piece."""
+    head = {
+        "format": FORMAT_NAME,
+        "version": VERSION,
+        "thread": {
+            "id": thread.id,
+            "title": thread.title,
+            "metadata": thread.metadata,
+            "agents": thread.agents,
+            "parentThreadId": thread.parent_thread_id,
+            "createdAt": to_iso(thread.created_at),
+            "updatedAt": to_iso(thread.updated_at),
+            "activeLeafId": leaf or thread.head_id,
+        },
+    }
+    yield _encode(head)[:-1] + ', "messages": ['
+    separator = ""
+    messages = message_batches(thread, MESSAGE_BATCH)
+    while batch := _next(messages):
+        with no_collection():
+            objects = [
+                message_object(
+                    key, parent, role, parts, postgres_moment(created).isoformat(), metadata
+                )
+                for key, parent, role, parts, created, metadata in batch
+            ]
+            text = separator + _encode(objects)[1:-1]
+        del objects, batch
+        yield text
+        separator = ", "
+    yield '], "runs": ['
+    separator = ""
+    run_rows = run_batches(thread, RUN_BATCH)
+    while runs := _next(run_rows):
+        ids = [run["id"] for run in runs]
+        events = events_by_run(thread, ids) if with_events else {}
+        items = []
+        for run in runs:
+            finished = run["finished_text"]
+            item: JsonObject = {
+                "id": run["id"],
+                "status": run["status"],
+                "forkFromMessageId": run["fork_from_id"],
+                "supersededBy": run["superseded_by_id"],
+                "generator": run["generator"],
+                "model": run["model"],
+                "parameters": run["parameters"],
+                "metadata": run["metadata"],
+                "usage": run["usage"],
+                "error": run["error"],
+                "createdAt": to_iso(postgres_moment(run["created_text"])),
+                "finishedAt": None if finished is None else to_iso(postgres_moment(finished)),
+                "lastSeq": run["last_seq"],
+                "messageIds": run["message_ids"],
+            }
+            if with_events:
+                item["events"] = events.get(run["id"], [])
+            items.append(item)
+        text = separator + _encode(items)[1:-1]
+        del items, runs, events
+        yield text
+        separator = ", "
+    yield "]"
+    scores, feedback = judgement_of(thread)
+    if scores:
+        yield ', "scores": ' + _encode(scores)
+    if feedback:
+        yield ', "feedback": ' + _encode(feedback)
+    yield "}"
+
+
+def _iso(created: str) -> str:
+    """A message's time as `thread_tree` writes it (from PostgreSQL's text of it)."""
+    return postgres_moment(created).isoformat()
+
+
+def _next(batches: Iterator[list[T]]) -> list[T]:
+    """The next batch, read with the cyclic collector held off (see `no_collection`); [] at
+    the end. Never across a yield: other requests of the process keep their collector."""
+    with no_collection():
+        return next(batches, [])
+
+
+def _document(document: JsonObject, key: str) -> Iterator[str]:
+    """json.dumps(document, ensure_ascii=False) in pieces: the list at key a batch at a time."""
+    items = document[key]
+    assert isinstance(items, list)
+    # A placeholder no document holds (a NUL is written escaped, and the rest is random).
+    marker = f"\x00{uuid.uuid4().hex}"
+    head, tail = _encode({**document, key: marker}).split(_encode(marker), 1)
+    yield head + "["
+    for start in range(0, len(items), ACTION_BATCH):
+        yield (", " if start else "") + _encode(items[start : start + ACTION_BATCH])[1:-1]
+    yield "]" + tail
+
+
+def _json_lines(main: JsonObject, others: Iterator[JsonObject]) -> Iterator[str]:
+    """The main thread, then each child thread, one JSON document a line."""
+    yield from _document(main, "actions")
+    yield "\n"
+    for document in others:
+        yield from _document(document, "actions")
+        yield "\n"
