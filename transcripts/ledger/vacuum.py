@@ -102,7 +102,9 @@ _ANALYZE_THRESHOLDS = """
 """
 
 
-def analyze_after_import(*, threads: int, messages: int) -> list[str]:
+def analyze_after_import(
+    *, threads: int, messages: int, runs: int | None = None, events: int | None = None
+) -> list[str]:
     """ANALYZE the tables an import just wrote when it wrote enough of them to make autovacuum
     analyze them (see _ANALYZE_THRESHOLDS): now, not when autovacuum gets round to it, so that
     the reads that follow an import (a search, a conversation) are planned with statistics of
@@ -111,7 +113,7 @@ def analyze_after_import(*, threads: int, messages: int) -> list[str]:
     The import's own counts decide, not `pg_stat_user_tables.n_mod_since_analyze`: a backend
     reports its changes to the statistics system only some time after its commit. An imported
     thread has at least one run and an imported message at least one event, so runs and events
-    are compared with the threads' and the messages' counts (a lower bound: a table this
+    not counted are the threads' and the messages' counts (a lower bound: a table this
     undercounts is left to autovacuum, as before). A small import into a large store analyzes
     nothing.
 
@@ -124,9 +126,9 @@ def analyze_after_import(*, threads: int, messages: int) -> list[str]:
         return []
     written = {
         Thread._meta.db_table: threads,
-        Run._meta.db_table: threads,
+        Run._meta.db_table: threads if runs is None else runs,
         Message._meta.db_table: messages,
-        Event._meta.db_table: messages,
+        Event._meta.db_table: messages if events is None else events,
     }
     if not any(written.values()):
         return []
