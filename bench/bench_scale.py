@@ -43,7 +43,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,10 @@ class Figure:
     p95: float
     queries: int
     db_ms: float
+    # With --explain: the database's time of the request's queries under EXPLAIN ANALYZE (ms)
+    # and the pages they read.
+    plan_ms: float = 0.0
+    pages: int = 0
 
 
 @dataclass
@@ -416,21 +420,37 @@ def fetcher(world: World, case: Case) -> Callable[[], Any]:
     return get
 
 
-def explain_slowest(get: Callable[[], Any], count: int = 2) -> None:
-    """EXPLAIN (ANALYZE, BUFFERS) of the count slowest queries of one request."""
+def explain_request(get: Callable[[], Any]) -> tuple[float, int]:
+    """EXPLAIN (ANALYZE, BUFFERS) of every SELECT of one request: prints the plan of its
+    slowest and returns the database's own time for them all (ms) and the pages they read
+    (shared buffers hit or read): figures of the plans, apart from the machine's load."""
+    import json
+
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     with CaptureQueriesContext(connection) as captured:
         get()
-    slowest = sorted(captured.captured_queries, key=lambda q: -float(q["time"]))[:count]
+    total_ms, pages, slowest = 0.0, 0, (-1.0, "")
     with connection.cursor() as cursor:
-        for query in slowest:
-            if not query["sql"].lstrip().upper().startswith(("SELECT", "WITH")):
+        for query in captured.captured_queries:
+            sql = query["sql"]
+            if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
                 continue
-            cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {query['sql']}")
-            plan = "\n".join(f"      {line}" for (line,) in cursor.fetchall())
-            print(f"    {float(query['time']) * 1000:.1f} ms: {query['sql'][:300]}\n{plan}")
+            cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}")
+            (raw,) = cursor.fetchone()
+            plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]
+            took = float(plan["Execution Time"])
+            total_ms += took
+            pages += int(plan["Plan"].get("Shared Hit Blocks", 0))
+            pages += int(plan["Plan"].get("Shared Read Blocks", 0))
+            slowest = max(slowest, (took, sql))
+        if slowest[1]:
+            cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {slowest[1]}")
+            text = "\n".join(f"      {line}" for (line,) in cursor.fetchall())
+            print(f"    slowest, {slowest[0]:.1f} ms: {slowest[1][:300]}\n{text}")
+    print(f"    plans: {total_ms:.1f} ms in the database, {pages:,} pages", flush=True)
+    return total_ms, pages
 
 
 def measure_all(world: World, repeat: int, *, explain: bool = False) -> dict[str, Figure]:
@@ -450,7 +470,8 @@ def measure_all(world: World, repeat: int, *, explain: bool = False) -> dict[str
             flush=True,
         )
         if explain and case.label.startswith(EXPLAINED):
-            explain_slowest(fetcher(world, case))
+            plan_ms, pages = explain_request(fetcher(world, case))
+            figures[key] = replace(figure, plan_ms=plan_ms, pages=pages)
     return figures
 
 
@@ -661,19 +682,35 @@ def report_phases(
     sizes: tuple[int, int],
 ) -> None:
     """The search, conversation and list figures side by side in the three phases: p95 at the
-    full size and the ratio of p50s across the sizes."""
+    full size and the ratio of p50s across the sizes; with --explain, the database's time of
+    the request's queries under EXPLAIN ANALYZE and the pages they read, at both sizes."""
+    phases = (JUST_IMPORTED, IMPORTER_ANALYZED, VACUUMED)
+    labels = [label for label in full[VACUUMED] if label.startswith(EXPLAINED)]
     print()
     print(f"phases at {sizes[1]:,} threads: p95 ms (ratio of p50 over {sizes[0]:,} threads)")
-    phases = (JUST_IMPORTED, IMPORTER_ANALYZED, VACUUMED)
     print(f"  {'figure':<44}" + "".join(f" {phase:>22}" for phase in phases))
-    for label in full[VACUUMED]:
-        if not label.startswith(EXPLAINED):
-            continue
+    for label in labels:
         cells = []
         for phase in phases:
             big, little = full[phase][label], small[phase][label]
             cells.append(f"{big.p95:>13.1f} ({_ratio(little, big):5.2f})")
         print(f"  {label:<44}" + "".join(f" {cell:>22}" for cell in cells))
+    if not any(full[VACUUMED][label].pages for label in labels):
+        return
+    print()
+    print(
+        f"plans (--explain): database ms and pages read by the request's queries under"
+        f" EXPLAIN ANALYZE, at {sizes[0]:,} → {sizes[1]:,} threads"
+    )
+    print(f"  {'figure':<44}" + "".join(f" {phase:>34}" for phase in phases))
+    for label in labels:
+        cells = []
+        for phase in phases:
+            big, little = full[phase][label], small[phase][label]
+            cells.append(
+                f"{little.plan_ms:6.1f}→{big.plan_ms:6.1f} ms {little.pages:>7,}→{big.pages:>7,} p"
+            )
+        print(f"  {label:<44}" + "".join(f" {cell:>34}" for cell in cells))
 
 
 if __name__ == "__main__":
