@@ -13,9 +13,23 @@ p95 <= 300 ms). The thread list's sorts (issue 27) are printed again against the
 order's first page of the same run, and the project dashboard and its stats API over 7 days,
 30 days and a year (bench_dashboard.py's cases) at both sizes.
 
+Each size is measured in three phases (issue 30): "just imported", right after the rows are
+written and the indexes built again, before any ANALYZE (autovacuum is off on the big tables
+for the whole run, and their last_autoanalyze is printed before and after to show it did not
+run), so the planner still has the statistics of the store before the load; "importer's
+analyze", after `ledger.vacuum.analyze_after_import` (what an API import or an import job runs
+after its commit) with the counts the load wrote; and "vacuumed", after VACUUM (ANALYZE) as
+before (the visibility map set: index-only scans). The seeder's COPY leaves the planner what an
+API import leaves it: new rows and stale column statistics (pg_statistic). Building the indexes
+again sets pg_class.reltuples of the tables, where an import's inserts do not, but the planner
+scales reltuples by the table's pages as they are now, so its row count is the same either way
+(printed). --explain prints EXPLAIN (ANALYZE, BUFFERS) of the slowest queries of the search,
+conversation and thread list figures in each phase.
+
     .venv/bin/python bench/bench_scale.py            # 100k threads (and 10k)
     .venv/bin/python bench/bench_scale.py --small    # 10k threads (and 1k)
     .venv/bin/python bench/bench_scale.py --threads 2000 --repeat 10
+    .venv/bin/python bench/bench_scale.py --small --explain   # the plans of each phase
 """
 
 from __future__ import annotations
@@ -29,11 +43,12 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _record import figure as record_figure
 from _setup import setup_django
 
 TARGET_MS = 150.0
@@ -58,6 +73,15 @@ SORTED = (
 )
 BASELINE = "thread list: first page"
 
+# The phases each size is measured in (see the module's docstring).
+JUST_IMPORTED = "just imported"
+IMPORTER_ANALYZED = "importer's analyze"
+VACUUMED = "vacuumed"
+# The big tables, whose autovacuum is off during the run (the phases say when they are analyzed).
+BIG = ("transcripts_thread", "transcripts_run", "transcripts_message", "transcripts_event")
+# The figures whose plans --explain prints (labels start so).
+EXPLAINED = ("search:", "conversation:", "thread list: first page")
+
 
 @dataclass(frozen=True)
 class Case:
@@ -76,6 +100,10 @@ class Figure:
     p95: float
     queries: int
     db_ms: float
+    # With --explain: the database's time of the request's queries under EXPLAIN ANALYZE (ms)
+    # and the pages they read.
+    plan_ms: float = 0.0
+    pages: int = 0
 
 
 @dataclass
@@ -109,17 +137,17 @@ def seed_world(seeder: Any) -> dict[str, str]:
     }
 
 
-def grow(seeder: Any, *, upto: int, specials: int) -> None:
+def grow(seeder: Any, *, upto: int, specials: int) -> dict[str, int]:
     """Seed normal threads until upto are written (besides the `specials` ones), secondary
-    indexes dropped and built again after (bulk_load), then VACUUM (ANALYZE) and the size."""
-    from django.db import connection
+    indexes dropped and built again after (bulk_load), and count them; no ANALYZE. The threads,
+    runs, messages and events written."""
     from scale_copy import bulk_load
-    from scale_seed import normal_threads
+    from scale_seed import RUNS_PER_THREAD, normal_threads
 
     first = seeder.threads_written - specials
     count = upto - first
     if count <= 0:
-        return
+        return {"threads": 0, "runs": 0, "messages": 0, "events": 0}
     started = time.perf_counter()
     events0, messages0 = seeder.events_written, seeder.messages_written
     step = max(1, count // 10)
@@ -143,12 +171,89 @@ def grow(seeder: Any, *, upto: int, specials: int) -> None:
         flush=True,
     )
     recount_every_thread()
+    settle()
+    runs = count * RUNS_PER_THREAD  # normal threads: no branch, no failure besides
+    return {"threads": count, "runs": runs, "messages": messages, "events": events}
+
+
+def measure_phases(
+    world: World, written: dict[str, int], *, repeat: int, explain: bool
+) -> dict[str, dict[str, Figure]]:
+    """The figures just imported, after the importer's analyze, and after VACUUM (ANALYZE)."""
+    from django.db import connection
+
+    from transcripts.ledger.vacuum import analyze_after_import
+
+    phases: dict[str, dict[str, Figure]] = {}
+    before = print_statistics(JUST_IMPORTED)
+    print(f"measuring {JUST_IMPORTED}", flush=True)
+    phases[JUST_IMPORTED] = measure_all(world, repeat, explain=explain)
+    if print_statistics("after measuring it") != before:
+        print("  (statistics changed while measuring: not just imported any more)", flush=True)
+    started = time.perf_counter()
+    analyzed = analyze_after_import(**written)
+    counts = ", ".join(f"{name}={value:,}" for name, value in written.items())
+    print(
+        f"importer's analyze ({counts}) in {time.perf_counter() - started:.1f} s:"
+        f" {', '.join(analyzed) or 'nothing'}",
+        flush=True,
+    )
+    print_statistics(IMPORTER_ANALYZED)
+    print(f"measuring after the {IMPORTER_ANALYZED}", flush=True)
+    phases[IMPORTER_ANALYZED] = measure_all(world, repeat, explain=explain)
     started = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute("VACUUM (ANALYZE)")
     print(f"VACUUM (ANALYZE) in {time.perf_counter() - started:.1f} s", flush=True)
     settle()
     print_size()
+    print(f"measuring {VACUUMED}", flush=True)
+    phases[VACUUMED] = measure_all(world, repeat, explain=explain)
+    return phases
+
+
+def autovacuum(enabled: bool) -> None:
+    """Autovacuum (and its ANALYZE) on or off for the big tables."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for table in BIG:
+            cursor.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = {enabled})")
+
+
+def print_statistics(when: str) -> list[tuple[Any, ...]]:
+    """What the planner knows of the big tables (pg_class.reltuples, the rows it plans with:
+    reltuples scaled by the pages now, as the planner does, and the rows counted) and when
+    they were last analyzed by hand and by autovacuum; returns the analyses' times."""
+    from django.db import connection
+
+    print(f"  statistics, {when}:", flush=True)
+    times = []
+    with connection.cursor() as cursor:
+        for table in BIG:
+            cursor.execute(
+                "SELECT c.reltuples, CASE WHEN c.relpages > 0 THEN c.reltuples / c.relpages"
+                " * (pg_relation_size(c.oid) / current_setting('block_size')::int) END,"
+                " s.last_analyze, s.last_autoanalyze, s.n_mod_since_analyze"
+                " FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid"
+                " WHERE c.oid = %s::regclass",
+                [table],
+            )
+            reltuples, planned, manual, auto, modified = cursor.fetchone()
+            cursor.execute(f"SELECT count(*) FROM {table}")
+            (rows,) = cursor.fetchone()
+            times.append((table, manual, auto))
+            print(
+                f"    {table:<20} {rows:>12,} rows, reltuples {reltuples:>12,.0f}, planned"
+                f" {planned or 0:>12,.0f}, modified since analyze {modified:>11,};"
+                f" analyzed {_clock(manual)}, autoanalyzed {_clock(auto)}",
+                flush=True,
+            )
+    return times
+
+
+def _clock(moment: Any) -> str:
+    return moment.strftime("%H:%M:%S") if moment else "never"
 
 
 def recount_every_thread() -> None:
@@ -315,7 +420,40 @@ def fetcher(world: World, case: Case) -> Callable[[], Any]:
     return get
 
 
-def measure_all(world: World, repeat: int) -> dict[str, Figure]:
+def explain_request(get: Callable[[], Any]) -> tuple[float, int]:
+    """EXPLAIN (ANALYZE, BUFFERS) of every SELECT of one request: prints the plan of its
+    slowest and returns the database's own time for them all (ms) and the pages they read
+    (shared buffers hit or read): figures of the plans, apart from the machine's load."""
+    import json
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        get()
+    total_ms, pages, slowest = 0.0, 0, (-1.0, "")
+    with connection.cursor() as cursor:
+        for query in captured.captured_queries:
+            sql = query["sql"]
+            if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
+                continue
+            cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}")
+            (raw,) = cursor.fetchone()
+            plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]
+            took = float(plan["Execution Time"])
+            total_ms += took
+            pages += int(plan["Plan"].get("Shared Hit Blocks", 0))
+            pages += int(plan["Plan"].get("Shared Read Blocks", 0))
+            slowest = max(slowest, (took, sql))
+        if slowest[1]:
+            cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {slowest[1]}")
+            text = "\n".join(f"      {line}" for (line,) in cursor.fetchall())
+            print(f"    slowest, {slowest[0]:.1f} ms: {slowest[1][:300]}\n{text}")
+    print(f"    plans: {total_ms:.1f} ms in the database, {pages:,} pages", flush=True)
+    return total_ms, pages
+
+
+def measure_all(world: World, repeat: int, *, explain: bool = False) -> dict[str, Figure]:
     figures = {}
     for case in cases(world):
         figure = measure(fetcher(world, case), repeat)
@@ -331,6 +469,9 @@ def measure_all(world: World, repeat: int) -> dict[str, Figure]:
             f"  {figure.queries:3} queries {figure.db_ms:8.1f} ms",
             flush=True,
         )
+        if explain and case.label.startswith(EXPLAINED):
+            plan_ms, pages = explain_request(fetcher(world, case))
+            figures[key] = replace(figure, plan_ms=plan_ms, pages=pages)
     return figures
 
 
@@ -345,7 +486,11 @@ def _ratio(little: Figure, big: Figure) -> float:
     return big.p50 / little.p50 if little.p50 else float("inf")
 
 
-def report(small: dict[str, Figure], full: dict[str, Figure], sizes: tuple[int, int]) -> None:
+def report(
+    small: dict[str, Figure], full: dict[str, Figure], sizes: tuple[int, int], phase: str
+) -> None:
+    print()
+    print(f"=== {phase} ===")
     header = (
         f"{'figure':<44} {f'{sizes[0]:,} p50':>11} {'p95':>8} {f'{sizes[1]:,} p50':>12} "
         f"{'p95':>8} {'ratio':>6} {'÷ ctl':>6} {'queries':>7} {'db ms':>15}  goal"
@@ -356,12 +501,14 @@ def report(small: dict[str, Figure], full: dict[str, Figure], sizes: tuple[int, 
     print(header)
     print("-" * len(header))
     missed = drifted = 0
+    rows: list[tuple[str, Figure, Figure, float, bool]] = []
     for label, big in full.items():
         little = small[label]
         ratio = _ratio(little, big)
         ok = big.p95 <= target(label) and ratio <= TARGET_RATIO
         missed += not ok
         drifted += big.p95 > target(label) or ratio / control > TARGET_RATIO
+        rows.append((label, little, big, ratio, ok))
         print(
             f"{label:<44} {little.p50:>11.1f} {little.p95:>8.1f} {big.p50:>12.1f} {big.p95:>8.1f}"
             f" {ratio:>6.2f} {ratio / control:>6.2f} {big.queries:>7} {little.db_ms:>6.1f} →"
@@ -386,6 +533,17 @@ def report(small: dict[str, Figure], full: dict[str, Figure], sizes: tuple[int, 
     )
     report_sorts(full, sizes[1])
     report_dashboard(small, full, sizes)
+    print()
+    for label, little, big, ratio, ok in rows:
+        record_figure(
+            f"{phase}: {label} at {sizes[1]:,} threads, p50",
+            big.p50,
+            "ms",
+            goal=f"p95 <= {target(label):.0f} ms, ratio <= {TARGET_RATIO}",
+            ok=ok,
+            baseline=(f"p50 at {sizes[0]:,} threads", little.p50),
+            note=f"p95 {big.p95:.1f} ms (at {sizes[0]:,}: {little.p95:.1f} ms); ratio {ratio:.2f}",
+        )
 
 
 def report_dashboard(
@@ -459,6 +617,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=100_000, help="threads at full size")
     parser.add_argument("--small", action="store_true", help="a tenth: 10,000 threads")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument(
+        "--explain", action="store_true", help="plans of the search, conversation and list"
+    )
     args = parser.parse_args()
     # Stopped with SIGTERM, still run the exit handlers that stop and delete the database.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -493,16 +654,63 @@ def main() -> None:
     specials = seeder.threads_written
     print(f"special threads in {time.perf_counter() - started:.1f} s", flush=True)
     world = World(clients=clients, project_id=project.pk, **special)
-    print(f"seeding {tenth:,} threads", flush=True)
-    grow(seeder, upto=tenth, specials=specials)
-    print(f"measuring at {tenth:,} threads", flush=True)
-    small = measure_all(world, args.repeat)
-    print(f"seeding up to {full_size:,} threads", flush=True)
-    grow(seeder, upto=full_size, specials=specials)
-    print(f"measuring at {full_size:,} threads", flush=True)
-    full = measure_all(world, args.repeat)
-    report(small, full, (tenth, full_size))
+    # The store before the import, analyzed as autovacuum would have; from here on only the
+    # phases analyze the big tables.
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM (ANALYZE)")
+    autovacuum(False)
+    try:
+        print(f"seeding {tenth:,} threads", flush=True)
+        written = grow(seeder, upto=tenth, specials=specials)
+        small = measure_phases(world, written, repeat=args.repeat, explain=args.explain)
+        print(f"seeding up to {full_size:,} threads", flush=True)
+        written = grow(seeder, upto=full_size, specials=specials)
+        full = measure_phases(world, written, repeat=args.repeat, explain=args.explain)
+    finally:
+        autovacuum(True)
+    for phase in (JUST_IMPORTED, IMPORTER_ANALYZED, VACUUMED):
+        report(small[phase], full[phase], (tenth, full_size), phase)
+    report_phases(small, full, (tenth, full_size))
     explain_sorts(project.pk)
+
+
+def report_phases(
+    small: dict[str, dict[str, Figure]],
+    full: dict[str, dict[str, Figure]],
+    sizes: tuple[int, int],
+) -> None:
+    """The search, conversation and list figures side by side in the three phases: p95 at the
+    full size and the ratio of p50s across the sizes; with --explain, the database's time of
+    the request's queries under EXPLAIN ANALYZE and the pages they read, at both sizes."""
+    phases = (JUST_IMPORTED, IMPORTER_ANALYZED, VACUUMED)
+    labels = [label for label in full[VACUUMED] if label.startswith(EXPLAINED)]
+    print()
+    print(f"phases at {sizes[1]:,} threads: p95 ms (ratio of p50 over {sizes[0]:,} threads)")
+    print(f"  {'figure':<44}" + "".join(f" {phase:>22}" for phase in phases))
+    for label in labels:
+        cells = []
+        for phase in phases:
+            big, little = full[phase][label], small[phase][label]
+            cells.append(f"{big.p95:>13.1f} ({_ratio(little, big):5.2f})")
+        print(f"  {label:<44}" + "".join(f" {cell:>22}" for cell in cells))
+    if not any(full[VACUUMED][label].pages for label in labels):
+        return
+    print()
+    print(
+        f"plans (--explain): database ms and pages read by the request's queries under"
+        f" EXPLAIN ANALYZE, at {sizes[0]:,} → {sizes[1]:,} threads"
+    )
+    print(f"  {'figure':<44}" + "".join(f" {phase:>34}" for phase in phases))
+    for label in labels:
+        cells = []
+        for phase in phases:
+            big, little = full[phase][label], small[phase][label]
+            cells.append(
+                f"{little.plan_ms:6.1f}→{big.plan_ms:6.1f} ms {little.pages:>7,}→{big.pages:>7,} p"
+            )
+        print(f"  {label:<44}" + "".join(f" {cell:>34}" for cell in cells))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from transcripts.formats.sources import check_json_bytes
 from transcripts.interchange.limits import check_messages, json_limits
 from transcripts.interchange.threadprotocol import parse_json_lines, refuse_reimports
 from transcripts.ledger.importing import TreeWriter
+from transcripts.ledger.vacuum import analyze_after_import
 from transcripts.models import Project, Thread
 
 IMPORT_FORMATS = [key for key, spec in FORMATS.items() if spec.importer is not None]
@@ -222,6 +223,9 @@ def import_trees(
         for where, why in judged.skipped:
             log.add(where, "feedback", why)
     add_skips(result.report, log)
+    # Statistics of what a large import wrote, after its commit (see analyze_after_import).
+    counts = result.report["threads"], result.report["messages"]
+    transaction.on_commit(lambda: analyze_after_import(threads=counts[0], messages=counts[1]))
     return result
 
 

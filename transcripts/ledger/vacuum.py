@@ -1,5 +1,6 @@
 """After a redaction, VACUUM and ANALYZE the tables it rewrote, so that the old content leaves
-the dead row versions and the planner's statistics.
+the dead row versions and the planner's statistics; after a large import, ANALYZE the tables it
+filled, so that the next reads are planned for the store as it now is (`analyze_after_import`).
 
 An UPDATE leaves the row version it replaces in the table (and its TOAST table and indexes)
 until a VACUUM; ANALYZE replaces the sampled values `pg_statistic` keeps. The worker's sweep
@@ -10,11 +11,14 @@ own: the audit record of the redaction and PostgreSQL's `pg_stat_user_tables` sa
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 
 from django.db import connection
 
 from transcripts.models import AuditRecord, Event, Message, Run, Thread
+
+logger = logging.getLogger(__name__)
 
 # The tables a redaction rewrites: events, messages, runs (usage, error, snapshot), threads
 # (a title made from the text).
@@ -83,3 +87,59 @@ def vacuum_after_redaction() -> list[str]:
     _covered.clear()
     _covered.update(due)
     return list(REDACTED_TABLES)
+
+
+# autovacuum's own rule for when a table's statistics are stale: more rows changed since its
+# last ANALYZE than autovacuum_analyze_threshold + autovacuum_analyze_scale_factor * its rows
+# (pg_class.reltuples, -1 when never counted). The server's settings, not a copy of them.
+_ANALYZE_THRESHOLDS = """
+    SELECT c.relname,
+           current_setting('autovacuum_analyze_threshold')::float8
+           + current_setting('autovacuum_analyze_scale_factor')::float8
+             * greatest(c.reltuples, 0)
+    FROM pg_class c
+    WHERE c.oid = ANY(%s::regclass[])
+"""
+
+
+def analyze_after_import(
+    *, threads: int, messages: int, runs: int | None = None, events: int | None = None
+) -> list[str]:
+    """ANALYZE the tables an import just wrote when it wrote enough of them to make autovacuum
+    analyze them (see _ANALYZE_THRESHOLDS): now, not when autovacuum gets round to it, so that
+    the reads that follow an import (a search, a conversation) are planned with statistics of
+    the store as it is. Returns the tables analyzed.
+
+    The import's own counts decide, not `pg_stat_user_tables.n_mod_since_analyze`: a backend
+    reports its changes to the statistics system only some time after its commit. An imported
+    thread has at least one run and an imported message at least one event, so runs and events
+    not counted are the threads' and the messages' counts (a lower bound: a table this
+    undercounts is left to autovacuum, as before). A small import into a large store analyzes
+    nothing.
+
+    Outside any transaction only (call it after the import's commit; inside one, nothing is
+    done: the statistics would be of rows nobody else sees yet). An ANALYZE that fails (a
+    lock, a cancel) is logged and never fails the import: autovacuum analyzes later.
+    SKIP_LOCKED leaves a table another ANALYZE (autovacuum's, another import's) holds.
+    """
+    if connection.in_atomic_block:
+        return []
+    written = {
+        Thread._meta.db_table: threads,
+        Run._meta.db_table: threads if runs is None else runs,
+        Message._meta.db_table: messages,
+        Event._meta.db_table: messages if events is None else events,
+    }
+    if not any(written.values()):
+        return []
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(_ANALYZE_THRESHOLDS, [list(written)])
+            due = [table for table, threshold in cursor.fetchall() if written[table] > threshold]
+            if due:
+                tables = ", ".join(connection.ops.quote_name(table) for table in due)
+                cursor.execute(f"ANALYZE (SKIP_LOCKED) {tables}")
+    except Exception:
+        logger.exception("ANALYZE after an import failed; autovacuum will analyze later")
+        return []
+    return sorted(due)

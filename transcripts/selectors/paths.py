@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from django.contrib.postgres.aggregates import ArrayAgg
 from django.db import connection
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from transcripts.ids import to_uuid, ulid_of
@@ -89,14 +89,18 @@ def path_page(
 
 
 def _window_messages() -> QuerySet[Message]:
-    """Messages with just the run columns the conversation view shows."""
-    return Message.objects.select_related("run").only(
-        *(f.name for f in Message._meta.concrete_fields if f.name != "search"),
-        "run__id",
-        "run__status",
-        "run__model",
-        "run__generator",
-    )
+    """Messages with just the run columns the conversation view shows.
+
+    The runs come in a second query, by primary key, rather than joined: how the planner
+    joins them depends on how many messages it expects of the thread, and with statistics
+    older than the store (just after a large import) it expected hundreds and read every run
+    of the store by a hash join. Apart, each query's plan is an index lookup whatever the
+    statistics say.
+    """
+    runs = Run.objects.only("id", "status", "model", "generator")
+    return Message.objects.only(
+        *(f.name for f in Message._meta.concrete_fields if f.name != "search")
+    ).prefetch_related(Prefetch("run", queryset=runs))
 
 
 # Ancestors of the anchor (up to `before`) and its most recent descendants (up to `after`),
