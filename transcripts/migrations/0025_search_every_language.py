@@ -40,7 +40,10 @@ PAIRED = (
     r"\u0620-\u063F\u0641-\u064A\u066E-\u06D3\u06D5\u06EE\u06EF\u06FA-\u06FC\u05D0-\u05EA"
 )
 # Arabic and Hebrew vowel and cantillation marks and the Arabic tatweel: dropped.
-MARKS = r"\u0591-\u05BD\u05BF\u05C1\u05C2\u05C4\u05C5\u05C7\u0610-\u061A\u0640\u064B-\u065F\u0670\u06D6-\u06ED"
+MARK_RANGES = [(0x0591, 0x05BD), (0x05BF, 0x05BF), (0x05C1, 0x05C2), (0x05C4, 0x05C5)]
+MARK_RANGES += [(0x05C7, 0x05C7), (0x0610, 0x061A), (0x0640, 0x0640), (0x064B, 0x065F)]
+MARK_RANGES += [(0x0670, 0x0670), (0x06D6, 0x06ED)]
+MARK_POINTS = [point for low, high in MARK_RANGES for point in range(low, high + 1)]
 
 
 def create_unaccent_extension(apps: Any, schema_editor: Any) -> None:
@@ -81,23 +84,25 @@ def create_unaccent_extension(apps: Any, schema_editor: Any) -> None:
 
 def functions_sql(schema: str) -> list[str]:
     """The functions and the configuration, unaccent's objects named in its schema."""
-    paired, marks = f"[{PAIRED}]", f"[{MARKS}]"
+    paired, marks = f"[{PAIRED}]", "".join(map(chr, MARK_POINTS))
     return [
         "CREATE OR REPLACE FUNCTION transcripts_unaccent(text) RETURNS text"
         " LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT"
         f" RETURN {schema}.unaccent('{schema}.unaccent'::regdictionary, $1)",
-        "DROP TEXT SEARCH CONFIGURATION IF EXISTS transcripts_search",
         "CREATE TEXT SEARCH CONFIGURATION transcripts_search (COPY = simple)",
         "ALTER TEXT SEARCH CONFIGURATION transcripts_search ALTER MAPPING FOR"
         f" word, hword, hword_part, numword, numhword WITH {schema}.unaccent, simple",
-        # Doubling each letter, dropping a run's first and cutting what is left in twos gives
-        # the overlapping pairs in order, then the run's last letter alone.
+        # One pass of the letters' class cuts the text into runs of them and the rest; a run
+        # doubled letter by letter, less its first letter, cut in twos gives its overlapping
+        # pairs in order, then its last letter alone (the costly class read once per letter).
         "CREATE OR REPLACE FUNCTION transcripts_search_text(text) RETURNS text"
-        " LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT"
-        f" RETURN CASE WHEN $1 !~ '[{PAIRED}{MARKS}]' THEN $1 ELSE"
-        f" regexp_replace(regexp_replace(regexp_replace(regexp_replace($1, '{marks}', '', 'g'),"
-        f" '({paired})', '\\1\\1', 'g'), '(^|[^{PAIRED}]){paired}', '\\1', 'g'),"
-        f" '({paired})({paired}?)', ' \\1\\2 ', 'g') END",
+        " LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $body$"
+        f" SELECT CASE WHEN $1 !~ '{paired}' THEN $1 ELSE ("
+        " SELECT string_agg(CASE WHEN run[2] IS NULL THEN run[1] ELSE ' ' || regexp_replace("
+        "substr(regexp_replace(run[2], '(.)', '\\1\\1', 'g'), 2), '(..?)', '\\1 ', 'g') END,"
+        " '' ORDER BY n)"
+        f" FROM regexp_matches(translate($1, '{marks}', ''), '([^{PAIRED}]+)|({paired}+)', 'g')"
+        " WITH ORDINALITY AS runs(run, n)) END $body$",
         "CREATE OR REPLACE FUNCTION transcripts_search_query(text) RETURNS tsquery"
         " LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT"
         " RETURN regexp_replace(websearch_to_tsquery('transcripts_search', $1)::text,"

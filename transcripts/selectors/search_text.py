@@ -15,7 +15,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-# The letters written as pairs and the marks dropped: as migration 0025's PAIRED and MARKS.
+# The letters written as pairs and the marks dropped: as migration 0025's PAIRED and MARK_RANGES.
 PAIRED = (
     "\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3005-\u3007\u3040-\u30ff"
     "\u3100-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff"
