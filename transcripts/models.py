@@ -31,6 +31,12 @@ def trigram(expression: Any) -> OpClass:
     return OpClass(Upper(expression), name="gin_trgm_ops")
 
 
+def folded(expression: Any) -> models.Func:
+    """expression without accents: unaccent with its dictionary named (migration 0025), so
+    an index may use it ("Café" -> "Cafe", "Straße" -> "Strasse")."""
+    return models.Func(expression, function="transcripts_unaccent", output_field=models.TextField())
+
+
 class Project(models.Model):
     """A team's space: every thread belongs to one, people and tokens belong to projects."""
 
@@ -190,7 +196,8 @@ class Thread(models.Model):
                 fields=["project", "-updated_at", "-id"], name="thread_project_updated_idx"
             ),
             # The thread list's title search and agent/model filter (icontains, migration 0013).
-            GinIndex(trigram("title"), name="thread_title_trgm_idx"),
+            # The thread list's title search: any part of a title, any case, accents ignored.
+            GinIndex(trigram(folded("title")), name="thread_title_folded_trgm_idx"),
             GinIndex(trigram(Cast("agents", models.TextField())), name="thread_agents_trgm_idx"),
             # The thread list's sorts (issue 27): each a keyset walk of one project.
             *(
@@ -365,11 +372,14 @@ class Message(models.Model):
     flagged_at = models.DateTimeField(null=True, blank=True)
     flag_reason = models.TextField(blank=True, default="")
     redacted_at = models.DateTimeField(null=True, blank=True)
-    # Full-text search over the text and reasoning of every message, on every branch.
+    # Full-text search over the text and reasoning of every message, on every branch: words
+    # without their accents, and the letters of scripts written without spaces or with joined
+    # affixes (Chinese, Japanese, Korean, Thai, Arabic, Hebrew) as overlapping pairs (migration
+    # 0025; selectors.search_text writes queries the same way).
     search = models.GeneratedField(
         expression=RawSQL(
-            "to_tsvector('simple'::regconfig,"
-            " coalesce(jsonb_path_query_array(parts, '$[*].text')::text, ''))",
+            "to_tsvector('transcripts_search'::regconfig, transcripts_search_text("
+            "coalesce(jsonb_path_query_array(parts, '$[*].text')::text, '')))",
             [],
         ),
         output_field=SearchVectorField(),

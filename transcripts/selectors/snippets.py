@@ -1,6 +1,9 @@
 """Search snippets as plain text: a message's Markdown read down to its words, then cut by
 PostgreSQL's ts_headline around the hits, which it marks with control characters (the view
-escapes the text, then turns the marks into <mark>)."""
+escapes the text, then turns the marks into <mark>). A query with letters of the scripts
+searched by pairs of letters (Chinese, Japanese, Korean, Thai, Arabic, Hebrew:
+selectors.search_text) is marked here instead: ts_headline reads a run of such letters as one
+word and cannot mark a word inside it."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from functools import lru_cache
 from django.db import connections
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+
+from transcripts.selectors.search_text import has_paired, hit_spans, marked, query_text
 
 HIT_START, HIT_STOP = "\x02", "\x03"
 # How much of a message's text is read back for its snippet (a hit further on falls back to
@@ -70,9 +75,9 @@ def headlines(texts: Sequence[str], query: str, using: str) -> list[str]:
         return []
     with connections[using].cursor() as cursor:
         cursor.execute(
-            "SELECT ts_headline('simple', t, websearch_to_tsquery('simple', %s), %s) "
+            "SELECT ts_headline('transcripts_search', t, transcripts_search_query(%s), %s) "
             "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n",
-            [query, HEADLINE_OPTIONS, [_hide_markup(text) for text in texts]],
+            [query_text(query), HEADLINE_OPTIONS, [_hide_markup(text) for text in texts]],
         )
         return [_show_markup(row[0] or "") for row in cursor.fetchall()]
 
@@ -121,6 +126,12 @@ def plain_snippets(
     (sources, the first SOURCE_CHARS of each), or, when no hit is in that, its raw
     headline (raw, cut from the Markdown) read down to words the same way."""
     plains = [markdown_text(source) for source in sources]
+    if has_paired(query):
+        return [
+            _window(plain, query, truncated=len(source) >= SOURCE_CHARS)
+            or Snippet(one_line(_marked_text(fallback)))
+            for source, plain, fallback in zip(sources, plains, raw, strict=True)
+        ]
     cut = headlines(plains, query, using)
     return [
         _cut(plain, headline, truncated=len(source) >= SOURCE_CHARS)
@@ -128,6 +139,29 @@ def plain_snippets(
         else Snippet(one_line(_marked_text(fallback)))
         for source, plain, headline, fallback in zip(sources, plains, cut, raw, strict=True)
     ]
+
+
+# A snippet marked here: how far it reaches before its first hit and after it.
+BEFORE_CHARS, AFTER_CHARS = 40, 120
+
+
+def _window(plain: str, query: str, *, truncated: bool) -> Snippet | None:
+    """The snippet of plain around the query's first hit found in it, every hit in it marked,
+    cut at spaces where there are some near; None when no hit is found."""
+    spans = hit_spans(plain, query)
+    if not spans:
+        return None
+    first, last = spans[0]
+    start, stop = max(0, first - BEFORE_CHARS), min(len(plain), last + AFTER_CHARS)
+    if start > 0:
+        space = plain.find(" ", start, first)
+        start = space + 1 if space >= 0 else start
+    if stop < len(plain):
+        space = plain.rfind(" ", last, stop)
+        stop = space if space >= 0 else stop
+    shown = [(a - start, b - start) for a, b in spans if a >= start and b <= stop]
+    text = marked(plain[start:stop], shown, HIT_START, HIT_STOP)
+    return Snippet(one_line(text), cut_before=start > 0, cut_after=truncated or stop < len(plain))
 
 
 def _marked_text(headline: str) -> str:

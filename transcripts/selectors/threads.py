@@ -7,18 +7,19 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from django.contrib.postgres.search import SearchHeadline, SearchQuery
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Upper
 
 from transcripts.ids import ulid_of
-from transcripts.models import Message, Run, RunRating, Thread
+from transcripts.models import Message, Run, RunRating, Thread, folded
 from transcripts.pagination import Keyset, Position, decode_position, integer, moment, text, ulid
 from transcripts.selectors.messages import first_user_previews
 from transcripts.selectors.pages import keyset_page
+from transcripts.selectors.search_text import query_text
 from transcripts.selectors.snippets import (
-    HIT_START,
-    HIT_STOP,
+    HEADLINE_OPTIONS,
     SOURCE_CHARS,
     Snippet,
     plain_snippets,
@@ -66,24 +67,48 @@ def with_external_id(threads: QuerySet[Thread], external_id: str | None) -> Quer
     return threads if external_id is None else threads.filter(external_id=external_id)
 
 
+class AnyLanguageQuery(SearchQuery):
+    """A search query in websearch syntax in any language (selectors.search_text): the
+    database's transcripts_search_query of the query written as the search vector reads text
+    (migration 0025). A constant, so the planner sees the words' statistics."""
+
+    def __init__(self, query: str) -> None:
+        super().__init__(query_text(query))
+        self.function = "transcripts_search_query"
+
+
+def with_titles(threads: QuerySet[Thread]) -> QuerySet[Thread]:
+    """threads with folded_title: the title in upper case without accents (the expression of
+    the trigram index thread_title_folded_trgm_idx)."""
+    return threads.alias(folded_title=Upper(folded("title")))
+
+
+def title_contains(title: str) -> Q:
+    """The threads whose title contains title, any case, accents ignored (on with_titles; a
+    title of under three letters reads the whole trigram index)."""
+    return Q(folded_title__contains=Upper(folded(Value(title))))
+
+
 def search_threads(threads: QuerySet[Thread], query: str) -> QuerySet[Thread]:
-    """Threads whose title or any message on any branch matches query (full-text)."""
+    """Threads whose title or any message on any branch matches query (full-text, any
+    language, accents ignored when the query has none: selectors.search_text)."""
     query = query.strip()
     if not query:
         return threads
-    search = SearchQuery(query, config="simple", search_type="websearch")
-    hits = Message.objects.filter(search=search)
+    hits = Message.objects.filter(search=AnyLanguageQuery(query))
     # Titles match the words as typed: a phrase's quotes are search syntax, not title text.
     title = " ".join(query.replace('"', " ").split())
     if not title:
         return threads.filter(Exists(hits.filter(thread_id=OuterRef("pk"))))
-    titled = Thread.objects.filter(title__icontains=title)
+    titled = with_titles(Thread.objects.all()).filter(title_contains(title))
     few = few_ids(hits.values_list("thread_id").union(titled.values_list("id"), all=True))
     if few is not None:
         return threads.filter(pk__in=few)
     # Common words: the planner's choice, as before (a check per thread for the commonest; a
     # hash of the hits when its statistics say they are fewer, as phrases' often are).
-    return threads.filter(Exists(hits.filter(thread_id=OuterRef("pk"))) | Q(title__icontains=title))
+    return with_titles(threads).filter(
+        Exists(hits.filter(thread_id=OuterRef("pk"))) | title_contains(title)
+    )
 
 
 def thread_page(threads: QuerySet[Thread], *, after: Position | None, limit: int) -> list[Thread]:
@@ -216,21 +241,16 @@ def search_hits(thread_ids: Sequence[str], query: str) -> dict[str, SearchHit]:
     query = query.strip()
     if not query or not thread_ids:
         return {}
-    search = SearchQuery(query, config="simple", search_type="websearch")
-    matches = Message.objects.filter(thread_id__in=thread_ids, search=search)
+    matches = Message.objects.filter(thread_id__in=thread_ids, search=AnyLanguageQuery(query))
     rows = list(
         matches.order_by("thread_id", "-id")
         .distinct("thread_id")
         .annotate(
             source=RawSQL(f"left({_MESSAGE_TEXT}, %s)", [SOURCE_CHARS]),
-            raw=SearchHeadline(
-                RawSQL(_MESSAGE_TEXT, []),
-                search,
-                config="simple",
-                start_sel=HIT_START,
-                stop_sel=HIT_STOP,
-                max_words=24,
-                min_words=8,
+            raw=RawSQL(
+                f"ts_headline('transcripts_search', {_MESSAGE_TEXT},"
+                " transcripts_search_query(%s), %s)",
+                [query_text(query), HEADLINE_OPTIONS],
             ),
         )
         .values_list("thread_id", "id", "source", "raw")
