@@ -35,6 +35,12 @@ OUTPUT_TOKENS_SQL = _TOKENS.format(camel="outputTokens", snake="output_tokens")
 FLAGGED_SQL = """(m.flagged_at IS NOT NULL OR (m.metadata ? 'flagged'
     AND m.metadata->'flagged' NOT IN ('false'::jsonb, '0'::jsonb, '""'::jsonb, 'null'::jsonb)))"""
 
+# A thread's runs, read by the thread's index whatever the statistics say: OFFSET 0 keeps the
+# planner from walking run_created_idx backwards for the latest run instead (every run of the
+# store, as it chose right after a bulk import, when its statistics still described a few long
+# threads: bench/bench_scale.py, docs/scaling.md "Just imported").
+THREAD_RUNS = "SELECT * FROM transcripts_run r WHERE r.thread_id = t0.id OFFSET 0"
+
 # Every counter of the threads whose ids are in %(ids)s (NULL: every thread), the cost at the
 # prices of %(models)s (dollars per 1M input and output tokens, in the same order: so a
 # token's price is its cost in micro-dollars), each run's cost rounded half away from zero.
@@ -75,17 +81,19 @@ RECOUNT_SQL = f"""
     LEFT JOIN LATERAL (
         SELECT r.status, greatest(0, round(extract(epoch FROM
             r.finished_at - coalesce(r.started_at, r.created_at)) * 1000))::bigint AS ms
-        FROM transcripts_run r
-        WHERE r.thread_id = t0.id AND r.status NOT IN ('queued', 'streaming')
+        FROM ({THREAD_RUNS}) r
+        WHERE r.status NOT IN ('queued', 'streaming')
         ORDER BY r.created_at DESC, r.id DESC LIMIT 1
     ) closed ON true
     LEFT JOIN LATERAL (
-        SELECT r.model FROM transcripts_run r WHERE r.thread_id = t0.id AND r.model <> ''
+        SELECT r.model FROM ({THREAD_RUNS}) r WHERE r.model <> ''
         ORDER BY r.created_at DESC, r.id DESC LIMIT 1
     ) model ON true
     LEFT JOIN LATERAL (
-        SELECT left(m.metadata->>'agentId', 200) AS agent FROM transcripts_message m
-        WHERE m.thread_id = t0.id AND m.metadata->>'agentId' <> ''
+        SELECT left(m.metadata->>'agentId', 200) AS agent FROM (
+            SELECT * FROM transcripts_message m WHERE m.thread_id = t0.id OFFSET 0
+        ) m
+        WHERE m.metadata->>'agentId' <> ''
         ORDER BY m.created_at DESC, m.id DESC LIMIT 1
     ) agent ON true
     WHERE t.id = t0.id AND (%(ids)s::uuid[] IS NULL OR t0.id = ANY(%(ids)s::uuid[]))
