@@ -62,16 +62,16 @@ def export(
     return response
 
 
-def _next_chunk(chunks: Iterator[bytes]) -> bytes:
-    """The next chunk, b"" at the end."""
-    return next(chunks, b"")
+def _next_chunk(chunks: Iterator[bytes]) -> bytes | None:
+    """The next chunk, None at the end (an empty chunk is not the end)."""
+    return next(chunks, None)
 
 
 async def _pulled(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
     """chunks, each made in the thread that runs the database work: under ASGI a synchronous
     iterator would be read whole before the first byte goes out."""
     pull = sync_to_async(_next_chunk, thread_sensitive=True)
-    while chunk := await pull(chunks):
+    while (chunk := await pull(chunks)) is not None:
         yield chunk
 
 
