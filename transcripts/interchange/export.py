@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db.models import TextField
 from django.db.models.functions import Cast
@@ -135,28 +136,10 @@ def _read_tree(thread: Thread, *, leaf: str | None, with_events: bool) -> TreeTh
         .values(*_RUN_FIELDS)
     )
     events = events_by_run(thread, [run["id"] for run in rows_of_runs]) if with_events else {}
-    runs = []
-    for run in rows_of_runs:
-        finished = run["finished_text"]
-        item: JsonObject = {
-            "id": run["id"],
-            "status": run["status"],
-            "forkFromMessageId": run["fork_from_id"],
-            "supersededBy": run["superseded_by_id"],
-            "generator": run["generator"],
-            "model": run["model"],
-            "parameters": run["parameters"],
-            "metadata": run["metadata"],
-            "usage": run["usage"],
-            "error": run["error"],
-            "createdAt": to_iso(postgres_moment(run["created_text"])),
-            "finishedAt": None if finished is None else to_iso(postgres_moment(finished)),
-            "lastSeq": run["last_seq"],
-            "messageIds": by_run.get(run["id"], []),
-        }
-        if with_events:
-            item["events"] = events.get(run["id"], [])
-        runs.append(item)
+    runs = [
+        run_item(run, by_run.get(run["id"], []), events, with_events=with_events)
+        for run in rows_of_runs
+    ]
     return TreeThread(
         title=thread.title,
         messages=canonical,
@@ -196,6 +179,37 @@ _RUN_FIELDS = (
     "id", "status", "fork_from_id", "superseded_by_id", "generator", "model", "parameters",
     "metadata", "usage", "error", "created_text", "finished_text", "last_seq",
 )  # fmt: skip
+
+
+def run_item(
+    run: dict[str, Any],
+    message_ids: list[str],
+    events: dict[str, list[JsonObject]],
+    *,
+    with_events: bool,
+) -> JsonObject:
+    """A run of the canonical document, from its row (_RUN_FIELDS, times as PostgreSQL's text),
+    its messages' ids and (with_events) the events of the runs read."""
+    finished = run["finished_text"]
+    item: JsonObject = {
+        "id": run["id"],
+        "status": run["status"],
+        "forkFromMessageId": run["fork_from_id"],
+        "supersededBy": run["superseded_by_id"],
+        "generator": run["generator"],
+        "model": run["model"],
+        "parameters": run["parameters"],
+        "metadata": run["metadata"],
+        "usage": run["usage"],
+        "error": run["error"],
+        "createdAt": to_iso(postgres_moment(run["created_text"])),
+        "finishedAt": None if finished is None else to_iso(postgres_moment(finished)),
+        "lastSeq": run["last_seq"],
+        "messageIds": message_ids,
+    }
+    if with_events:
+        item["events"] = events.get(run["id"], [])
+    return item
 
 
 @dataclass(frozen=True)

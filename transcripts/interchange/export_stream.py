@@ -42,6 +42,7 @@ from transcripts.interchange.export import (
     judgement_of,
     no_collection,
     postgres_moment,
+    run_item,
     thread_tree,
     wants_every_branch,
 )
@@ -156,28 +157,7 @@ def _canonical(thread: Thread, leaf: str | None, with_events: bool) -> Iterator[
     while runs := _next(run_rows):
         ids = [run["id"] for run in runs]
         events = events_by_run(thread, ids) if with_events else {}
-        items = []
-        for run in runs:
-            finished = run["finished_text"]
-            item: JsonObject = {
-                "id": run["id"],
-                "status": run["status"],
-                "forkFromMessageId": run["fork_from_id"],
-                "supersededBy": run["superseded_by_id"],
-                "generator": run["generator"],
-                "model": run["model"],
-                "parameters": run["parameters"],
-                "metadata": run["metadata"],
-                "usage": run["usage"],
-                "error": run["error"],
-                "createdAt": to_iso(postgres_moment(run["created_text"])),
-                "finishedAt": None if finished is None else to_iso(postgres_moment(finished)),
-                "lastSeq": run["last_seq"],
-                "messageIds": run["message_ids"],
-            }
-            if with_events:
-                item["events"] = events.get(run["id"], [])
-            items.append(item)
+        items = [run_item(run, run["message_ids"], events, with_events=with_events) for run in runs]
         text = separator + _encode(items)[1:-1]
         del items, runs, events
         yield text
