@@ -505,7 +505,8 @@ def report(
     for label, big in full.items():
         little = small[label]
         ratio = _ratio(little, big)
-        ok = big.p95 <= target(label) and ratio <= TARGET_RATIO
+        # The goal holds at both sizes (issue 30: at 200,000 and at 2,000,000 messages).
+        ok = max(little.p95, big.p95) <= target(label) and ratio <= TARGET_RATIO
         missed += not ok
         drifted += big.p95 > target(label) or ratio / control > TARGET_RATIO
         rows.append((label, little, big, ratio, ok))
@@ -517,7 +518,7 @@ def report(
     print()
     print(
         f"goal: p95 <= {TARGET_MS:.0f} ms ({DASHBOARD_MS:.0f} ms for the dashboard) at"
-        f" {sizes[1]:,} threads and ratio <= {TARGET_RATIO}"
+        f" {sizes[0]:,} and {sizes[1]:,} threads and ratio <= {TARGET_RATIO}"
         f" (p50 at {sizes[1]:,} over p50 at {sizes[0]:,}): "
         + ("every figure met it" if not missed else f"{missed} figure(s) missed it")
     )
@@ -539,7 +540,7 @@ def report(
             f"{phase}: {label} at {sizes[1]:,} threads, p50",
             big.p50,
             "ms",
-            goal=f"p95 <= {target(label):.0f} ms, ratio <= {TARGET_RATIO}",
+            goal=f"p95 <= {target(label):.0f} ms at both sizes, ratio <= {TARGET_RATIO}",
             ok=ok,
             baseline=(f"p50 at {sizes[0]:,} threads", little.p50),
             note=f"p95 {big.p95:.1f} ms (at {sizes[0]:,}: {little.p95:.1f} ms); ratio {ratio:.2f}",
