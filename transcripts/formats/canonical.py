@@ -36,21 +36,47 @@ def export_canonical(thread: TreeThread) -> JsonObject:
     if thread.feedback:
         judgement["feedback"] = list(thread.feedback)
     return {
-        "format": FORMAT_NAME,
-        "version": VERSION,
-        "thread": {
-            "id": thread.id,
-            "title": thread.title,
-            "metadata": thread.metadata,
-            "agents": thread.agents,
-            "parentThreadId": thread.parent_thread_id,
-            "createdAt": thread.created_at,
-            "updatedAt": thread.updated_at,
-            "activeLeafId": thread.active_leaf,
-        },
+        **canonical_head(
+            thread_id=thread.id,
+            title=thread.title,
+            metadata=thread.metadata,
+            agents=thread.agents,
+            parent_thread_id=thread.parent_thread_id,
+            created_at=thread.created_at,
+            updated_at=thread.updated_at,
+            active_leaf=thread.active_leaf,
+        ),
         "messages": thread.messages,
         "runs": thread.runs,
         **judgement,
+    }
+
+
+def canonical_head(
+    *,
+    thread_id: str | None,
+    title: str,
+    metadata: JsonValue,
+    agents: JsonValue,
+    parent_thread_id: str | None,
+    created_at: str | None,
+    updated_at: str | None,
+    active_leaf: str | None,
+) -> JsonObject:
+    """What a canonical document says before its messages: the format and the thread."""
+    return {
+        "format": FORMAT_NAME,
+        "version": VERSION,
+        "thread": {
+            "id": thread_id,
+            "title": title,
+            "metadata": metadata,
+            "agents": agents,
+            "parentThreadId": parent_thread_id,
+            "createdAt": created_at,
+            "updatedAt": updated_at,
+            "activeLeafId": active_leaf,
+        },
     }
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from transcripts.errors import NotFound
-from transcripts.formats.canonical import FORMAT_NAME, VERSION
+from transcripts.formats.canonical import canonical_head
 from transcripts.formats.threadprotocol import threadprotocol_documents
 from transcripts.interchange.export import (
     JSON_LINES,
@@ -122,20 +122,16 @@ def chunked(pieces: Iterator[str], size: int = CHUNK_BYTES) -> Iterator[bytes]:
 
 def _canonical(thread: Thread, leaf: str | None, with_events: bool) -> Iterator[str]:
     """The canonical document (`formats.canonical.export_canonical`), piece by piece."""
-    head = {
-        "format": FORMAT_NAME,
-        "version": VERSION,
-        "thread": {
-            "id": thread.id,
-            "title": thread.title,
-            "metadata": thread.metadata,
-            "agents": thread.agents,
-            "parentThreadId": thread.parent_thread_id,
-            "createdAt": to_iso(thread.created_at),
-            "updatedAt": to_iso(thread.updated_at),
-            "activeLeafId": leaf or thread.head_id,
-        },
-    }
+    head = canonical_head(
+        thread_id=thread.id,
+        title=thread.title,
+        metadata=thread.metadata,
+        agents=thread.agents,
+        parent_thread_id=thread.parent_thread_id,
+        created_at=to_iso(thread.created_at),
+        updated_at=to_iso(thread.updated_at),
+        active_leaf=leaf or thread.head_id,
+    )
     yield _encode(head)[:-1] + ', "messages": ['
     separator = ""
     messages = message_batches(thread, MESSAGE_BATCH)
