@@ -13,6 +13,7 @@ from transcripts.api.access import append_reach, get_run_for_caller, run_id_for_
 from transcripts.api.auth import ingest_auth, read_auth
 from transcripts.api.errors import ERRORS, check_batch_length
 from transcripts.api.schemas import MAX_INT, AppendOut, EventBatchIn, EventPage
+from transcripts.errors import InvalidInput
 from transcripts.ledger import AppendResult
 from transcripts.limits import charge_events
 from transcripts.models import Event
@@ -50,6 +51,17 @@ def append_events(request: HttpRequest, runId: str, payload: EventBatchIn) -> Ap
         done = ledger.append_at_once(run=runId, events=events, within=reach)
         if done is not None:
             return done
+        # A larger batch, or one the single statement did not take: the ledger checks the
+        # reach as it locks the run (no lookup of its own). A run it does not reach and events
+        # it refuses go through the access check first, so an outsider hears 404 whatever it
+        # sent.
+        try:
+            return ledger.append_events(run=runId, events=events, within=reach)
+        except ledger.OutOfReach:
+            pass  # the access check below says why (404, or 403 for a missing scope)
+        except InvalidInput:
+            run_id_for_caller(request, runId, needs=[INGEST])
+            raise
     # The run's id is all the ledger needs: one small query here, the rest under its lock.
     run_id = run_id_for_caller(request, runId, needs=[INGEST])
     return ledger.append_events(run=run_id, events=events)

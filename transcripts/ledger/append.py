@@ -42,11 +42,30 @@ class AppendResult:
     duplicates: int
 
 
-def append_events(*, run: Run | str, events: object, start: bool = True) -> AppendResult:
+@dataclass(frozen=True)
+class Reach:
+    """Threads a caller may append to, as the access policy decides it for one project: its
+    threads that are not hidden (visible) and its hidden ones (hidden)."""
+
+    project_id: int
+    visible: bool
+    hidden: bool
+
+
+class OutOfReach(NotFound):
+    """The run of an append given a reach is unknown or outside it: the caller's access check
+    says which (404, or 403 for a missing scope); nothing was stored."""
+
+
+def append_events(
+    *, run: Run | str, events: object, start: bool = True, within: Reach | None = None
+) -> AppendResult:
     """Append a batch of events after the run's last seq, all or nothing.
 
     The first events start a queued run (it becomes streaming) unless start is False: an
-    edit's user message is stored while the run still waits for its generator.
+    edit's user message is stored while the run still waits for its generator. With within,
+    only to a run of a thread in that reach, checked as the run is locked (no query of its
+    own): OutOfReach otherwise.
 
     An exact re-send of stored events is a no-op; a gap, the same seq with other content, or
     new events for a closed run raise a Conflict saying which seq was expected.
@@ -56,11 +75,11 @@ def append_events(*, run: Run | str, events: object, start: bool = True) -> Appe
     except InvalidEvents as exc:
         raise InvalidInput(f"invalid events: {exc}", problems=problem_dicts(exc.problems)) from None
     _refuse_seqs_past_the_column(checked)
-    fast = _append_in_one_statement(run, checked, start=start, within=None)
+    fast = _append_in_one_statement(run, checked, start=start, within=within)
     if fast is not None:
         return fast
     with transaction.atomic():
-        run, thread_locked = _lock_for_append(run)
+        run, thread_locked = _lock_for_append(run, within)
         if not checked:
             return AppendResult(run.last_seq, 0, 0)
         last_seq = run.last_seq
@@ -109,16 +128,6 @@ def append_events(*, run: Run | str, events: object, start: bool = True) -> Appe
             # Snapshots are stored by commit and by the worker (ledger.snapshots), off this path.
             _store_append(run, inline, now)
     return AppendResult(run.last_seq, len(fresh), len(overlap))
-
-
-@dataclass(frozen=True)
-class Reach:
-    """Threads a caller may append to, as the access policy decides it for one project: its
-    threads that are not hidden (visible) and its hidden ones (hidden)."""
-
-    project_id: int
-    visible: bool
-    hidden: bool
 
 
 def append_at_once(*, run: str, events: object, within: Reach) -> AppendResult | None:
@@ -237,30 +246,39 @@ _APPEND_FIELDS = (
 )
 
 
-def _lock_for_append(run: Run | str) -> tuple[Run, bool]:
-    """Lock the run row and read what an append needs (and whether its thread is locked).
+def _lock_for_append(run: Run | str, within: Reach | None = None) -> tuple[Run, bool]:
+    """Lock the run row and read what an append needs (and whether its thread is locked);
+    with within, OutOfReach unless the run's thread is in that reach.
 
     Appends are the hot path: one hand-written query instead of the ORM's.
     """
+    if within is not None and not (isinstance(run, Run) or is_ulid(run)):
+        raise OutOfReach(f"run {run} does not exist", runId=run)
     run_id = run.id if isinstance(run, Run) else require_ulid(run, "runId")
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT r.id, r.thread_id, r.fork_from_id, r.status, r.last_seq, r.started_at,"
-            " r.first_event_at, r.snapshot_seq, t.locked FROM transcripts_run r"
-            " JOIN transcripts_thread t ON t.id = r.thread_id"
+            " r.first_event_at, r.snapshot_seq, t.project_id, t.hidden, t.locked"
+            " FROM transcripts_run r JOIN transcripts_thread t ON t.id = r.thread_id"
             " WHERE r.id = %s FOR UPDATE OF r",
             [to_uuid(run_id)],
         )
         row = cursor.fetchone()
     if row is None:
-        raise NotFound(f"run {run_id} does not exist", runId=run_id)
-    ids = [None if v is None else ulid_of(v) for v in row[:3]]
-    read = dict(zip(_APPEND_FIELDS, ids + list(row[3:-1]), strict=True))
+        refusal = NotFound if within is None else OutOfReach
+        raise refusal(f"run {run_id} does not exist", runId=run_id)
+    *fields, project_id, hidden, locked = row
+    if within is not None and not (
+        project_id == within.project_id and (within.hidden if hidden else within.visible)
+    ):
+        raise OutOfReach(f"run {run_id} does not exist", runId=run_id)
+    ids = [None if v is None else ulid_of(v) for v in fields[:3]]
+    read = dict(zip(_APPEND_FIELDS, ids + list(fields[3:]), strict=True))
     # from_db wants the values in field order; the fields not read here (the snapshot above
     # all) load on first access.
     names = [f.attname for f in Run._meta.concrete_fields if f.attname in read]
     run = Run.from_db(connection.alias, names, [read[name] for name in names])
-    return run, bool(row[-1])
+    return run, bool(locked)
 
 
 def _stored_likeness(

@@ -17,12 +17,13 @@ from decimal import Decimal
 from functools import cache
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from transcripts.errors import DomainError, InvalidInput
 from transcripts.ledger.audit import record_audit
 from transcripts.ledger.rights import require
-from transcripts.models import Project, RateWindow
+from transcripts.models import ApiToken, Project, RateWindow
 from transcripts.permissions import User, project_access
 
 WINDOW_SECONDS = 60
@@ -118,6 +119,82 @@ def charge(
             cursor.execute(_charge_sql(with_project_limits=False), params)
             rows = cursor.fetchall()
     check([row[:4] for row in rows], project_limits)
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    """What an API call needs of its (live, unrevoked) token: see charge_token_request."""
+
+    id: int
+    name: str
+    scopes: object  # the stored JSON list (text when Django reads jsonb as text)
+    last_used_at: object
+    user_is_active: bool | None
+    project_id: int
+    project_limits: ProjectLimits
+
+
+@cache
+def _token_charge_sql() -> str:
+    """The token lookup and its request's charge in one statement (see charge_token_request):
+    written out, as every API call runs it."""
+    window = "date_trunc('minute', statement_timestamp())"
+    return (
+        "WITH tok AS ("
+        " SELECT t.id, t.name, t.scopes, t.last_used_at, u.is_active, t.project_id,"
+        " p.requests_per_minute, p.events_per_minute"
+        f" FROM {ApiToken._meta.db_table} t"
+        f" JOIN {Project._meta.db_table} p ON p.id = t.project_id"
+        f" LEFT JOIN {get_user_model()._meta.db_table} u ON u.id = t.user_id"
+        " WHERE t.token_hash = %(hash)s AND t.revoked_at IS NULL"
+        "), charged AS ("
+        f" INSERT INTO {RateWindow._meta.db_table} AS w (scope, window_start, requests, events)"
+        f" SELECT s.scope, {window}, 1, 0 FROM tok,"
+        " LATERAL (VALUES (1, 'token:' || tok.id), (2, 'project:' || tok.project_id))"
+        " AS s(n, scope)"
+        " WHERE %(limits)s AND tok.is_active IS NOT FALSE ORDER BY s.n"
+        " ON CONFLICT (scope) DO UPDATE SET"
+        " requests = CASE WHEN w.window_start >= EXCLUDED.window_start"
+        " THEN w.requests + EXCLUDED.requests ELSE EXCLUDED.requests END,"
+        " events = CASE WHEN w.window_start >= EXCLUDED.window_start"
+        " THEN w.events + EXCLUDED.events ELSE EXCLUDED.events END,"
+        " window_start = GREATEST(w.window_start, EXCLUDED.window_start)"
+        " RETURNING w.scope, w.requests, w.events,"
+        f" EXTRACT(EPOCH FROM w.window_start + interval '{WINDOW_SECONDS} seconds'"
+        " - statement_timestamp()) AS seconds_left"
+        ") SELECT tok.id, tok.name, tok.scopes, tok.last_used_at, tok.is_active,"
+        " tok.project_id, tok.requests_per_minute, tok.events_per_minute,"
+        " c.scope, c.requests, c.events, c.seconds_left"
+        # The token's scope first, as charge checks them ('token:' > 'project:').
+        " FROM tok LEFT JOIN charged c ON true ORDER BY c.scope DESC"
+    )
+
+
+def charge_token_request(token_hash: str) -> TokenRow | None:
+    """The live (unrevoked) token of token_hash, None when there is none; a token of an
+    active user (or of none) is charged its request to its and its project's minute in the
+    same statement (as charge does; QuotaExceeded, after counting, past a limit). One round
+    trip for what every API call with a token needs before anything else."""
+    # Who may call is read from the primary, as db_router.ACCESS_MODELS says of tokens.
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(_token_charge_sql(), {"hash": token_hash, "limits": limits_enabled()})
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    first = rows[0]
+    token = TokenRow(
+        id=first[0],
+        name=first[1],
+        scopes=first[2],
+        last_used_at=first[3],
+        user_is_active=first[4],
+        project_id=first[5],
+        project_limits=(first[6], first[7]),
+    )
+    spent = [row[8:12] for row in rows if row[8] is not None]
+    if spent:
+        check(spent, token.project_limits)
+    return token
 
 
 def check(spent: list[tuple[str, int, int, Decimal]], project_limits: ProjectLimits) -> None:
