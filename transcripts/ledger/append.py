@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -23,6 +24,7 @@ from transcripts.events import CheckedEvent, check_events
 from transcripts.ids import is_ulid, require_ulid, to_uuid, ulid_of
 from transcripts.ledger.bulk_copy import EVENT_COLUMNS, copy_lines, event_lines
 from transcripts.ledger.notify import change_payload, change_payload_sql, run_channel
+from transcripts.ledger.quotas import EventCharge, charge_cte, check_charged
 from transcripts.ledger.storable import problem_dicts
 from transcripts.models import Message, Run, RunStatus
 
@@ -130,10 +132,14 @@ def append_events(
     return AppendResult(run.last_seq, len(fresh), len(overlap))
 
 
-def append_at_once(*, run: str, events: object, within: Reach) -> AppendResult | None:
+def append_at_once(
+    *, run: str, events: object, within: Reach, charge: EventCharge | None = None
+) -> AppendResult | None:
     """The common append (events right after the run's last seq, to an open run of a thread
     within reach) in one statement that also checks the reach; None for anything else, which
-    the caller takes through its access check and append_events (they say what is wrong)."""
+    the caller takes through its access check and append_events (they say what is wrong).
+    With charge, the statement charges the request's events first (charge.done then) and
+    stores nothing past a limit (QuotaExceeded)."""
     if not isinstance(events, list) or not 0 < len(events) <= _INLINE_INSERT_MAX:
         return None
     if any(not isinstance(e, dict) or e.get("kind") in _MESSAGE_KINDS for e in events):
@@ -142,7 +148,7 @@ def append_at_once(*, run: str, events: object, within: Reach) -> AppendResult |
         checked = check_events(events)
     except InvalidEvents:
         return None
-    return _append_in_one_statement(run, checked, start=True, within=within)
+    return _append_in_one_statement(run, checked, start=True, within=within, charge=charge)
 
 
 def _refuse_seqs_past_the_column(events: Sequence[CheckedEvent]) -> None:
@@ -192,8 +198,30 @@ _FAST_APPEND = """
 """.format(payload=change_payload_sql("%(last_seq)s::integer", "updated.status"))
 
 
+@cache
+def _fast_append_charging() -> str:
+    """_FAST_APPEND that also charges the request's events to its token and project
+    (`quotas.charge_cte`), first: it stores nothing past a limit. Its rows are the charge's,
+    each with whether the events were stored."""
+    cte, _ = charge_cte(EventCharge(0, 0, 0, (None, None)))
+    head, _, rest = _FAST_APPEND.partition("WITH locked AS (")
+    lock, _, rest = rest.partition("FOR UPDATE OF r")
+    rest, _, notify = rest.rpartition("SELECT pg_notify(")
+    return (
+        f"{head}WITH {cte}, locked AS ({lock}AND (SELECT ok FROM within_limits)\n"
+        f"        FOR UPDATE OF r{rest}, notified AS (SELECT pg_notify({notify})\n"
+        "    SELECT c.scope, c.requests, c.events, c.seconds_left,"
+        " (SELECT count(*) FROM notified) FROM charged c\n"
+    )
+
+
 def _append_in_one_statement(
-    run: Run | str, events: Sequence[CheckedEvent], *, start: bool, within: Reach | None
+    run: Run | str,
+    events: Sequence[CheckedEvent],
+    *,
+    start: bool,
+    within: Reach | None,
+    charge: EventCharge | None = None,
 ) -> AppendResult | None:
     """The append done in one autocommitted statement, or None when it takes the full path.
 
@@ -210,10 +238,14 @@ def _append_in_one_statement(
         return None
     now = timezone.now()
     last_seq = events[-1].seq
+    sql, charging = _FAST_APPEND, dict[str, str | int]()
+    if charge is not None and not charge.done and charge.project_limits is not None:
+        sql, charging = _fast_append_charging(), charge_cte(charge)[1]
     with connection.cursor() as cursor:
         cursor.execute(
-            _FAST_APPEND,
+            sql,
             {
+                **charging,
                 "id": to_uuid(run_id),
                 "after": events[0].seq - 1,
                 "seqs": [e.seq for e in events],
@@ -229,9 +261,14 @@ def _append_in_one_statement(
                 "hidden": within is not None and within.hidden,
             },
         )
-        if cursor.fetchone() is None:
-            return None
-    return AppendResult(last_seq, len(events), 0)
+        rows = cursor.fetchall()
+    if charging:
+        assert charge is not None
+        check_charged(charge, [row[:4] for row in rows])  # QuotaExceeded past a limit
+        stored = bool(rows and rows[0][4])
+    else:
+        stored = bool(rows)
+    return AppendResult(last_seq, len(events), 0) if stored else None
 
 
 _APPEND_FIELDS = (

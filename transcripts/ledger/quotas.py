@@ -121,6 +121,84 @@ def charge(
     check([row[:4] for row in rows], project_limits)
 
 
+@dataclass
+class EventCharge:
+    """The events a token's request carries, to be charged to the token and its project once:
+    by a statement that takes them along (the API's one-statement append: `charge_cte`) or
+    by `charge_events`; done says it was."""
+
+    token_id: int
+    project_id: int
+    events: int
+    project_limits: ProjectLimits | None  # None: not read yet (charge_cte needs them)
+    done: bool = False
+
+
+def charge_events(charge_: EventCharge) -> None:
+    """Charge the events of charge_ unless a statement did already (QuotaExceeded past a
+    limit, after counting)."""
+    if not charge_.done:
+        charge_.done = True
+        charge(
+            token_id=charge_.token_id,
+            project_id=charge_.project_id,
+            requests=0,
+            events=charge_.events,
+            project_limits=charge_.project_limits,
+        )
+
+
+@cache
+def _charge_cte_sql() -> str:
+    window = "date_trunc('minute', statement_timestamp())"
+    return (
+        f"charged AS (INSERT INTO {RateWindow._meta.db_table} AS w"
+        " (scope, window_start, requests, events)"
+        f" VALUES (%(charge_token)s, {window}, 0, %(charge_events)s),"
+        f" (%(charge_project)s, {window}, 0, %(charge_events)s)"
+        " ON CONFLICT (scope) DO UPDATE SET"
+        " requests = CASE WHEN w.window_start >= EXCLUDED.window_start"
+        " THEN w.requests + EXCLUDED.requests ELSE EXCLUDED.requests END,"
+        " events = CASE WHEN w.window_start >= EXCLUDED.window_start"
+        " THEN w.events + EXCLUDED.events ELSE EXCLUDED.events END,"
+        " window_start = GREATEST(w.window_start, EXCLUDED.window_start)"
+        " RETURNING w.scope, w.requests, w.events,"
+        f" EXTRACT(EPOCH FROM w.window_start + interval '{WINDOW_SECONDS} seconds'"
+        " - statement_timestamp()) AS seconds_left"
+        "), within_limits AS (SELECT coalesce(bool_and(CASE WHEN c.scope = %(charge_token)s"
+        " THEN c.requests <= %(cap_token_requests)s AND c.events <= %(cap_token_events)s"
+        " ELSE c.requests <= %(cap_project_requests)s"
+        " AND c.events <= %(cap_project_events)s END), true) AS ok FROM charged c)"
+    )
+
+
+def charge_cte(charge_: EventCharge) -> tuple[str, dict[str, str | int]]:
+    """The SQL of two common table expressions and their parameters: `charged` counts the
+    events of charge_ (as charge does: scope, requests, events, seconds_left), `within_limits`
+    (one row, ok) says whether every count stays within its limit. A statement that takes
+    them along stores nothing unless ok, and hands charged's rows to `check_charged`."""
+    limits = site_limits()
+    own_requests, own_events = charge_.project_limits or (None, None)
+    return _charge_cte_sql(), {
+        "charge_token": f"token:{charge_.token_id}",
+        "charge_project": f"project:{charge_.project_id}",
+        "charge_events": charge_.events,
+        "cap_token_requests": limits.token_requests,
+        "cap_token_events": limits.token_events,
+        "cap_project_requests": limits.project_requests if own_requests is None else own_requests,
+        "cap_project_events": limits.project_events if own_events is None else own_events,
+    }
+
+
+def check_charged(charge_: EventCharge, spent: list[tuple[str, int, int, Decimal]]) -> None:
+    """Record that a statement counted charge_'s events (its `charged` rows: spent), then
+    raise QuotaExceeded as charge would."""
+    charge_.done = True
+    # The token's scope first, as charge's statement returns them ('token:' > 'project:').
+    assert charge_.project_limits is not None  # as charge_cte was given them
+    check(sorted(spent, key=lambda row: row[0], reverse=True), charge_.project_limits)
+
+
 @dataclass(frozen=True)
 class TokenRow:
     """What an API call needs of its (live, unrevoked) token: see charge_token_request."""
