@@ -14,8 +14,8 @@ Issue 30's figures (FIGURE lines, bench/_record.py): the ledger in-process at ba
 batch 256 from 4 clients and its share of the ledger (goal >= 75 %), single-event append p50/p99
 at 1 client (goal p99 <= 10 ms). --ab adds uvicorn on asyncio + h11 against uvloop + httptools,
 --baseline-root DIR a server running another checkout's code (a before/after in one run),
---granian granian (ASGI, uvloop) in uvicorn's place: each variant in turns (--rounds), with its
-rates and the server's CPU per request.
+--granian granian (ASGI, uvloop) in uvicorn's place (not a dependency: `pip install granian`
+first): each variant in turns (--rounds), with its rates and the server's CPU per request.
 
     .venv/bin/python bench/bench_api.py [--events 100000] [--workers 2] [--clients 4]
         [--ab] [--granian] [--baseline-root DIR] [--rounds 2]
