@@ -13,11 +13,12 @@ append->SSE p95 <= 50 ms from the request's send.
 Issue 30's figures (FIGURE lines, bench/_record.py): the ledger in-process at batch 256, HTTP at
 batch 256 from 4 clients and its share of the ledger (goal >= 75 %), single-event append p50/p99
 at 1 client (goal p99 <= 10 ms). --ab adds uvicorn on asyncio + h11 against uvloop + httptools,
---baseline-root DIR a server running another checkout's code (a before/after in one run): each
-variant in turns (--rounds), with its rates and the server's CPU per request.
+--baseline-root DIR a server running another checkout's code (a before/after in one run),
+--granian granian (ASGI, uvloop) in uvicorn's place (not a dependency: `pip install granian`
+first): each variant in turns (--rounds), with its rates and the server's CPU per request.
 
     .venv/bin/python bench/bench_api.py [--events 100000] [--workers 2] [--clients 4]
-        [--ab] [--baseline-root DIR] [--rounds 2]
+        [--ab] [--granian] [--baseline-root DIR] [--rounds 2]
 
 The throwaway cluster runs with fsync and synchronous commit on, as in production.
 """
@@ -99,10 +100,12 @@ def start_server(
     *,
     root: Path = ROOT,
     options: tuple[str, ...] = (),
+    server: str = "uvicorn",
 ) -> subprocess.Popen[bytes]:
     """uvicorn with the production settings (DEBUG off), on the benchmark database; root: the
     checkout whose code it serves (another one for a before/after in the same run), options:
-    more uvicorn options (an A/B of its event loop and HTTP parser)."""
+    more uvicorn options (an A/B of its event loop and HTTP parser); server "granian": granian
+    (ASGI, uvloop, HTTP/1) instead of uvicorn, the same workers."""
     env = {
         **os.environ,
         **(_settings_with_persistent_connections(conn_max_age, root) if conn_max_age else {}),
@@ -130,6 +133,30 @@ def start_server(
         # As serve and the production docs run it, unless the A/B says otherwise.
         *(options or ("--loop", "uvloop", "--http", "httptools")),
     ]
+    if server == "granian":
+        command = [
+            sys.executable,
+            "-m",
+            "granian",
+            "--interface",
+            "asginl",  # ASGI without lifespan, as uvicorn's --lifespan off
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--loop",
+            "uvloop",
+            "--http",
+            "1",
+            "--no-ws",
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            *options,
+            "config.asgi:application",
+        ]
     process = subprocess.Popen(command, cwd=root, env=env, start_new_session=True)
     deadline = time.monotonic() + 60
     while True:
@@ -329,7 +356,12 @@ def bench_ab(
         for variant in variants:
             port = _free_port()
             server = start_server(
-                port, args.workers, args.conn_max_age, root=variant.root, options=variant.options
+                port,
+                args.workers,
+                args.conn_max_age,
+                root=variant.root,
+                options=variant.options,
+                server=variant.server,
             )
             try:
                 cpu = server_cpu(server)
@@ -365,7 +397,8 @@ def bench_ab(
             goal=">= 75% of the ledger",
             baseline=("ledger in-process", ledger_rate),
             ok=rate >= 0.75 * ledger_rate,
-            note=" ".join(variant.options) or str(variant.root),
+            note=" ".join(variant.options)
+            or (variant.server if variant.server != "uvicorn" else str(variant.root)),
         )
         figure(
             f"A/B {variant.name}: single-event append p50, 1 client",
@@ -400,6 +433,7 @@ class Variant(NamedTuple):
     name: str
     root: Path
     options: tuple[str, ...] = ()
+    server: str = "uvicorn"
 
 
 def main() -> None:
@@ -422,6 +456,11 @@ def main() -> None:
         "--baseline-root",
         type=Path,
         help="also A/B a server running another checkout's code (before a change), same DB",
+    )
+    parser.add_argument(
+        "--granian",
+        action="store_true",
+        help="also A/B granian (ASGI, uvloop, HTTP/1) against uvicorn, same code and workers",
     )
     parser.add_argument("--rounds", type=int, default=2, help="A/B rounds, taken in turns")
     parser.add_argument(
@@ -498,10 +537,13 @@ def main() -> None:
             misses.append(f"append->SSE p95 {sse['p95']:.1f} > {TARGET_SSE_P95_MS} ms or lost")
     finally:
         stop_server(server)
-    variants = [Variant("this checkout", ROOT)] if args.ab or args.baseline_root else []
+    compared = args.ab or args.baseline_root or args.granian
+    variants = [Variant("this checkout", ROOT)] if compared else []
     # Variants in turns, after the figures above; the first is what the others are compared to.
     if args.ab:
         variants.append(Variant("asyncio + h11", ROOT, ("--loop", "asyncio", "--http", "h11")))
+    if args.granian:
+        variants.append(Variant("granian", ROOT, server="granian"))
     if args.baseline_root:
         variants.append(Variant("baseline checkout", args.baseline_root.resolve()))
     if variants:

@@ -22,12 +22,33 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 
 from transcripts.json_errors import error_body
 from transcripts.ledger.audit import record_login_lockout
-from transcripts.ledger.quotas import QuotaExceeded, charge
+from transcripts.ledger.quotas import EventCharge, QuotaExceeded, charge, limits_enabled
 from transcripts.permissions import Principal
 
 OTLP_PROTOBUF = "application/x-protobuf"
 # The lockout's length when AXES_COOLOFF_TIME is not a timedelta (settings.py sets one).
 DEFAULT_COOLOFF = timedelta(minutes=15)
+
+
+def event_charge(request: HttpRequest, events: int) -> EventCharge | None:
+    """The charge of the events a request carries, for a statement to take along (the API's
+    one-statement append) or for `quotas.charge_events`; None when nothing is charged (a
+    browser session, no events, the limits off)."""
+    principal = getattr(request, "auth", None)
+    if (
+        events > 0
+        and limits_enabled()
+        and isinstance(principal, Principal)
+        and principal.token_id is not None
+        and principal.project_id is not None
+    ):
+        return EventCharge(
+            token_id=principal.token_id,
+            project_id=principal.project_id,
+            events=events,
+            project_limits=principal.project_limits,
+        )
+    return None
 
 
 def charge_events(request: HttpRequest, events: int) -> None:

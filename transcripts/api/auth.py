@@ -4,20 +4,17 @@ session (read-only). What the caller may do with a thread is decided in `api/acc
 from __future__ import annotations
 
 import json
-from datetime import timedelta
-from functools import cache
+from datetime import datetime, timedelta
 
-from django.contrib.auth import get_user_model
-from django.db import DEFAULT_DB_ALIAS, connections
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
 from ninja.utils import check_csrf
 
-from transcripts.ledger.quotas import charge
+from transcripts.ledger.quotas import charge_token_request
 from transcripts.ledger.tokens import record_token_use
-from transcripts.models import ApiToken, Project
+from transcripts.models import ApiToken
 from transcripts.permissions import READ, Principal, User
 
 # Recording every use would add a write to every append; a minute of precision is plenty.
@@ -26,46 +23,29 @@ LAST_USED_PRECISION = timedelta(minutes=1)
 SESSION_SCOPES = frozenset({READ})
 
 
-@cache
-def _token_sql() -> str:
-    """The token lookup, written out: every API call runs it, and the ORM's query building
-    cost several times the query itself (bench_api.py's single-event appends)."""
-    return (
-        "SELECT t.id, t.name, t.scopes, t.last_used_at, u.is_active, t.project_id,"
-        " p.requests_per_minute, p.events_per_minute"
-        f" FROM {ApiToken._meta.db_table} t"
-        f" JOIN {Project._meta.db_table} p ON p.id = t.project_id"
-        f" LEFT JOIN {get_user_model()._meta.db_table} u ON u.id = t.user_id"
-        " WHERE t.token_hash = %s AND t.revoked_at IS NULL"
-    )
-
-
 def token_principal(raw_token: str) -> Principal | None:
     """The principal of a live (unrevoked) token, recording its use and charging the request
     to its quotas (QuotaExceeded past one); None when unknown."""
-    # Who may call is read from the primary, as db_router.ACCESS_MODELS says of tokens.
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute(_token_sql(), [ApiToken.hash_token(raw_token)])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    pk, name, scopes, last_used_at, user_is_active, project_id, own_requests, own_events = row
+    # The lookup and the charge are one statement (ledger.quotas.charge_token_request); a
+    # deactivated user's token is not charged.
+    token = charge_token_request(ApiToken.hash_token(raw_token))
+    if token is None or token.user_is_active is False:
+        return None  # the token of a deactivated user stops working with the account
+    scopes = token.scopes
     if isinstance(scopes, str):  # Django reads jsonb as text, for JSONField to parse
         scopes = json.loads(scopes)
-    if user_is_active is False:
-        return None  # the token of a deactivated user stops working with the account
-    # QuotaExceeded past a limit (docs/access.md).
-    limits = (own_requests, own_events)
-    charge(token_id=pk, project_id=project_id, project_limits=limits)
+    assert isinstance(scopes, list)
     now = timezone.now()
+    last_used_at = token.last_used_at
+    assert last_used_at is None or isinstance(last_used_at, datetime)
     if last_used_at is None or now - last_used_at > LAST_USED_PRECISION:
-        record_token_use(token_id=pk, at=now)
+        record_token_use(token_id=token.id, at=now)
     return Principal(
-        name=name,
+        name=token.name,
         scopes=frozenset(s for s in scopes if isinstance(s, str)),
-        token_id=pk,
-        project_id=project_id,
-        project_limits=limits,
+        token_id=token.id,
+        project_id=token.project_id,
+        project_limits=token.project_limits,
     )
 
 

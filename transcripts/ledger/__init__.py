@@ -18,7 +18,13 @@ this package is a facade over modules with one job each:
 
 from __future__ import annotations
 
-from transcripts.ledger.append import AppendResult, Reach, append_at_once, append_events
+from transcripts.ledger.append import (
+    AppendResult,
+    OutOfReach,
+    Reach,
+    append_at_once,
+    append_events,
+)
 from transcripts.ledger.bulk_copy import copy_messages
 from transcripts.ledger.leases import claim_run, expire_leases, renew_lease
 from transcripts.ledger.lifecycle import (
@@ -38,6 +44,7 @@ from transcripts.ledger.threads import create_thread
 __all__ = [
     "HEAD",
     "AppendResult",
+    "OutOfReach",
     "ProjectEvent",
     "Reach",
     "RecordedLlmCalls",

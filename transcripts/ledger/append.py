@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -23,6 +24,7 @@ from transcripts.events import CheckedEvent, check_events
 from transcripts.ids import is_ulid, require_ulid, to_uuid, ulid_of
 from transcripts.ledger.bulk_copy import EVENT_COLUMNS, copy_lines, event_lines
 from transcripts.ledger.notify import change_payload, change_payload_sql, run_channel
+from transcripts.ledger.quotas import EventCharge, charge_cte, check_charged
 from transcripts.ledger.storable import problem_dicts
 from transcripts.models import Message, Run, RunStatus
 
@@ -42,11 +44,30 @@ class AppendResult:
     duplicates: int
 
 
-def append_events(*, run: Run | str, events: object, start: bool = True) -> AppendResult:
+@dataclass(frozen=True)
+class Reach:
+    """Threads a caller may append to, as the access policy decides it for one project: its
+    threads that are not hidden (visible) and its hidden ones (hidden)."""
+
+    project_id: int
+    visible: bool
+    hidden: bool
+
+
+class OutOfReach(NotFound):
+    """The run of an append given a reach is unknown or outside it: the caller's access check
+    says which (404, or 403 for a missing scope); nothing was stored."""
+
+
+def append_events(
+    *, run: Run | str, events: object, start: bool = True, within: Reach | None = None
+) -> AppendResult:
     """Append a batch of events after the run's last seq, all or nothing.
 
     The first events start a queued run (it becomes streaming) unless start is False: an
-    edit's user message is stored while the run still waits for its generator.
+    edit's user message is stored while the run still waits for its generator. With within,
+    only to a run of a thread in that reach, checked as the run is locked (no query of its
+    own): OutOfReach otherwise.
 
     An exact re-send of stored events is a no-op; a gap, the same seq with other content, or
     new events for a closed run raise a Conflict saying which seq was expected.
@@ -56,11 +77,11 @@ def append_events(*, run: Run | str, events: object, start: bool = True) -> Appe
     except InvalidEvents as exc:
         raise InvalidInput(f"invalid events: {exc}", problems=problem_dicts(exc.problems)) from None
     _refuse_seqs_past_the_column(checked)
-    fast = _append_in_one_statement(run, checked, start=start, within=None)
+    fast = _append_in_one_statement(run, checked, start=start, within=within)
     if fast is not None:
         return fast
     with transaction.atomic():
-        run, thread_locked = _lock_for_append(run)
+        run, thread_locked = _lock_for_append(run, within)
         if not checked:
             return AppendResult(run.last_seq, 0, 0)
         last_seq = run.last_seq
@@ -111,20 +132,14 @@ def append_events(*, run: Run | str, events: object, start: bool = True) -> Appe
     return AppendResult(run.last_seq, len(fresh), len(overlap))
 
 
-@dataclass(frozen=True)
-class Reach:
-    """Threads a caller may append to, as the access policy decides it for one project: its
-    threads that are not hidden (visible) and its hidden ones (hidden)."""
-
-    project_id: int
-    visible: bool
-    hidden: bool
-
-
-def append_at_once(*, run: str, events: object, within: Reach) -> AppendResult | None:
+def append_at_once(
+    *, run: str, events: object, within: Reach, charge: EventCharge | None = None
+) -> AppendResult | None:
     """The common append (events right after the run's last seq, to an open run of a thread
     within reach) in one statement that also checks the reach; None for anything else, which
-    the caller takes through its access check and append_events (they say what is wrong)."""
+    the caller takes through its access check and append_events (they say what is wrong).
+    With charge, the statement charges the request's events first (charge.done then) and
+    stores nothing past a limit (QuotaExceeded)."""
     if not isinstance(events, list) or not 0 < len(events) <= _INLINE_INSERT_MAX:
         return None
     if any(not isinstance(e, dict) or e.get("kind") in _MESSAGE_KINDS for e in events):
@@ -133,7 +148,7 @@ def append_at_once(*, run: str, events: object, within: Reach) -> AppendResult |
         checked = check_events(events)
     except InvalidEvents:
         return None
-    return _append_in_one_statement(run, checked, start=True, within=within)
+    return _append_in_one_statement(run, checked, start=True, within=within, charge=charge)
 
 
 def _refuse_seqs_past_the_column(events: Sequence[CheckedEvent]) -> None:
@@ -183,8 +198,30 @@ _FAST_APPEND = """
 """.format(payload=change_payload_sql("%(last_seq)s::integer", "updated.status"))
 
 
+@cache
+def _fast_append_charging() -> str:
+    """_FAST_APPEND that also charges the request's events to its token and project
+    (`quotas.charge_cte`), first: it stores nothing past a limit. Its rows are the charge's,
+    each with whether the events were stored."""
+    cte, _ = charge_cte(EventCharge(0, 0, 0, (None, None)))
+    head, _, rest = _FAST_APPEND.partition("WITH locked AS (")
+    lock, _, rest = rest.partition("FOR UPDATE OF r")
+    rest, _, notify = rest.rpartition("SELECT pg_notify(")
+    return (
+        f"{head}WITH {cte}, locked AS ({lock}AND (SELECT ok FROM within_limits)\n"
+        f"        FOR UPDATE OF r{rest}, notified AS (SELECT pg_notify({notify})\n"
+        "    SELECT c.scope, c.requests, c.events, c.seconds_left,"
+        " (SELECT count(*) FROM notified) FROM charged c\n"
+    )
+
+
 def _append_in_one_statement(
-    run: Run | str, events: Sequence[CheckedEvent], *, start: bool, within: Reach | None
+    run: Run | str,
+    events: Sequence[CheckedEvent],
+    *,
+    start: bool,
+    within: Reach | None,
+    charge: EventCharge | None = None,
 ) -> AppendResult | None:
     """The append done in one autocommitted statement, or None when it takes the full path.
 
@@ -201,10 +238,14 @@ def _append_in_one_statement(
         return None
     now = timezone.now()
     last_seq = events[-1].seq
+    sql, charging = _FAST_APPEND, dict[str, str | int]()
+    if charge is not None and not charge.done and charge.project_limits is not None:
+        sql, charging = _fast_append_charging(), charge_cte(charge)[1]
     with connection.cursor() as cursor:
         cursor.execute(
-            _FAST_APPEND,
+            sql,
             {
+                **charging,
                 "id": to_uuid(run_id),
                 "after": events[0].seq - 1,
                 "seqs": [e.seq for e in events],
@@ -220,9 +261,14 @@ def _append_in_one_statement(
                 "hidden": within is not None and within.hidden,
             },
         )
-        if cursor.fetchone() is None:
-            return None
-    return AppendResult(last_seq, len(events), 0)
+        rows = cursor.fetchall()
+    if charging:
+        assert charge is not None
+        check_charged(charge, [row[:4] for row in rows])  # QuotaExceeded past a limit
+        stored = bool(rows and rows[0][4])
+    else:
+        stored = bool(rows)
+    return AppendResult(last_seq, len(events), 0) if stored else None
 
 
 _APPEND_FIELDS = (
@@ -237,30 +283,39 @@ _APPEND_FIELDS = (
 )
 
 
-def _lock_for_append(run: Run | str) -> tuple[Run, bool]:
-    """Lock the run row and read what an append needs (and whether its thread is locked).
+def _lock_for_append(run: Run | str, within: Reach | None = None) -> tuple[Run, bool]:
+    """Lock the run row and read what an append needs (and whether its thread is locked);
+    with within, OutOfReach unless the run's thread is in that reach.
 
     Appends are the hot path: one hand-written query instead of the ORM's.
     """
+    if within is not None and not (isinstance(run, Run) or is_ulid(run)):
+        raise OutOfReach(f"run {run} does not exist", runId=run)
     run_id = run.id if isinstance(run, Run) else require_ulid(run, "runId")
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT r.id, r.thread_id, r.fork_from_id, r.status, r.last_seq, r.started_at,"
-            " r.first_event_at, r.snapshot_seq, t.locked FROM transcripts_run r"
-            " JOIN transcripts_thread t ON t.id = r.thread_id"
+            " r.first_event_at, r.snapshot_seq, t.project_id, t.hidden, t.locked"
+            " FROM transcripts_run r JOIN transcripts_thread t ON t.id = r.thread_id"
             " WHERE r.id = %s FOR UPDATE OF r",
             [to_uuid(run_id)],
         )
         row = cursor.fetchone()
     if row is None:
-        raise NotFound(f"run {run_id} does not exist", runId=run_id)
-    ids = [None if v is None else ulid_of(v) for v in row[:3]]
-    read = dict(zip(_APPEND_FIELDS, ids + list(row[3:-1]), strict=True))
+        refusal = NotFound if within is None else OutOfReach
+        raise refusal(f"run {run_id} does not exist", runId=run_id)
+    *fields, project_id, hidden, locked = row
+    if within is not None and not (
+        project_id == within.project_id and (within.hidden if hidden else within.visible)
+    ):
+        raise OutOfReach(f"run {run_id} does not exist", runId=run_id)
+    ids = [None if v is None else ulid_of(v) for v in fields[:3]]
+    read = dict(zip(_APPEND_FIELDS, ids + list(fields[3:]), strict=True))
     # from_db wants the values in field order; the fields not read here (the snapshot above
     # all) load on first access.
     names = [f.attname for f in Run._meta.concrete_fields if f.attname in read]
     run = Run.from_db(connection.alias, names, [read[name] for name in names])
-    return run, bool(row[-1])
+    return run, bool(locked)
 
 
 def _stored_likeness(
