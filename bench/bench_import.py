@@ -98,6 +98,22 @@ def write_export(path: Path, conversations: int, messages: int) -> int:
     return total
 
 
+def backend_cpu_seconds() -> float | None:
+    """CPU time so far of this connection's PostgreSQL backend (user and system), when it runs
+    on this machine (the embedded cluster); None when it cannot be read."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(conversations: int, messages: int) -> dict[str, Any]:
     """Import a generated export and export it back; the figures of this process."""
     setup_django(durable=True)
@@ -109,11 +125,13 @@ def measure(conversations: int, messages: int) -> dict[str, Any]:
         path = Path(tmp) / "conversations.json"
         total = write_export(path, conversations, messages)
         size_mb = path.stat().st_size / 1e6
+        backend = backend_cpu_seconds()
         started, cpu = time.perf_counter(), time.process_time()
         with path.open("rb") as handle:
             result = import_stream(handle, "chatgpt", project=default_project())
         import_seconds = time.perf_counter() - started
         import_cpu = time.process_time() - cpu
+        backend_after = backend_cpu_seconds()
     stored = Message.objects.count()
     started = time.perf_counter()
     exported_bytes = 0
@@ -137,6 +155,13 @@ def measure(conversations: int, messages: int) -> dict[str, Any]:
         "import_rate": stored / import_seconds,
         # CPU time of this process (not PostgreSQL's) per message: less swayed by the load.
         "import_cpu_us": import_cpu / stored * 1e6,
+        # CPU time of PostgreSQL's backend per message (the COPY, the commit's checks, the
+        # ANALYZE after it), when the database runs on this machine.
+        "import_pg_cpu_us": (
+            (backend_after - backend) / stored * 1e6
+            if backend is not None and backend_after is not None
+            else None
+        ),
         "export_rate": stored / export_seconds,
     }
 
@@ -152,6 +177,8 @@ def show(run: dict[str, Any]) -> None:
     print(f"{'export':<10} {run['export_seconds']:>8.1f} {run['export_rate']:>12,.0f}")
     print(f"threads imported: {run['threads']}, messages stored: {run['stored']}")
     print(f"import CPU of this process: {run['import_cpu_us']:.0f} us/message")
+    if run.get("import_pg_cpu_us") is not None:
+        print(f"import CPU of PostgreSQL's backend: {run['import_pg_cpu_us']:.0f} us/message")
     print(f"exported canonical JSON: {run['exported_mb']:.0f} MB")
     print(
         f"peak RSS: {run['peak_mb']:.0f} MB (target <= {RSS_GOAL_MB} MB);"
@@ -222,6 +249,7 @@ def main() -> None:
                 print(
                     f"round {round_} {label:<6} import {runs[-1]['import_rate']:>8,.0f} msg/s"
                     f"  CPU {runs[-1]['import_cpu_us']:>4.0f} us/msg"
+                    f" + PostgreSQL {runs[-1].get('import_pg_cpu_us') or 0:>4.0f}"
                     f"  export {runs[-1]['export_rate']:>8,.0f} msg/s"
                     f"  peak RSS {runs[-1]['peak_mb']:>4.0f} MB  (load {load:.1f})",
                     flush=True,
@@ -254,6 +282,15 @@ def report(run: dict[str, Any], before: dict[str, Any] | None, ref: str = "") ->
         baseline=(f"{ref} code, same run", before["import_cpu_us"]) if before else None,
         note="Python's share; PostgreSQL's backend works beside it",
     )
+    if run.get("import_pg_cpu_us") is not None:
+        pg_before = before.get("import_pg_cpu_us") if before else None
+        figure(
+            f"import CPU of PostgreSQL's backend, {messages}",
+            run["import_pg_cpu_us"],
+            "us/message",
+            baseline=(f"{ref} code, same run", pg_before) if pg_before else None,
+            note="the COPY, the commit's checks and the ANALYZE after it",
+        )
     figure(
         f"import peak RSS, {messages}",
         run["peak_mb"],
