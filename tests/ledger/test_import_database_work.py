@@ -1,4 +1,4 @@
-"""The database work an import costs less of (migration 0027): transcripts_search_text in
+"""The database work an import costs less of (migration 0026): transcripts_search_text in
 PL/pgSQL gives exactly what 0025's LANGUAGE sql function gave, and no statistics are gathered on
 the message parts nor the event data, which no query filters on."""
 
