@@ -142,6 +142,12 @@ TEMPLATES = [
     },
 ]
 
+# An empty database is built from a cached snapshot of the migrated one instead of by every
+# migration in turn (transcripts/management/schema_cache.py): on by default for the embedded
+# clusters (development and tests, no DATABASE_URL), TRANSCRIPTS_SCHEMA_CACHE=1/0 to choose.
+TRANSCRIPTS_SCHEMA_CACHE = _env_bool(
+    "TRANSCRIPTS_SCHEMA_CACHE", not os.environ.get("DATABASE_URL", "").strip()
+)
 DATABASES = {"default": parse_database_url(database_url(BASE_DIR))}
 # While the database is down, requests fail fast and answer 503 (transcripts/outage.py): libpq
 # stops connecting after TRANSCRIPTS_DB_CONNECT_TIMEOUT seconds (2 at least), and a request
