@@ -129,6 +129,8 @@ def restore(connection: BaseDatabaseWrapper, key: str, say: Callable[[str], None
         with psycopg.connect(**_connection_kwargs(connection)) as conn:
             with conn.cursor() as cursor:
                 cursor.execute(sql)
+                # The dump empties search_path for its own statements; back to the default.
+                cursor.execute("RESET search_path")
                 applied = _applied(cursor)
                 rows = {(app, name) for app, name in applied}
                 if applied != recorded or not expected <= rows:
