@@ -126,16 +126,15 @@ def restore(connection: BaseDatabaseWrapper, key: str, say: Callable[[str], None
         return False
     expected = {(app, name) for app, name in _loader().graph.nodes}
     try:
-        with psycopg.connect(**_connection_kwargs(connection)) as conn:
-            with conn.cursor() as cursor:
-                cursor.execute(sql)
-                # The dump empties search_path for its own statements; back to the default.
-                cursor.execute("RESET search_path")
-                applied = _applied(cursor)
-                rows = {(app, name) for app, name in applied}
-                if applied != recorded or not expected <= rows:
-                    raise ValueError("its django_migrations rows are not the migrations on disk")
-            # Leaving the block commits; an exception above rolls everything back.
+        # Leaving the block commits; an exception inside rolls everything back.
+        with psycopg.connect(**_connection_kwargs(connection)) as conn, conn.cursor() as cursor:
+            cursor.execute(sql)
+            # The dump empties search_path for its own statements; back to the default.
+            cursor.execute("RESET search_path")
+            applied = _applied(cursor)
+            rows = {(app, name) for app, name in applied}
+            if applied != recorded or not expected <= rows:
+                raise ValueError("its django_migrations rows are not the migrations on disk")
     except (psycopg.Error, ValueError) as exc:
         say(f"schema cache: {path} did not apply ({exc}); running the migrations")
         return False
