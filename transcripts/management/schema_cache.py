@@ -149,7 +149,7 @@ def restore(connection: BaseDatabaseWrapper, key: str, say: Callable[[str], None
     return True
 
 
-def save(
+def keep(
     connection: BaseDatabaseWrapper,
     key: str,
     statements: list[Statement],

@@ -42,7 +42,7 @@ class Command(DjangoMigrate):
             return
         with schema_cache.recording(connection) as statements:
             super().handle(*args, **options)
-        saved = schema_cache.save(connection, key, statements, say=self._warn)
+        saved = schema_cache.keep(connection, key, statements, say=self._warn)
         if saved is not None and options["verbosity"] >= 1:
             self.stdout.write(f"Cached the migrated schema in {saved}")
 
