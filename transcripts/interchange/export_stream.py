@@ -25,6 +25,7 @@ a cut-off transfer (and a document that does not parse), never a complete-lookin
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from typing import TypeVar
 from transcripts.errors import NotFound
 from transcripts.formats.canonical import canonical_head
 from transcripts.formats.threadprotocol import threadprotocol_documents
+from transcripts.ids import ulid_from_bytes
 from transcripts.interchange.export import (
     JSON_LINES,
     chunks,
@@ -41,15 +43,18 @@ from transcripts.interchange.export import (
     export_thread,
     judgement_of,
     no_collection,
-    postgres_moment,
-    run_item,
     thread_tree,
     wants_every_branch,
 )
 from transcripts.jsonvalue import JsonObject
-from transcripts.message_schema import message_object
 from transcripts.models import Thread
-from transcripts.selectors.exports import is_message_of, message_batches, run_batches
+from transcripts.selectors.exports import (
+    MessageText,
+    RunText,
+    is_message_of,
+    message_texts,
+    run_texts,
+)
 from transcripts.times import to_iso
 
 T = TypeVar("T")
@@ -134,28 +139,25 @@ def _canonical(thread: Thread, leaf: str | None, with_events: bool) -> Iterator[
     )
     yield _encode(head)[:-1] + ', "messages": ['
     separator = ""
-    messages = message_batches(thread, MESSAGE_BATCH)
+    messages = message_texts(thread, MESSAGE_BATCH)
     while batch := _next(messages):
-        with no_collection():
-            objects = [
-                message_object(
-                    key, parent, role, parts, postgres_moment(created).isoformat(), metadata
-                )
-                for key, parent, role, parts, created, metadata in batch
-            ]
-            text = separator + _encode(objects)[1:-1]
-        del objects, batch
+        text = separator + ", ".join(map(_message_text, batch))
+        del batch
         yield text
         separator = ", "
     yield '], "runs": ['
     separator = ""
-    run_rows = run_batches(thread, RUN_BATCH)
+    run_rows = run_texts(thread, RUN_BATCH)
     while runs := _next(run_rows):
-        ids = [run["id"] for run in runs]
-        events = events_by_run(thread, ids) if with_events else {}
-        items = [run_item(run, run["message_ids"], events, with_events=with_events) for run in runs]
-        text = separator + _encode(items)[1:-1]
-        del items, runs, events
+        if with_events:
+            ids = [ulid_from_bytes(run[0]) for run in runs]
+            events = events_by_run(thread, ids)
+            found = [_encode(events.get(key, [])) for key in ids]
+            items = [_run_text(run, text) for run, text in zip(runs, found, strict=True)]
+        else:
+            items = [_run_text(run, None) for run in runs]
+        text = separator + ", ".join(items)
+        del items, runs
         yield text
         separator = ", "
     yield "]"
@@ -167,9 +169,61 @@ def _canonical(thread: Thread, leaf: str | None, with_events: bool) -> Iterator[
     yield "}"
 
 
-def _iso(created: str) -> str:
-    """A message's time as `thread_tree` writes it (from PostgreSQL's text of it)."""
-    return postgres_moment(created).isoformat()
+# A number with a fraction in jsonb's text (jsonb writes numbers in plain decimals, and only
+# after "[", ", " or ": ", or alone), or text that looks like one inside a string.
+_FRACTION = re.compile(r"(?:^|\[|, |: )-?[0-9]+\.")
+
+
+def _json(text: str, numbers: bool) -> str:
+    """jsonb's text of a value as `_encode(json.loads(text))` writes it (what the export
+    wrote when it read values into Python first).
+
+    The two agree on everything but numbers with a fraction: jsonb's text has the same
+    separators and escapes, and json.loads keeps its key order; an integer comes back with
+    the same digits. A fraction may not (json.loads makes a float: 1.10 becomes 1.1,
+    0.0000001 becomes 1e-07), so text holding anything like one goes through Python.
+    numbers: whether the value holds any number (PostgreSQL's answer; without one the text
+    is not searched)."""
+    if not numbers or _FRACTION.search(text) is None:
+        return text
+    return _encode(json.loads(text))
+
+
+def _message_text(row: MessageText) -> str:
+    """A message of the canonical document (`message_schema.message_object`'s fields in its
+    order), from its row as PostgreSQL wrote it."""
+    key, parent, role, parts, parts_numbers, created, metadata, metadata_numbers = row
+    parent_id = "null" if parent is None else f'"{ulid_from_bytes(parent)}"'
+    return (
+        f'{{"id": "{ulid_from_bytes(key)}", "parentMessageId": {parent_id}, "role": {role}, '
+        f'"parts": {_json(parts, parts_numbers)}, "createdAt": "{created}", '
+        f'"metadata": {_json(metadata, metadata_numbers)}}}'
+    )
+
+
+def _ulid_json(value: bytes | None) -> str:
+    return "null" if value is None else f'"{ulid_from_bytes(value)}"'
+
+
+def _run_text(row: RunText, events: str | None) -> str:
+    """A run of the canonical document (`export.run_item`'s fields in its order), from its
+    row as PostgreSQL wrote it, and its events' text when they are asked for."""
+    (key, status, fork_from, superseded_by, generator, model, parameters, parameters_numbers,
+     metadata, metadata_numbers, usage, usage_numbers, error, error_numbers, created, finished,
+     last_seq, message_ids) = row  # fmt: skip
+    ids = b"" if message_ids is None else message_ids
+    listed = ", ".join(f'"{ulid_from_bytes(ids[at : at + 16])}"' for at in range(0, len(ids), 16))
+    finished_at = "null" if finished is None else f'"{finished}"'
+    return (
+        f'{{"id": "{ulid_from_bytes(key)}", "status": {status}, '
+        f'"forkFromMessageId": {_ulid_json(fork_from)}, '
+        f'"supersededBy": {_ulid_json(superseded_by)}, "generator": {generator}, '
+        f'"model": {model}, "parameters": {_json(parameters, parameters_numbers)}, '
+        f'"metadata": {_json(metadata, metadata_numbers)}, "usage": {_json(usage, usage_numbers)}, '
+        f'"error": {_json(error, error_numbers)}, "createdAt": "{created}", '
+        f'"finishedAt": {finished_at}, "lastSeq": {last_seq}, "messageIds": [{listed}]'
+        + ("}" if events is None else f', "events": {events}}}')
+    )
 
 
 def _next(batches: Iterator[list[T]]) -> list[T]:

@@ -11,26 +11,12 @@ index lookup, where a keyset on (depth, id) would scan the whole thread again fo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from django.contrib.postgres.expressions import ArraySubquery
 from django.core.exceptions import ValidationError
 from django.db import connection
-from django.db.models import BooleanField, OuterRef, TextField
-from django.db.models.expressions import RawSQL
-from django.db.models.functions import Cast
 
 from transcripts.ids import to_uuid
 from transcripts.models import Message, Run, Thread
-
-# A message as an export writes it: id, parent id, role, parts, created_at as PostgreSQL's
-# text, metadata.
-MessageRow = tuple[str, str | None, str, Any, str, Any]
-
-_RUN_FIELDS = (
-    "id", "status", "fork_from_id", "superseded_by_id", "generator", "model", "parameters",
-    "metadata", "usage", "error", "created_text", "finished_text", "last_seq", "message_ids",
-)  # fmt: skip
 
 
 def is_message_of(thread: Thread, message_id: str) -> bool:
@@ -65,38 +51,80 @@ def _batches(order: bytes, size: int) -> Iterator[str]:
         yield "{" + ",".join(chunk[at : at + 16].hex() for at in range(0, len(chunk), 16)) + "}"
 
 
-def _among(table: str, ids: str) -> RawSQL:
-    """The rows of table whose id is in ids (a uuid[] literal), by primary key."""
-    return RawSQL(f'"{table}"."id" = ANY(%s::uuid[])', [ids], output_field=BooleanField())
+def _iso(column: str, *, zone: str) -> str:
+    """SQL for column's instant in UTC as Python's isoformat() writes it (microseconds only
+    when there are any), ending in zone ("+00:00", or "Z" as `times.to_iso` writes it)."""
+    moment = f"({column} AT TIME ZONE 'UTC')"
+    return (
+        f"to_char({moment}, CASE WHEN date_trunc('second', {moment}) = {moment} "
+        f"""THEN 'YYYY-MM-DD"T"HH24:MI:SS' ELSE 'YYYY-MM-DD"T"HH24:MI:SS.US' END) || '{zone}'"""
+    )
 
 
-def message_batches(thread: Thread, size: int) -> Iterator[list[MessageRow]]:
-    """The thread's messages, parents before children (by depth, then id), size at a time."""
+def _json(column: str) -> str:
+    """SQL for a jsonb column's text ("null" for SQL's null), then whether it holds any
+    number (two columns)."""
+    return (
+        f"coalesce({column}::text, 'null'), "
+        f"coalesce(jsonb_path_exists({column}, 'strict $.** ? (@.type() == \"number\")'), false)"
+    )
+
+
+# A message as a streamed canonical export writes it, mostly as PostgreSQL's text: its id and
+# parent id as 16 bytes each (uuid_send), its role as a JSON string, its parts as jsonb's
+# text (and whether it holds a number), created_at as isoformat() spells it, its metadata as
+# jsonb's text (and whether it holds a number).
+MessageText = tuple[bytes, bytes | None, str, str, bool, str, str, bool]
+_MESSAGES = (
+    "SELECT uuid_send(m.id), uuid_send(m.parent_id), to_json(m.role)::text, "
+    f"{_json('m.parts')}, {_iso('m.created_at', zone='+00:00')}, {_json('m.metadata')} "
+    'FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) JOIN "{table}" m ON m.id = k.id '
+    "ORDER BY k.n"
+)
+# A run likewise: id, status (JSON), fork_from, superseded_by (16 bytes each or None),
+# generator, model (JSON), parameters, metadata, usage, error (jsonb text and whether it holds
+# a number each, error "null" when there is none), created_at and finished_at (as
+# `times.to_iso` writes them, finished None when unfinished), last_seq, and the ids of its
+# messages in order (16 bytes each, joined).
+RunText = tuple[
+    bytes, str, bytes | None, bytes | None, str, str, str, bool, str, bool, str, bool, str, bool,
+    str, str | None, int, bytes | None,
+]  # fmt: skip
+_RUNS = (
+    "SELECT uuid_send(r.id), to_json(r.status)::text, uuid_send(r.fork_from_id), "
+    "uuid_send(r.superseded_by_id), to_json(r.generator)::text, to_json(r.model)::text, "
+    f"{_json('r.parameters')}, {_json('r.metadata')}, {_json('r.usage')}, {_json('r.error')}, "
+    f"{_iso('r.created_at', zone='Z')}, {_iso('r.finished_at', zone='Z')}, r.last_seq, "
+    "(SELECT string_agg(uuid_send(m.id), ''::bytea ORDER BY m.position, m.id) "
+    ' FROM "{messages}" m WHERE m.run_id = r.id) '
+    'FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) JOIN "{table}" r ON r.id = k.id '
+    "ORDER BY k.n"
+)
+
+
+def message_texts(thread: Thread, size: int) -> Iterator[list[MessageText]]:
+    """The thread's messages, parents before children (by depth, then id), size at a time,
+    as text PostgreSQL writes (`MessageText`): no JSON is decoded."""
+    sql = _MESSAGES.format(table=Message._meta.db_table)
     for ids in _batches(_order(Message, thread, "depth", "id"), size):
-        yield list(
-            Message.objects.filter(_among(Message._meta.db_table, ids))
-            .order_by("depth", "id")
-            .annotate(created_text=Cast("created_at", TextField()))
-            .values_list("id", "parent_id", "role", "parts", "created_text", "metadata")
-        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [ids])
+            rows = cursor.fetchall()
+        yield [(bytes(r[0]), _bytes(r[1]), *r[2:]) for r in rows]
 
 
-def run_batches(thread: Thread, size: int) -> Iterator[list[dict[str, Any]]]:
-    """The thread's runs, oldest first, size at a time, each with the ids of its messages in
-    its order (`message_ids`); no snapshot (no export writes it)."""
+def run_texts(thread: Thread, size: int) -> Iterator[list[RunText]]:
+    """The thread's runs, oldest first, size at a time, as text PostgreSQL writes
+    (`RunText`), each with the ids of its messages in its order; no snapshot."""
+    sql = _RUNS.format(table=Run._meta.db_table, messages=Message._meta.db_table)
     for ids in _batches(_order(Run, thread, "created_at", "id"), size):
-        batch = list(
-            Run.objects.filter(_among(Run._meta.db_table, ids))
-            .order_by("created_at", "id")
-            .annotate(
-                created_text=Cast("created_at", TextField()),
-                finished_text=Cast("finished_at", TextField()),
-                message_ids=ArraySubquery(
-                    Message.objects.filter(run=OuterRef("pk"))
-                    .order_by("position", "id")
-                    .values("id")
-                ),
-            )
-            .values(*_RUN_FIELDS)
-        )
-        yield batch
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [ids])
+            rows = cursor.fetchall()
+        yield [
+            (bytes(r[0]), r[1], _bytes(r[2]), _bytes(r[3]), *r[4:17], _bytes(r[17])) for r in rows
+        ]
+
+
+def _bytes(value: bytes | memoryview | None) -> bytes | None:
+    return None if value is None else bytes(value)
