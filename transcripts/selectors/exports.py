@@ -2,10 +2,15 @@
 
 First the order: the ids of the thread's messages (by depth, then id) and of its runs (by
 creation), 16 bytes each, in one query apiece; then the rows themselves, a batch at a time by
-primary key. Memory holds those ids and one batch, never the thread's text; no cursor outlives
-its query (a pooler in transaction mode, PgBouncer, changes nothing); and each batch is an
-index lookup, where a keyset on (depth, id) would scan the whole thread again for each batch
-(no index has the thread, the depth and the id).
+primary key (the batch's ids joined in their order: primary key lookups whatever the
+planner thinks of the table). Memory holds those ids and one batch, never the thread's text;
+no cursor outlives its query (a pooler in transaction mode, PgBouncer, changes nothing); and
+each batch is an index lookup, where a keyset on (depth, id) would scan the whole thread
+again for each batch (no index has the thread, the depth and the id).
+
+The rows come as PostgreSQL writes them (`MessageText`, `RunText`): jsonb as its text, with
+whether it holds a number, times as Python's isoformat() spells them, ids as 16 bytes; the
+export writes that text as it is (`interchange.export_stream`), decoding nothing.
 """
 
 from __future__ import annotations
