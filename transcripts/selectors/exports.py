@@ -107,6 +107,29 @@ _RUNS = (
 )
 
 
+# Every message of a thread for its whole tree (`interchange.export.thread_tree`): id, parent
+# id, run id (16 bytes each), role, parts and metadata as jsonb's text, created_at as
+# isoformat() spells it, position in its run.
+TreeRow = tuple[bytes, bytes | None, bytes, str, str, str, str, int]
+_TREE = (
+    "SELECT uuid_send(id), uuid_send(parent_id), uuid_send(run_id), role, parts::text, "
+    f"metadata::text, {_iso('created_at', zone='+00:00')}, position "
+    'FROM "{table}" WHERE thread_id = %s ORDER BY depth, id'
+)
+
+
+def tree_rows(thread: Thread, size: int) -> Iterator[list[TreeRow]]:
+    """The thread's messages, parents before children (by depth, then id), size at a time,
+    in one query read by a server-side cursor (as QuerySet.iterator): no Django field
+    converts a value (the caller decodes the JSON it keeps)."""
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(_TREE.format(table=Message._meta.db_table), [to_uuid(thread.id)])
+        while rows := cursor.fetchmany(size):
+            yield [
+                (bytes(r[0]), _bytes(r[1]), bytes(r[2]), r[3], r[4], r[5], r[6], r[7]) for r in rows
+            ]
+
+
 def message_texts(thread: Thread, size: int) -> Iterator[list[MessageText]]:
     """The thread's messages, parents before children (by depth, then id), size at a time,
     as text PostgreSQL writes (`MessageText`): no JSON is decoded."""
