@@ -107,7 +107,7 @@ def _read_tree(thread: Thread, *, leaf: str | None, with_events: bool) -> TreeTh
     in_runs: list[tuple[str, int, str]] = []
     loads = json.loads
     for batch in tree_rows(thread, 2000):
-        for key, parent, run_id, role, parts, metadata, created, position in batch:
+        for key, parent, run_key, role, parts, metadata, created, position in batch:
             message_id = ulid_from_bytes(key)
             canonical.append(
                 message_object(
@@ -119,7 +119,7 @@ def _read_tree(thread: Thread, *, leaf: str | None, with_events: bool) -> TreeTh
                     loads(metadata),
                 )
             )
-            in_runs.append((ulid_from_bytes(run_id), position, message_id))
+            in_runs.append((ulid_from_bytes(run_key), position, message_id))
     if leaf is not None and not any(m["id"] == leaf for m in canonical):
         raise NotFound("leaf is not a message of this thread", leaf=leaf)
     by_run: dict[str, list[str]] = {}
