@@ -34,8 +34,14 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from transcripts.errors import NotFound
+from transcripts.formats import TreeThread
 from transcripts.formats.canonical import canonical_head
-from transcripts.formats.threadprotocol import threadprotocol_documents
+from transcripts.formats.threadprotocol import (
+    threadprotocol_documents,
+    threadprotocol_path_agents,
+    threadprotocol_stream,
+)
+from transcripts.formats.threadprotocol_derive import DEFAULT_AGENT
 from transcripts.ids import ulid_from_bytes
 from transcripts.interchange.export import (
     JSON_LINES,
@@ -49,12 +55,17 @@ from transcripts.interchange.export import (
     wants_every_branch,
 )
 from transcripts.jsonvalue import JsonObject
+from transcripts.message_schema import message_object
 from transcripts.models import Thread
 from transcripts.selectors.exports import (
     MessageText,
     RunText,
+    agent_ids,
     is_message_of,
+    last_message,
     message_texts,
+    path_order,
+    path_rows,
     run_texts,
 )
 from transcripts.times import to_iso
@@ -96,6 +107,11 @@ def stream_thread(
         if leaf is not None and not is_message_of(thread, leaf):
             raise NotFound("leaf is not a message of this thread", leaf=leaf)
         return ExportStream(_canonical(thread, leaf, with_events), spec.content_type, filename)
+    if fmt == "threadprotocol" and not every_branch:
+        if leaf is not None and not is_message_of(thread, leaf):
+            raise NotFound("leaf is not a message of this thread", leaf=leaf)
+        pieces = _threadprotocol(thread, leaf)
+        return ExportStream(pieces, spec.content_type, filename)
     if fmt == "threadprotocol":
         documents = threadprotocol_documents(thread_tree(thread, leaf=leaf))
         main = next(documents)  # built now: what could fail fails before the first byte
@@ -241,13 +257,79 @@ def _document(document: JsonObject, key: str) -> Iterator[str]:
     """json.dumps(document, ensure_ascii=False) in pieces: the list at key a batch at a time."""
     items = document[key]
     assert isinstance(items, list)
+    batches = (items[start : start + ACTION_BATCH] for start in range(0, len(items), ACTION_BATCH))
+    yield from _around(document, key, batches)
+
+
+def _around(document: JsonObject, key: str, batches: Iterator[list[JsonObject]]) -> Iterator[str]:
+    """json.dumps(document, ensure_ascii=False) with the list at key made of batches, each
+    written as it comes."""
     # A placeholder no document holds (a NUL is written escaped, and the rest is random).
     marker = f"\x00{uuid.uuid4().hex}"
     head, tail = _encode({**document, key: marker}).split(_encode(marker), 1)
     yield head + "["
-    for start in range(0, len(items), ACTION_BATCH):
-        yield (", " if start else "") + _encode(items[start : start + ACTION_BATCH])[1:-1]
+    separator = ""
+    for batch in batches:
+        if batch:
+            yield separator + _encode(batch)[1:-1]
+            separator = ", "
     yield "]" + tail
+
+
+def _threadprotocol(thread: Thread, leaf: str | None) -> Iterator[str]:
+    """The ThreadProtocol document of the active path (or the path to leaf), written as the
+    path is read: its header from the thread's row and what PostgreSQL says of its messages
+    (the agents they name), then its actions a batch of messages at a time."""
+    start: str | None = leaf or thread.head_id
+    if start is None or not is_message_of(thread, start):
+        start = last_message(thread)
+    order, ahead = path_order(thread, start) if start is not None else (b"", False)
+    own = TreeThread(
+        title=thread.title,
+        messages=[],
+        active_leaf=None,
+        metadata=thread.metadata,
+        agents=thread.agents,
+        id=thread.id,
+        parent_thread_id=thread.parent_thread_id,
+        created_at=to_iso(thread.created_at),
+        updated_at=to_iso(thread.updated_at),
+    )
+    derived = [str(json.loads(text) or DEFAULT_AGENT) for text in agent_ids(thread)]
+    # Only a message with a record (or a tool message with text) can name an agent that is
+    # neither the thread's nor derived: then the path is read once more, first.
+    agents = threadprotocol_path_agents(own, derived, _path(order)) if ahead else []
+    shell, actions = threadprotocol_stream(own, derived=derived, agents=agents, path=_path(order))
+    batches = _joined(actions, ACTION_BATCH)
+    yield from _around(shell, "actions", batches)
+
+
+def _path(order: bytes) -> Iterator[JsonObject]:
+    """The messages of a path (`selectors.exports.path_order`) as thread_tree reads them."""
+    loads = json.loads
+    rows = path_rows(order, MESSAGE_BATCH)
+    while batch := _next(rows):
+        for key, parent, role, parts, created, metadata in batch:
+            yield message_object(
+                ulid_from_bytes(key),
+                None if parent is None else ulid_from_bytes(parent),
+                role,
+                loads(parts),
+                created,
+                loads(metadata),
+            )
+
+
+def _joined(batches: Iterator[list[T]], size: int) -> Iterator[list[T]]:
+    """batches gathered into lists of at least size items (the last may hold fewer)."""
+    pending: list[T] = []
+    for batch in batches:
+        pending.extend(batch)
+        if len(pending) >= size:
+            yield pending
+            pending = []
+    if pending:
+        yield pending
 
 
 def _json_lines(main: JsonObject, others: Iterator[JsonObject]) -> Iterator[str]:

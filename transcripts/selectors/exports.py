@@ -156,3 +156,91 @@ def run_texts(thread: Thread, size: int) -> Iterator[list[RunText]]:
 
 def _bytes(value: bytes | memoryview | None) -> bytes | None:
     return None if value is None else bytes(value)
+
+
+# Whether a message's metadata holds the record of the ThreadProtocol actions it was imported
+# from (`formats.threadprotocol_parts.has_record`: metadata.extra.threadprotocol.actions is
+# truthy as Python reads it).
+_RECORDED = "metadata->'extra'->'threadprotocol'->'actions'"
+_HAS_RECORD = (
+    f"coalesce(CASE jsonb_typeof({_RECORDED}) WHEN 'array' THEN {_RECORDED} <> '[]' "
+    f"WHEN 'object' THEN {_RECORDED} <> jsonb_build_object() "
+    f"WHEN 'string' THEN {_RECORDED} <> '\"\"' "
+    f"WHEN 'number' THEN {_RECORDED} <> '0' WHEN 'boolean' THEN {_RECORDED} = 'true' "
+    "ELSE false END, false)"
+)
+# The messages `formats.threadprotocol.derived_agent` writes with an agent: not imported with
+# a record, and an assistant's or one with reasoning or a tool call.
+_AGENTS = (
+    "SELECT agent FROM (SELECT DISTINCT ON (agent) agent, depth, id FROM ("
+    "SELECT coalesce(metadata->'agentId', 'null')::text AS agent, depth, id "
+    'FROM "{table}" WHERE thread_id = %s AND NOT ' + _HAS_RECORD + " AND (role = 'assistant' "
+    'OR jsonb_path_exists(parts, \'$[*] ? (@.type == "reasoning" || @.type == "tool-call")\'))'
+    ") AS m ORDER BY agent, depth, id) AS first ORDER BY depth, id"
+)
+
+
+def agent_ids(thread: Thread) -> list[str]:
+    """The metadata.agentId (jsonb's text, "null" when absent) of the messages of thread a
+    ThreadProtocol export writes with an agent, each once, in the thread's order (by depth,
+    then id) of its first message."""
+    with connection.cursor() as cursor:
+        cursor.execute(_AGENTS.format(table=Message._meta.db_table), [to_uuid(thread.id)])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def last_message(thread: Thread) -> str | None:
+    """The thread's last message by depth, then id (the leaf of a path without one)."""
+    found = Message.objects.filter(thread=thread).order_by("-depth", "-id")
+    return found.values_list("id", flat=True).first()
+
+
+# The path from a message up to the root: its ids root first (16 bytes each), and whether a
+# message of it may name an agent no header knows before its actions are written (one with a
+# record, a tool message with text or a file, a role the export does not know).
+_PATH = (
+    "WITH RECURSIVE up AS ("
+    'SELECT id, parent_id, 0 AS n, role, metadata, parts FROM "{table}" '
+    "WHERE id = %s AND thread_id = %s "
+    "UNION ALL SELECT m.id, m.parent_id, u.n + 1, m.role, m.metadata, m.parts "
+    'FROM "{table}" m JOIN up u ON m.id = u.parent_id) '
+    "SELECT string_agg(uuid_send(id), ''::bytea ORDER BY n DESC), coalesce(bool_or("
+    + _HAS_RECORD
+    + " OR role NOT IN ('user', 'system', 'assistant', 'tool') OR (role = 'tool' AND "
+    'jsonb_path_exists(parts, \'$[*] ? (@.type == "text" || @.type == "file")\'))), false) '
+    "FROM up"
+)
+
+
+def path_order(thread: Thread, leaf: str) -> tuple[bytes, bool]:
+    """The ids of the path from the root of thread down to leaf, 16 bytes each, and whether
+    a message of it may name an agent its header must know first (see _PATH)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _PATH.format(table=Message._meta.db_table), [to_uuid(leaf), to_uuid(thread.id)]
+        )
+        row = cursor.fetchone()
+    if row is None or row[0] is None:
+        return b"", False
+    return bytes(row[0]), bool(row[1])
+
+
+# A message of a path as thread_tree reads it: id, parent id (16 bytes each), role, parts and
+# metadata as jsonb's text, created_at as isoformat() spells it.
+PathRow = tuple[bytes, bytes | None, str, str, str, str]
+_PATH_ROWS = (
+    "SELECT uuid_send(m.id), uuid_send(m.parent_id), m.role, m.parts::text, "
+    f"{_iso('m.created_at', zone='+00:00')}, m.metadata::text "
+    'FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) JOIN "{table}" m ON m.id = k.id '
+    "ORDER BY k.n"
+)
+
+
+def path_rows(order: bytes, size: int) -> Iterator[list[PathRow]]:
+    """The messages order names (`path_order`), in its order, size at a time."""
+    sql = _PATH_ROWS.format(table=Message._meta.db_table)
+    for ids in _batches(order, size):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [ids])
+            rows = cursor.fetchall()
+        yield [(bytes(r[0]), _bytes(r[1]), r[2], r[3], r[4], r[5]) for r in rows]
