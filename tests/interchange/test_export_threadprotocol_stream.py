@@ -189,3 +189,16 @@ def test_an_imported_document_with_a_stale_record_streams_as_it_exports(batches:
 def test_imported_documents_stream_as_they_export(document: dict[str, Any]) -> None:
     [thread_id] = interchange.import_data(document, project=_project()).thread_ids
     _same(Thread.objects.get(pk=thread_id))
+
+
+@pytest.mark.parametrize("leaf", [None, "01HZZ090000000000000000010"])
+def test_every_branch_streams_as_it_exports(batches: None, leaf: str | None) -> None:
+    lines = _same(_agents_thread(), leaf=leaf, branches="all").decode().split("\n")[:-1]
+    assert len(lines) > 1
+    assert json.loads(lines[1])["parent_thread_id"] == json.loads(lines[0])["thread_id"]
+    _same(_odd_thread(), branches="all")
+
+
+def test_an_imported_document_s_branches_stream_as_they_export(batches: None) -> None:
+    [thread_id] = interchange.import_data(EXAMPLE, project=_project()).thread_ids
+    _same(Thread.objects.get(pk=thread_id), branches="all")

@@ -62,6 +62,16 @@ def threadprotocol_documents(thread: TreeThread) -> Iterator[JsonObject]:
     for (a streamed export writes one before the next is built; none changes once given)."""
     export = _Export(thread)
     yield export.main
+    yield from _children(export)
+
+
+def threadprotocol_children(thread: TreeThread) -> Iterator[JsonObject]:
+    """`threadprotocol_documents` without the main thread (written apart, as it is read:
+    `threadprotocol_stream`), each child built when it is asked for."""
+    yield from _children(_Export(thread))
+
+
+def _children(export: _Export) -> Iterator[JsonObject]:
     for leaf in export.other_leaves():
         yield export.branch(leaf)
 

@@ -12,10 +12,14 @@ are made:
   by to_char), not decoded into Python and encoded again: the same bytes (`_json` says why,
   tests/interchange/test_export_text.py proves it), a third of the time. Memory holds the
   order (16 bytes a row) and one batch, never the thread's text.
-- ThreadProtocol: its header (the agents, the last time) depends on every message of the
-  path, so the thread is read first, as before; the document is then written an action at a
-  time, and with `branches=all` each child thread is built only once the one before is
-  written (memory holds the tree and one document, not every document and the text).
+- ThreadProtocol: its header (the agents) depends on every message, so PostgreSQL answers
+  for them first (the agents messages name, and whether a message of the path could name one
+  only its actions show: then the path is read once more, first); the path's ids come in one
+  recursive query, its messages a batch at a time by primary key, and each message's actions
+  are written as it is read (`formats.threadprotocol.threadprotocol_stream`: the whole
+  export's own functions). Memory holds the path's ids and one batch. With `branches=all`
+  the main thread is written so, then the whole tree is read for the child threads, each
+  built only once the one before is written.
 
 The other formats are written whole, as before, and sent in pieces.
 
@@ -37,7 +41,7 @@ from transcripts.errors import NotFound
 from transcripts.formats import TreeThread
 from transcripts.formats.canonical import canonical_head
 from transcripts.formats.threadprotocol import (
-    threadprotocol_documents,
+    threadprotocol_children,
     threadprotocol_path_agents,
     threadprotocol_stream,
 )
@@ -107,18 +111,13 @@ def stream_thread(
         if leaf is not None and not is_message_of(thread, leaf):
             raise NotFound("leaf is not a message of this thread", leaf=leaf)
         return ExportStream(_canonical(thread, leaf, with_events), spec.content_type, filename)
-    if fmt == "threadprotocol" and not every_branch:
+    if fmt == "threadprotocol":
         if leaf is not None and not is_message_of(thread, leaf):
             raise NotFound("leaf is not a message of this thread", leaf=leaf)
-        pieces = _threadprotocol(thread, leaf)
-        return ExportStream(pieces, spec.content_type, filename)
-    if fmt == "threadprotocol":
-        documents = threadprotocol_documents(thread_tree(thread, leaf=leaf))
-        main = next(documents)  # built now: what could fail fails before the first byte
         if every_branch:
-            lines = _json_lines(main, documents)
+            lines = _json_lines(thread, leaf)
             return ExportStream(lines, JSON_LINES, f"thread-{thread.id}.jsonl")
-        return ExportStream(_document(main, "actions"), spec.content_type, filename)
+        return ExportStream(_threadprotocol(thread, leaf), spec.content_type, filename)
     whole = export_thread(thread, fmt, leaf=leaf, with_events=with_events, branches=branches)
     return ExportStream(chunks(whole.content), whole.content_type, whole.filename)
 
@@ -332,10 +331,11 @@ def _joined(batches: Iterator[list[T]], size: int) -> Iterator[list[T]]:
         yield pending
 
 
-def _json_lines(main: JsonObject, others: Iterator[JsonObject]) -> Iterator[str]:
-    """The main thread, then each child thread, one JSON document a line."""
-    yield from _document(main, "actions")
+def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str]:
+    """The main thread, written as its path is read, then each child thread (from the whole
+    tree, read once the main thread is written), one JSON document a line."""
+    yield from _threadprotocol(thread, leaf)
     yield "\n"
-    for document in others:
+    for document in threadprotocol_children(thread_tree(thread, leaf=leaf)):
         yield from _document(document, "actions")
         yield "\n"
