@@ -202,8 +202,10 @@ _PATH = (
     "WITH RECURSIVE up AS ("
     'SELECT id, parent_id, 0 AS n, role, metadata, parts FROM "{table}" '
     "WHERE id = %s AND thread_id = %s "
-    "UNION ALL SELECT m.id, m.parent_id, u.n + 1, m.role, m.metadata, m.parts "
-    'FROM "{table}" m JOIN up u ON m.id = u.parent_id) '
+    # A lateral lookup by primary key per level (LIMIT keeps it apart): joined, the planner
+    # may hash the whole table once per level (it did, with a fresh import's statistics).
+    "UNION ALL SELECT m.id, m.parent_id, u.n + 1, m.role, m.metadata, m.parts FROM up u "
+    'CROSS JOIN LATERAL (SELECT * FROM "{table}" p WHERE p.id = u.parent_id LIMIT 1) m) '
     "SELECT string_agg(uuid_send(id), ''::bytea ORDER BY n DESC), coalesce(bool_or("
     + _HAS_RECORD
     + " OR role NOT IN ('user', 'system', 'assistant', 'tool') OR (role = 'tool' AND "
