@@ -67,6 +67,7 @@ from transcripts.selectors.exports import (
     agent_ids,
     is_message_of,
     last_message,
+    may_name_agents,
     message_texts,
     path_order,
     path_rows,
@@ -282,7 +283,6 @@ def _threadprotocol(thread: Thread, leaf: str | None) -> Iterator[str]:
     start: str | None = leaf or thread.head_id
     if start is None or not is_message_of(thread, start):
         start = last_message(thread)
-    order, ahead = path_order(thread, start) if start is not None else (b"", False)
     own = TreeThread(
         title=thread.title,
         messages=[],
@@ -296,17 +296,22 @@ def _threadprotocol(thread: Thread, leaf: str | None) -> Iterator[str]:
     )
     derived = [str(json.loads(text) or DEFAULT_AGENT) for text in agent_ids(thread)]
     # Only a message with a record (or a tool message with text) can name an agent that is
-    # neither the thread's nor derived: then the path is read once more, first.
-    agents = threadprotocol_path_agents(own, derived, _path(order)) if ahead else []
-    shell, actions = threadprotocol_stream(own, derived=derived, agents=agents, path=_path(order))
+    # neither the thread's nor derived: when the thread has one, the path is read once more,
+    # first; else the header goes before the path is looked for.
+    agents = []
+    if may_name_agents(thread):
+        agents = threadprotocol_path_agents(own, derived, _path(thread, start))
+    path = _path(thread, start)
+    shell, actions = threadprotocol_stream(own, derived=derived, agents=agents, path=path)
     batches = _joined(actions, ACTION_BATCH)
     yield from _around(shell, "actions", batches)
 
 
-def _path(order: bytes) -> Iterator[JsonObject]:
-    """The messages of a path (`selectors.exports.path_order`) as thread_tree reads them."""
+def _path(thread: Thread, leaf: str | None) -> Iterator[JsonObject]:
+    """The messages from the root of thread down to leaf as thread_tree reads them, the ids
+    in one query when the first is asked for, then the rows a batch at a time."""
     loads = json.loads
-    rows = path_rows(order, MESSAGE_BATCH)
+    rows = path_rows(b"" if leaf is None else path_order(thread, leaf), MESSAGE_BATCH)
     while batch := _next(rows):
         for key, parent, role, parts, created, metadata in batch:
             yield message_object(

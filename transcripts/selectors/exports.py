@@ -195,36 +195,47 @@ def last_message(thread: Thread) -> str | None:
     return found.values_list("id", flat=True).first()
 
 
-# The path from a message up to the root: its ids root first (16 bytes each), and whether a
-# message of it may name an agent no header knows before its actions are written (one with a
-# record, a tool message with text or a file, a role the export does not know).
-_PATH = (
-    "WITH RECURSIVE up AS ("
-    'SELECT id, parent_id, 0 AS n, role, metadata, parts FROM "{table}" '
-    "WHERE id = %s AND thread_id = %s "
-    # A lateral lookup by primary key per level (LIMIT keeps it apart): joined, the planner
-    # may hash the whole table once per level (it did, with a fresh import's statistics).
-    "UNION ALL SELECT m.id, m.parent_id, u.n + 1, m.role, m.metadata, m.parts FROM up u "
-    'CROSS JOIN LATERAL (SELECT * FROM "{table}" p WHERE p.id = u.parent_id LIMIT 1) m) '
-    "SELECT string_agg(uuid_send(id), ''::bytea ORDER BY n DESC), coalesce(bool_or("
+# Whether a message of the thread may name an agent no header knows before its actions are
+# written: one with a record, a tool message with text or a file, a role the export does not
+# know (`formats.threadprotocol.threadprotocol_stream`).
+_MAY_NAME = (
+    'SELECT EXISTS (SELECT 1 FROM "{table}" WHERE thread_id = %s AND ('
     + _HAS_RECORD
     + " OR role NOT IN ('user', 'system', 'assistant', 'tool') OR (role = 'tool' AND "
-    'jsonb_path_exists(parts, \'$[*] ? (@.type == "text" || @.type == "file")\'))), false) '
-    "FROM up"
+    'jsonb_path_exists(parts, \'$[*] ? (@.type == "text" || @.type == "file")\'))))'
 )
 
 
-def path_order(thread: Thread, leaf: str) -> tuple[bytes, bool]:
-    """The ids of the path from the root of thread down to leaf, 16 bytes each, and whether
-    a message of it may name an agent its header must know first (see _PATH)."""
+def may_name_agents(thread: Thread) -> bool:
+    """Whether a message of thread may name, in its ThreadProtocol actions, an agent that
+    neither the thread's registry nor `agent_ids` holds (see _MAY_NAME)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_MAY_NAME.format(table=Message._meta.db_table), [to_uuid(thread.id)])
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
+# The path from a message up to the root, its ids root first (16 bytes each), each level a
+# lateral lookup by primary key (LIMIT keeps it apart): joined, the planner may hash the
+# whole table once per level (it did, with a fresh import's statistics).
+_PATH = (
+    "WITH RECURSIVE up AS ("
+    'SELECT id, parent_id, 0 AS n FROM "{table}" WHERE id = %s AND thread_id = %s '
+    "UNION ALL SELECT m.id, m.parent_id, u.n + 1 FROM up u "
+    'CROSS JOIN LATERAL (SELECT id, parent_id FROM "{table}" p '
+    "WHERE p.id = u.parent_id LIMIT 1) m) "
+    "SELECT string_agg(uuid_send(id), ''::bytea ORDER BY n DESC) FROM up"
+)
+
+
+def path_order(thread: Thread, leaf: str) -> bytes:
+    """The ids of the path from the root of thread down to leaf, 16 bytes each."""
     with connection.cursor() as cursor:
         cursor.execute(
             _PATH.format(table=Message._meta.db_table), [to_uuid(leaf), to_uuid(thread.id)]
         )
         row = cursor.fetchone()
-    if row is None or row[0] is None:
-        return b"", False
-    return bytes(row[0]), bool(row[1])
+    return b"" if row is None or row[0] is None else bytes(row[0])
 
 
 # A message of a path as thread_tree reads it: id, parent id (16 bytes each), role, parts and
