@@ -67,7 +67,6 @@ from transcripts.selectors.exports import (
     agent_ids,
     is_message_of,
     last_message,
-    may_name_agents,
     message_texts,
     path_order,
     path_rows,
@@ -294,12 +293,13 @@ def _threadprotocol(thread: Thread, leaf: str | None) -> Iterator[str]:
         created_at=to_iso(thread.created_at),
         updated_at=to_iso(thread.updated_at),
     )
-    derived = [str(json.loads(text) or DEFAULT_AGENT) for text in agent_ids(thread)]
+    texts, may_name = agent_ids(thread)
+    derived = [str(json.loads(text) or DEFAULT_AGENT) for text in texts]
     # Only a message with a record (or a tool message with text) can name an agent that is
     # neither the thread's nor derived: when the thread has one, the path is read once more,
     # first; else the header goes before the path is looked for.
     agents = []
-    if may_name_agents(thread):
+    if may_name:
         agents = threadprotocol_path_agents(own, derived, _path(thread, start))
     path = _path(thread, start)
     shell, actions = threadprotocol_stream(own, derived=derived, agents=agents, path=path)

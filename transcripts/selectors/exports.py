@@ -169,50 +169,42 @@ _HAS_RECORD = (
     f"WHEN 'number' THEN {_RECORDED} <> '0' WHEN 'boolean' THEN {_RECORDED} = 'true' "
     "ELSE false END, false)"
 )
-# The messages `formats.threadprotocol.derived_agent` writes with an agent: not imported with
-# a record, and an assistant's or one with reasoning or a tool call.
+# One scan of the thread's messages for a ThreadProtocol header: the agentId (jsonb's text,
+# "null" when absent) of each message `formats.threadprotocol.derived_agent` writes with an
+# agent (not imported with a record; an assistant's, or one with reasoning or a tool call),
+# each once, in the order of its first message by depth and id; and whether any message may
+# name, in its actions, an agent no header knows before they are written (one with a record,
+# a tool message with text or a file, a role the export does not know).
 _AGENTS = (
-    "SELECT agent FROM (SELECT DISTINCT ON (agent) agent, depth, id FROM ("
-    "SELECT coalesce(metadata->'agentId', 'null')::text AS agent, depth, id "
-    'FROM "{table}" WHERE thread_id = %s AND NOT ' + _HAS_RECORD + " AND (role = 'assistant' "
-    'OR jsonb_path_exists(parts, \'$[*] ? (@.type == "reasoning" || @.type == "tool-call")\'))'
-    ") AS m ORDER BY agent, depth, id) AS first ORDER BY depth, id"
+    "SELECT agent, bool_or(named) FROM (SELECT CASE WHEN NOT recorded AND (role = "
+    "'assistant' OR jsonb_path_exists(parts, "
+    '\'$[*] ? (@.type == "reasoning" || @.type == "tool-call")\')) '
+    "THEN coalesce(metadata->'agentId', 'null')::text END AS agent, "
+    "recorded OR role NOT IN ('user', 'system', 'assistant', 'tool') OR (role = 'tool' AND "
+    'jsonb_path_exists(parts, \'$[*] ? (@.type == "text" || @.type == "file")\')) '
+    "AS named, depth, id FROM (SELECT role, parts, metadata, depth, id, "
+    + _HAS_RECORD
+    + ' AS recorded FROM "{table}" WHERE thread_id = %s OFFSET 0) AS m) AS a '
+    # Grouped (a hash of a few agents), each first by depth, then id (uuid's text sorts as
+    # its bytes).
+    "GROUP BY agent ORDER BY min(to_char(depth, 'FM0000000000') || id::text COLLATE \"C\")"
 )
 
 
-def agent_ids(thread: Thread) -> list[str]:
-    """The metadata.agentId (jsonb's text, "null" when absent) of the messages of thread a
-    ThreadProtocol export writes with an agent, each once, in the thread's order (by depth,
-    then id) of its first message."""
+def agent_ids(thread: Thread) -> tuple[list[str], bool]:
+    """For a ThreadProtocol header, in one scan of thread's messages: the agentId (jsonb's
+    text) of every message written with an agent, each once, in the thread's order of its
+    first message; and whether a message may name an agent only its actions show."""
     with connection.cursor() as cursor:
         cursor.execute(_AGENTS.format(table=Message._meta.db_table), [to_uuid(thread.id)])
-        return [row[0] for row in cursor.fetchall()]
+        rows = cursor.fetchall()
+    return [agent for agent, _ in rows if agent is not None], any(named for _, named in rows)
 
 
 def last_message(thread: Thread) -> str | None:
     """The thread's last message by depth, then id (the leaf of a path without one)."""
     found = Message.objects.filter(thread=thread).order_by("-depth", "-id")
     return found.values_list("id", flat=True).first()
-
-
-# Whether a message of the thread may name an agent no header knows before its actions are
-# written: one with a record, a tool message with text or a file, a role the export does not
-# know (`formats.threadprotocol.threadprotocol_stream`).
-_MAY_NAME = (
-    'SELECT EXISTS (SELECT 1 FROM "{table}" WHERE thread_id = %s AND ('
-    + _HAS_RECORD
-    + " OR role NOT IN ('user', 'system', 'assistant', 'tool') OR (role = 'tool' AND "
-    'jsonb_path_exists(parts, \'$[*] ? (@.type == "text" || @.type == "file")\'))))'
-)
-
-
-def may_name_agents(thread: Thread) -> bool:
-    """Whether a message of thread may name, in its ThreadProtocol actions, an agent that
-    neither the thread's registry nor `agent_ids` holds (see _MAY_NAME)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_MAY_NAME.format(table=Message._meta.db_table), [to_uuid(thread.id)])
-        row = cursor.fetchone()
-    return bool(row and row[0])
 
 
 # The path from a message up to the root, its ids root first (16 bytes each), each level a
