@@ -9,6 +9,11 @@ from ulid import ULID
 
 from transcripts.errors import InvalidInput
 
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+# A ULID's digits (either case) as the digits int(..., 32) reads, and as nothing.
+_AS_BASE32 = str.maketrans(_CROCKFORD + _CROCKFORD.lower(), "0123456789abcdefghijklmnopqrstuv" * 2)
+_DROP_DIGITS = str.maketrans(dict.fromkeys(_CROCKFORD + _CROCKFORD.lower()))
+_FIRST = frozenset("01234567")  # a larger first digit overflows 128 bits
 # Crockford base32 digit pairs: a 128-bit id is 13 ten-bit groups (the first has 8 bits).
 _PAIRS = tuple(
     a + b for a in "0123456789ABCDEFGHJKMNPQRSTVWXYZ" for b in "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -17,9 +22,20 @@ _PAIRS = tuple(
 
 def ulid_from_uuid(value: uuid.UUID) -> str:
     """The ULID string of a UUID's 128 bits, as str(ULID.from_uuid(value)) spells it."""
+    return ulid_from_int(value.int)
+
+
+def ulid_from_bytes(value: bytes) -> str:
+    """The ULID string of 16 bytes (a uuid as PostgreSQL's uuid_send writes it): no UUID
+    object is made."""
+    return ulid_from_int(int.from_bytes(value))
+
+
+def ulid_from_int(n: int) -> str:
+    """The ULID string of a 128-bit number."""
     # Every id read from the database passes here (tens of thousands for a big export); two
     # digits per lookup is about four times faster than the ulid package's encoder.
-    n, pairs = value.int, _PAIRS
+    pairs = _PAIRS
     return "".join(
         (
             pairs[n >> 120], pairs[(n >> 110) & 1023], pairs[(n >> 100) & 1023],
@@ -37,14 +53,22 @@ def new_ulid() -> str:
 
 
 def is_ulid(value: object) -> bool:
-    """Whether value is a 26-character ULID string."""
-    if not isinstance(value, str) or len(value) != 26:
-        return False
-    try:
-        ULID.from_str(value)
-    except ValueError:
-        return False
-    return True
+    """Whether value is a 26-character ULID string (either case), as ULID.from_str reads."""
+    # Called for every message of a ThreadProtocol export: a set and a translation instead of
+    # the ulid package's decoder (a tenth of the time).
+    return (
+        isinstance(value, str)
+        and len(value) == 26
+        and value[0] in _FIRST
+        and not value.translate(_DROP_DIGITS)
+    )
+
+
+def ulid_to_int(value: str) -> int:
+    """A ULID string's 128 bits (ValueError, as ULID.from_str, when it is none)."""
+    if not is_ulid(value):
+        return int(ULID.from_str(value))  # its error, with its message (or a ULID after all)
+    return int(value.translate(_AS_BASE32), 32)
 
 
 def derived_ulid(timestamp_ms: int, counter: int, *seed: str | int) -> str:
@@ -73,7 +97,8 @@ def require_ulid(value: object, field: str) -> str:
 
 def ulid_to_uuid(value: str) -> str:
     """A ULID string's 128 bits as a UUID string: how ids leave in formats that want UUIDs."""
-    return str(ULID.from_str(value).to_uuid())
+    digits = f"{ulid_to_int(value):032x}"
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
 def uuid_to_ulid(value: object) -> str | None:

@@ -19,8 +19,9 @@ that number stepped on by 2^64 per action (`ACTION_STEP`), which import reads as
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from transcripts.ids import derived_ulid, is_ulid, ulid_to_uuid
@@ -61,8 +62,44 @@ def threadprotocol_documents(thread: TreeThread) -> Iterator[JsonObject]:
     for (a streamed export writes one before the next is built; none changes once given)."""
     export = _Export(thread)
     yield export.main
+    yield from _children(export)
+
+
+def threadprotocol_children(thread: TreeThread) -> Iterator[JsonObject]:
+    """`threadprotocol_documents` without the main thread (written apart, as it is read:
+    `threadprotocol_stream`), each child built when it is asked for."""
+    yield from _children(_Export(thread))
+
+
+def _children(export: _Export) -> Iterator[JsonObject]:
     for leaf in export.other_leaves():
         yield export.branch(leaf)
+
+
+def threadprotocol_stream(
+    thread: TreeThread,
+    *,
+    derived: Iterable[str],
+    agents: Iterable[JsonValue],
+    path: Iterable[JsonObject],
+) -> tuple[JsonObject, Iterator[list[JsonObject]]]:
+    """`export_threadprotocol`'s document written as its path is read: the document with an
+    empty list at "actions", then the actions, a message's at a time.
+
+    thread: the thread's own fields (no messages; its times set); derived: `derived_agent`
+    of every message of the thread, in its order; agents: the agent ids the path's actions
+    name (`threadprotocol_path_agents`; only those not derived matter, and only a message
+    with a record or a tool message with text can name one); path: the path's messages,
+    root first, read while the actions are written."""
+    return _Export(thread, derived).streamed(agents, path)
+
+
+def threadprotocol_path_agents(
+    thread: TreeThread, derived: Iterable[str], path: Iterable[JsonObject]
+) -> list[JsonValue]:
+    """The agent ids the actions of path name, in order (a first reading of the path, for
+    `threadprotocol_stream`, when the cheap answer will not do)."""
+    return _Export(thread, derived).path_agents(path)
 
 
 def import_threadprotocol(data: object) -> list[TreeThread]:
@@ -176,7 +213,10 @@ def _uuid(number: int) -> str:
 class _Export:
     """The documents of one thread: the thread fields and each message's actions, once."""
 
-    def __init__(self, thread: TreeThread) -> None:
+    def __init__(self, thread: TreeThread, derived: Iterable[str] | None = None) -> None:
+        """derived: the agents of `derived_agent` for every message of the thread, in its
+        order (read from thread.messages when not given: a streamed export gives them and no
+        messages)."""
         self.thread = thread
         extra = thread.metadata.get("extra")
         record = extra.get(RECORD) if isinstance(extra, dict) else None
@@ -200,13 +240,18 @@ class _Export:
         self.agents: JsonObject = {
             key: _agent_config(key, config, self.created) for key, config in thread.agents.items()
         }
-        for message in thread.messages:
-            agent = _derived_agent(message)
-            if agent is not None and agent not in self.agents:
+        if derived is None:
+            derived = (a for m in thread.messages if (a := derived_agent(m)) is not None)
+        for agent in derived:
+            if agent not in self.agents:
                 self.agents[agent] = _agent_config(agent, None, self.created)
         self.thread_id = self._thread_id()
         self.actions: dict[str, list[JsonObject]] = {}
-        self.main = self._document(self.path)
+
+    @functools.cached_property
+    def main(self) -> JsonObject:
+        """The main document (the active path)."""
+        return self._document(self.path)
 
     def _thread_id(self) -> str:
         kept = self.fields.get("thread_id")
@@ -273,26 +318,38 @@ class _Export:
 
     def _document(self, path: list[JsonObject], child: bool = False) -> JsonObject:
         """The thread holding path: the thread's own fields, unless it is a child thread."""
-        agents = json_copy(self.agents)
         actions = self._path_actions(path)
-        for action in actions:
-            agent = action.get("agent_id")
-            if isinstance(agent, str) and agent not in agents:
-                agents[agent] = _agent_config(agent, None, self.created)
+        agents = [action.get("agent_id") for action in actions]
+        if not path:
+            actions = self._kept_actions()
+        self._number(actions, 0)
+        return self._shell(agents, actions, child)
+
+    def _kept_actions(self) -> list[JsonObject]:
+        """The actions of a document without messages: those recorded at import, if any."""
         kept = self.record.get("actions")
-        if not path and isinstance(kept, list):
-            actions = json_copy(objects_in(kept))
+        return json_copy(objects_in(kept)) if isinstance(kept, list) else []
+
+    def _number(self, actions: list[JsonObject], offset: int) -> None:
+        """Sequence numbers for actions, the first being the document's offset-th action."""
         first = self.record.get("first_sequence")
-        start = first if is_int(first) else 1
-        for offset, action in enumerate(actions):
-            action["sequence"] = start + offset
+        start = (first if is_int(first) else 1) + offset
+        for index, action in enumerate(actions):
+            action["sequence"] = start + index
+
+    def _shell(self, agents: Iterable[JsonValue], actions: JsonValue, child: bool) -> JsonObject:
+        """The document around actions; agents: the agent ids its actions name, in order."""
+        registry = json_copy(self.agents)
+        for agent in agents:
+            if isinstance(agent, str) and agent not in registry:
+                registry[agent] = _agent_config(agent, None, self.created)
         document: JsonObject = {
             "version": VERSION,
             "thread_id": self.thread_id,
             "created_at": self.created,
             "updated_at": self.updated,
             "title": self._title(),
-            "agents": agents,
+            "agents": registry,
             "actions": actions,
         }
         has_metadata, metadata = self._metadata()
@@ -308,20 +365,61 @@ class _Export:
             document["parent_thread_id"] = ulid_to_uuid(parent) if is_ulid(parent) else parent
         return document
 
+    def streamed(
+        self, agents: Iterable[JsonValue], path: Iterable[JsonObject]
+    ) -> tuple[JsonObject, Iterator[list[JsonObject]]]:
+        """The main document written as its path is read: the document with an empty list
+        at "actions", and its actions a message at a time (numbered, each list new).
+        agents: `path_agents` of the path (the header names them before any action)."""
+        shell = self._shell(agents, [], child=False)
+
+        def actions() -> Iterator[list[JsonObject]]:
+            written, messages = 0, 0
+            for batch in self._actions_of(path, remember=False):
+                messages += 1
+                if batch:
+                    self._number(batch, written)
+                    written += len(batch)
+                    yield batch
+            if not messages:
+                kept = self._kept_actions()
+                self._number(kept, 0)
+                yield kept
+
+        return shell, actions()
+
+    def path_agents(self, path: Iterable[JsonObject]) -> list[JsonValue]:
+        """The agent ids the actions of path name, in order (`_document`'s agents)."""
+        return [
+            action.get("agent_id")
+            for batch in self._actions_of(path, remember=False)
+            for action in batch
+        ]
+
     def _path_actions(self, path: list[JsonObject]) -> list[JsonObject]:
-        actions: list[JsonObject] = []
+        return [action for batch in self._actions_of(path) for action in batch]
+
+    def _actions_of(
+        self, path: Iterable[JsonObject], remember: bool = True
+    ) -> Iterator[list[JsonObject]]:
+        """Each message's actions along path; remember: keep them for the thread's other
+        documents (a streamed export keeps none)."""
         clock = self.created
         called: set[str] = set()
         for message in path:
             # A message's actions go into one document as they are, into others as copies.
             fresh = message["id"] not in self.actions
-            for action in self._message_actions(message, called, clock):
+            batch = self._message_actions(message, called, clock, remember)
+            for action in batch:
                 clock = _later(clock, as_str(action["timestamp"]))
-                actions.append(action if fresh else json_copy(action))
-        return actions
+            yield batch if fresh else json_copy(batch)
 
     def _message_actions(
-        self, message: JsonObject, called: set[str], clock: str | None = None
+        self,
+        message: JsonObject,
+        called: set[str],
+        clock: str | None = None,
+        remember: bool = True,
     ) -> list[JsonObject]:
         """The message's actions: as recorded at import, else written from its parts."""
         key = text_of(message["id"])
@@ -331,7 +429,8 @@ class _Export:
             # A result whose call is gone (its message was redacted) is written as an orphan.
             if cached is None or not _calls_known(cached, called):
                 cached = self._derived(message, called, clock or self.created)
-            self.actions[key] = cached
+            if remember:
+                self.actions[key] = cached
         for action in cached:
             if action["action_type"] == "tool_call":
                 called.add(text_of(action["tool_call_id"]))
@@ -361,7 +460,7 @@ def _calls_known(actions: list[JsonObject], called: set[str]) -> bool:
     return True
 
 
-def _derived_agent(message: JsonObject) -> str | None:
+def derived_agent(message: JsonObject) -> str | None:
     """The agent a message not imported from ThreadProtocol is written with, if any."""
     if has_record(message):
         return None

@@ -7,13 +7,19 @@ are made:
 
 - canonical: the thread's header at once (its own row, read already), then the messages and
   the runs (with their message ids, and their events when asked) in batches by primary key
-  after one read of their order (`selectors.exports`), each encoded as it comes, then its
-  scores and feedback. Memory holds the order (16 bytes a row) and one batch, never the
-  thread's text.
-- ThreadProtocol: its header (the agents, the last time) depends on every message of the
-  path, so the thread is read first, as before; the document is then written an action at a
-  time, and with `branches=all` each child thread is built only once the one before is
-  written (memory holds the tree and one document, not every document and the text).
+  after one read of their order (`selectors.exports`), then its scores and feedback. A
+  message or run is written from PostgreSQL's own text of its values (jsonb's text, times
+  by to_char), not decoded into Python and encoded again: the same bytes (`_json` says why,
+  tests/interchange/test_export_text.py proves it), a third of the time. Memory holds the
+  order (16 bytes a row) and one batch, never the thread's text.
+- ThreadProtocol: its header (the agents) depends on every message, so PostgreSQL answers
+  for them first (the agents messages name, and whether a message of the path could name one
+  only its actions show: then the path is read once more, first); the path's ids come in one
+  recursive query, its messages a batch at a time by primary key, and each message's actions
+  are written as it is read (`formats.threadprotocol.threadprotocol_stream`: the whole
+  export's own functions). Memory holds the path's ids and one batch. With `branches=all`
+  the main thread is written so, then the whole tree is read for the child threads, each
+  built only once the one before is written.
 
 The other formats are written whole, as before, and sent in pieces.
 
@@ -25,14 +31,22 @@ a cut-off transfer (and a document that does not parse), never a complete-lookin
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
 from transcripts.errors import NotFound
+from transcripts.formats import TreeThread
 from transcripts.formats.canonical import canonical_head
-from transcripts.formats.threadprotocol import threadprotocol_documents
+from transcripts.formats.threadprotocol import (
+    threadprotocol_children,
+    threadprotocol_path_agents,
+    threadprotocol_stream,
+)
+from transcripts.formats.threadprotocol_derive import DEFAULT_AGENT
+from transcripts.ids import ulid_from_bytes
 from transcripts.interchange.export import (
     JSON_LINES,
     chunks,
@@ -41,22 +55,31 @@ from transcripts.interchange.export import (
     export_thread,
     judgement_of,
     no_collection,
-    postgres_moment,
-    run_item,
     thread_tree,
     wants_every_branch,
 )
 from transcripts.jsonvalue import JsonObject
 from transcripts.message_schema import message_object
 from transcripts.models import Thread
-from transcripts.selectors.exports import is_message_of, message_batches, run_batches
+from transcripts.selectors.exports import (
+    MessageText,
+    RunText,
+    agent_ids,
+    is_message_of,
+    last_message,
+    message_texts,
+    path_order,
+    path_rows,
+    run_texts,
+)
 from transcripts.times import to_iso
 
 T = TypeVar("T")
 MESSAGE_BATCH = 1000
 RUN_BATCH = 500
 ACTION_BATCH = 200
-CHUNK_BYTES = 1 << 16
+# 256 KB: each chunk costs a hop to the database thread under ASGI (14 for 3.5 MB).
+CHUNK_BYTES = 1 << 18
 
 # json.dumps(value, ensure_ascii=False), without making an encoder per value.
 _encode = json.JSONEncoder(ensure_ascii=False).encode
@@ -89,19 +112,20 @@ def stream_thread(
             raise NotFound("leaf is not a message of this thread", leaf=leaf)
         return ExportStream(_canonical(thread, leaf, with_events), spec.content_type, filename)
     if fmt == "threadprotocol":
-        documents = threadprotocol_documents(thread_tree(thread, leaf=leaf))
-        main = next(documents)  # built now: what could fail fails before the first byte
+        if leaf is not None and not is_message_of(thread, leaf):
+            raise NotFound("leaf is not a message of this thread", leaf=leaf)
         if every_branch:
-            lines = _json_lines(main, documents)
+            lines = _json_lines(thread, leaf)
             return ExportStream(lines, JSON_LINES, f"thread-{thread.id}.jsonl")
-        return ExportStream(_document(main, "actions"), spec.content_type, filename)
+        return ExportStream(_threadprotocol(thread, leaf), spec.content_type, filename)
     whole = export_thread(thread, fmt, leaf=leaf, with_events=with_events, branches=branches)
     return ExportStream(chunks(whole.content), whole.content_type, whole.filename)
 
 
-def chunked(pieces: Iterator[str], size: int = CHUNK_BYTES) -> Iterator[bytes]:
+def chunked(pieces: Iterator[str], size: int | None = None) -> Iterator[bytes]:
     """pieces as UTF-8, the first at once (the first byte should not wait for a full chunk),
-    the rest joined into chunks of about size bytes."""
+    the rest joined into chunks of about size bytes (CHUNK_BYTES)."""
+    size = size or CHUNK_BYTES
     pending: list[bytes] = []
     held = 0
     first = True
@@ -134,28 +158,25 @@ def _canonical(thread: Thread, leaf: str | None, with_events: bool) -> Iterator[
     )
     yield _encode(head)[:-1] + ', "messages": ['
     separator = ""
-    messages = message_batches(thread, MESSAGE_BATCH)
+    messages = message_texts(thread, MESSAGE_BATCH)
     while batch := _next(messages):
-        with no_collection():
-            objects = [
-                message_object(
-                    key, parent, role, parts, postgres_moment(created).isoformat(), metadata
-                )
-                for key, parent, role, parts, created, metadata in batch
-            ]
-            text = separator + _encode(objects)[1:-1]
-        del objects, batch
+        text = separator + ", ".join(map(_message_text, batch))
+        del batch
         yield text
         separator = ", "
     yield '], "runs": ['
     separator = ""
-    run_rows = run_batches(thread, RUN_BATCH)
+    run_rows = run_texts(thread, RUN_BATCH)
     while runs := _next(run_rows):
-        ids = [run["id"] for run in runs]
-        events = events_by_run(thread, ids) if with_events else {}
-        items = [run_item(run, run["message_ids"], events, with_events=with_events) for run in runs]
-        text = separator + _encode(items)[1:-1]
-        del items, runs, events
+        if with_events:
+            ids = [ulid_from_bytes(run[0]) for run in runs]
+            events = events_by_run(thread, ids)
+            found = [_encode(events.get(key, [])) for key in ids]
+            items = [_run_text(run, text) for run, text in zip(runs, found, strict=True)]
+        else:
+            items = [_run_text(run, None) for run in runs]
+        text = separator + ", ".join(items)
+        del items, runs
         yield text
         separator = ", "
     yield "]"
@@ -167,9 +188,61 @@ def _canonical(thread: Thread, leaf: str | None, with_events: bool) -> Iterator[
     yield "}"
 
 
-def _iso(created: str) -> str:
-    """A message's time as `thread_tree` writes it (from PostgreSQL's text of it)."""
-    return postgres_moment(created).isoformat()
+# A number with a fraction in jsonb's text (jsonb writes numbers in plain decimals, and only
+# after "[", ", " or ": ", or alone), or text that looks like one inside a string.
+_FRACTION = re.compile(r"(?:^|\[|, |: )-?[0-9]+\.")
+
+
+def _json(text: str, numbers: bool) -> str:
+    """jsonb's text of a value as `_encode(json.loads(text))` writes it (what the export
+    wrote when it read values into Python first).
+
+    The two agree on everything but numbers with a fraction: jsonb's text has the same
+    separators and escapes, and json.loads keeps its key order; an integer comes back with
+    the same digits. A fraction may not (json.loads makes a float: 1.10 becomes 1.1,
+    0.0000001 becomes 1e-07), so text holding anything like one goes through Python.
+    numbers: whether the value holds any number (PostgreSQL's answer; without one the text
+    is not searched)."""
+    if not numbers or _FRACTION.search(text) is None:
+        return text
+    return _encode(json.loads(text))
+
+
+def _message_text(row: MessageText) -> str:
+    """A message of the canonical document (`message_schema.message_object`'s fields in its
+    order), from its row as PostgreSQL wrote it."""
+    key, parent, role, parts, parts_numbers, created, metadata, metadata_numbers = row
+    parent_id = "null" if parent is None else f'"{ulid_from_bytes(parent)}"'
+    return (
+        f'{{"id": "{ulid_from_bytes(key)}", "parentMessageId": {parent_id}, "role": {role}, '
+        f'"parts": {_json(parts, parts_numbers)}, "createdAt": "{created}", '
+        f'"metadata": {_json(metadata, metadata_numbers)}}}'
+    )
+
+
+def _ulid_json(value: bytes | None) -> str:
+    return "null" if value is None else f'"{ulid_from_bytes(value)}"'
+
+
+def _run_text(row: RunText, events: str | None) -> str:
+    """A run of the canonical document (`export.run_item`'s fields in its order), from its
+    row as PostgreSQL wrote it, and its events' text when they are asked for."""
+    (key, status, fork_from, superseded_by, generator, model, parameters, parameters_numbers,
+     metadata, metadata_numbers, usage, usage_numbers, error, error_numbers, created, finished,
+     last_seq, message_ids) = row  # fmt: skip
+    ids = b"" if message_ids is None else message_ids
+    listed = ", ".join(f'"{ulid_from_bytes(ids[at : at + 16])}"' for at in range(0, len(ids), 16))
+    finished_at = "null" if finished is None else f'"{finished}"'
+    return (
+        f'{{"id": "{ulid_from_bytes(key)}", "status": {status}, '
+        f'"forkFromMessageId": {_ulid_json(fork_from)}, '
+        f'"supersededBy": {_ulid_json(superseded_by)}, "generator": {generator}, '
+        f'"model": {model}, "parameters": {_json(parameters, parameters_numbers)}, '
+        f'"metadata": {_json(metadata, metadata_numbers)}, "usage": {_json(usage, usage_numbers)}, '
+        f'"error": {_json(error, error_numbers)}, "createdAt": "{created}", '
+        f'"finishedAt": {finished_at}, "lastSeq": {last_seq}, "messageIds": [{listed}]'
+        + ("}" if events is None else f', "events": {events}}}')
+    )
 
 
 def _next(batches: Iterator[list[T]]) -> list[T]:
@@ -183,19 +256,91 @@ def _document(document: JsonObject, key: str) -> Iterator[str]:
     """json.dumps(document, ensure_ascii=False) in pieces: the list at key a batch at a time."""
     items = document[key]
     assert isinstance(items, list)
+    batches = (items[start : start + ACTION_BATCH] for start in range(0, len(items), ACTION_BATCH))
+    yield from _around(document, key, batches)
+
+
+def _around(document: JsonObject, key: str, batches: Iterator[list[JsonObject]]) -> Iterator[str]:
+    """json.dumps(document, ensure_ascii=False) with the list at key made of batches, each
+    written as it comes."""
     # A placeholder no document holds (a NUL is written escaped, and the rest is random).
     marker = f"\x00{uuid.uuid4().hex}"
     head, tail = _encode({**document, key: marker}).split(_encode(marker), 1)
     yield head + "["
-    for start in range(0, len(items), ACTION_BATCH):
-        yield (", " if start else "") + _encode(items[start : start + ACTION_BATCH])[1:-1]
+    separator = ""
+    for batch in batches:
+        if batch:
+            yield separator + _encode(batch)[1:-1]
+            separator = ", "
     yield "]" + tail
 
 
-def _json_lines(main: JsonObject, others: Iterator[JsonObject]) -> Iterator[str]:
-    """The main thread, then each child thread, one JSON document a line."""
-    yield from _document(main, "actions")
+def _threadprotocol(thread: Thread, leaf: str | None) -> Iterator[str]:
+    """The ThreadProtocol document of the active path (or the path to leaf), written as the
+    path is read: its header from the thread's row and what PostgreSQL says of its messages
+    (the agents they name), then its actions a batch of messages at a time."""
+    start: str | None = leaf or thread.head_id
+    if start is None or not is_message_of(thread, start):
+        start = last_message(thread)
+    own = TreeThread(
+        title=thread.title,
+        messages=[],
+        active_leaf=None,
+        metadata=thread.metadata,
+        agents=thread.agents,
+        id=thread.id,
+        parent_thread_id=thread.parent_thread_id,
+        created_at=to_iso(thread.created_at),
+        updated_at=to_iso(thread.updated_at),
+    )
+    texts, may_name = agent_ids(thread)
+    derived = [str(json.loads(text) or DEFAULT_AGENT) for text in texts]
+    # Only a message with a record (or a tool message with text) can name an agent that is
+    # neither the thread's nor derived: when the thread has one, the path is read once more,
+    # first; else the header goes before the path is looked for.
+    agents = []
+    if may_name:
+        agents = threadprotocol_path_agents(own, derived, _path(thread, start))
+    path = _path(thread, start)
+    shell, actions = threadprotocol_stream(own, derived=derived, agents=agents, path=path)
+    batches = _joined(actions, ACTION_BATCH)
+    yield from _around(shell, "actions", batches)
+
+
+def _path(thread: Thread, leaf: str | None) -> Iterator[JsonObject]:
+    """The messages from the root of thread down to leaf as thread_tree reads them, the ids
+    in one query when the first is asked for, then the rows a batch at a time."""
+    loads = json.loads
+    rows = path_rows(b"" if leaf is None else path_order(thread, leaf), MESSAGE_BATCH)
+    while batch := _next(rows):
+        for key, parent, role, parts, created, metadata in batch:
+            yield message_object(
+                ulid_from_bytes(key),
+                None if parent is None else ulid_from_bytes(parent),
+                role,
+                loads(parts),
+                created,
+                loads(metadata),
+            )
+
+
+def _joined(batches: Iterator[list[T]], size: int) -> Iterator[list[T]]:
+    """batches gathered into lists of at least size items (the last may hold fewer)."""
+    pending: list[T] = []
+    for batch in batches:
+        pending.extend(batch)
+        if len(pending) >= size:
+            yield pending
+            pending = []
+    if pending:
+        yield pending
+
+
+def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str]:
+    """The main thread, written as its path is read, then each child thread (from the whole
+    tree, read once the main thread is written), one JSON document a line."""
+    yield from _threadprotocol(thread, leaf)
     yield "\n"
-    for document in others:
+    for document in threadprotocol_children(thread_tree(thread, leaf=leaf)):
         yield from _document(document, "actions")
         yield "\n"
