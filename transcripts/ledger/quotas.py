@@ -69,6 +69,21 @@ def limits_enabled() -> bool:
 ProjectLimits = tuple[int | None, int | None]
 
 
+# What every charge statement ends with: the counters of a minute upserted (a new minute starts
+# them again), then each scope's counts and the seconds left in its minute.
+_COUNTED = (
+    " ON CONFLICT (scope) DO UPDATE SET"
+    " requests = CASE WHEN w.window_start >= EXCLUDED.window_start"
+    " THEN w.requests + EXCLUDED.requests ELSE EXCLUDED.requests END,"
+    " events = CASE WHEN w.window_start >= EXCLUDED.window_start"
+    " THEN w.events + EXCLUDED.events ELSE EXCLUDED.events END,"
+    " window_start = GREATEST(w.window_start, EXCLUDED.window_start)"
+    " RETURNING w.scope, w.requests, w.events,"
+    f" EXTRACT(EPOCH FROM w.window_start + interval '{WINDOW_SECONDS} seconds'"
+    " - statement_timestamp())"
+)
+
+
 @cache
 def _charge_sql(*, with_project_limits: bool) -> str:
     """The one statement of a charge (written out: it runs on every API call); it also reads
@@ -82,15 +97,8 @@ def _charge_sql(*, with_project_limits: bool) -> str:
     return (
         f"INSERT INTO {RateWindow._meta.db_table} AS w (scope, window_start, requests, events)"
         f" VALUES (%s, {window}, %s, %s), (%s, {window}, %s, %s)"
-        " ON CONFLICT (scope) DO UPDATE SET"
-        " requests = CASE WHEN w.window_start >= EXCLUDED.window_start"
-        " THEN w.requests + EXCLUDED.requests ELSE EXCLUDED.requests END,"
-        " events = CASE WHEN w.window_start >= EXCLUDED.window_start"
-        " THEN w.events + EXCLUDED.events ELSE EXCLUDED.events END,"
-        " window_start = GREATEST(w.window_start, EXCLUDED.window_start)"
-        " RETURNING w.scope, w.requests, w.events,"
-        f" EXTRACT(EPOCH FROM w.window_start + interval '{WINDOW_SECONDS} seconds'"
-        " - statement_timestamp())" + (own if with_project_limits else "")
+        + _COUNTED
+        + (own if with_project_limits else "")
     )
 
 
@@ -156,16 +164,9 @@ def _charge_cte_sql() -> str:
         " (scope, window_start, requests, events)"
         f" VALUES (%(charge_token)s, {window}, 0, %(charge_events)s),"
         f" (%(charge_project)s, {window}, 0, %(charge_events)s)"
-        " ON CONFLICT (scope) DO UPDATE SET"
-        " requests = CASE WHEN w.window_start >= EXCLUDED.window_start"
-        " THEN w.requests + EXCLUDED.requests ELSE EXCLUDED.requests END,"
-        " events = CASE WHEN w.window_start >= EXCLUDED.window_start"
-        " THEN w.events + EXCLUDED.events ELSE EXCLUDED.events END,"
-        " window_start = GREATEST(w.window_start, EXCLUDED.window_start)"
-        " RETURNING w.scope, w.requests, w.events,"
-        f" EXTRACT(EPOCH FROM w.window_start + interval '{WINDOW_SECONDS} seconds'"
-        " - statement_timestamp()) AS seconds_left"
-        "), within_limits AS (SELECT coalesce(bool_and(CASE WHEN c.scope = %(charge_token)s"
+        + _COUNTED
+        + " AS seconds_left), within_limits AS ("
+        " SELECT coalesce(bool_and(CASE WHEN c.scope = %(charge_token)s"
         " THEN c.requests <= %(cap_token_requests)s AND c.events <= %(cap_token_events)s"
         " ELSE c.requests <= %(cap_project_requests)s"
         " AND c.events <= %(cap_project_events)s END), true) AS ok FROM charged c)"
@@ -231,16 +232,8 @@ def _token_charge_sql() -> str:
         " LATERAL (VALUES (1, 'token:' || tok.id), (2, 'project:' || tok.project_id))"
         " AS s(n, scope)"
         " WHERE %(limits)s AND tok.is_active IS NOT FALSE ORDER BY s.n"
-        " ON CONFLICT (scope) DO UPDATE SET"
-        " requests = CASE WHEN w.window_start >= EXCLUDED.window_start"
-        " THEN w.requests + EXCLUDED.requests ELSE EXCLUDED.requests END,"
-        " events = CASE WHEN w.window_start >= EXCLUDED.window_start"
-        " THEN w.events + EXCLUDED.events ELSE EXCLUDED.events END,"
-        " window_start = GREATEST(w.window_start, EXCLUDED.window_start)"
-        " RETURNING w.scope, w.requests, w.events,"
-        f" EXTRACT(EPOCH FROM w.window_start + interval '{WINDOW_SECONDS} seconds'"
-        " - statement_timestamp()) AS seconds_left"
-        ") SELECT tok.id, tok.name, tok.scopes, tok.last_used_at, tok.is_active,"
+        + _COUNTED
+        + " AS seconds_left) SELECT tok.id, tok.name, tok.scopes, tok.last_used_at, tok.is_active,"
         " tok.project_id, tok.requests_per_minute, tok.events_per_minute,"
         " c.scope, c.requests, c.events, c.seconds_left"
         # The token's scope first, as charge checks them ('token:' > 'project:').
