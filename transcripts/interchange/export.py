@@ -139,17 +139,29 @@ def _read_tree(thread: Thread, *, leaf: str | None, with_events: bool) -> TreeTh
         run_item(run, by_run.get(run["id"], []), events, with_events=with_events)
         for run in rows_of_runs
     ]
+    return tree_of(thread, canonical, active_leaf=leaf or thread.head_id, runs=runs)
+
+
+def tree_of(
+    thread: Thread,
+    messages: list[JsonObject],
+    *,
+    active_leaf: str | None,
+    runs: list[JsonObject] | None = None,
+) -> TreeThread:
+    """The document of thread (its row's title, metadata, agents, ids and times) holding
+    messages and runs."""
     return TreeThread(
         title=thread.title,
-        messages=canonical,
-        active_leaf=leaf or thread.head_id,
+        messages=messages,
+        active_leaf=active_leaf,
         metadata=thread.metadata,
         agents=thread.agents,
         id=thread.id,
         parent_thread_id=thread.parent_thread_id,
         created_at=to_iso(thread.created_at),
         updated_at=to_iso(thread.updated_at),
-        runs=runs,
+        runs=runs or [],
     )
 
 

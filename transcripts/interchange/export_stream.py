@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from transcripts.errors import NotFound
-from transcripts.formats import TreeThread
 from transcripts.formats.canonical import canonical_head
 from transcripts.formats.threadprotocol import (
     threadprotocol_children,
@@ -56,6 +55,7 @@ from transcripts.interchange.export import (
     judgement_of,
     no_collection,
     thread_tree,
+    tree_of,
     wants_every_branch,
 )
 from transcripts.jsonvalue import JsonObject
@@ -282,17 +282,7 @@ def _threadprotocol(thread: Thread, leaf: str | None) -> Iterator[str]:
     start: str | None = leaf or thread.head_id
     if start is None or not is_message_of(thread, start):
         start = last_message(thread)
-    own = TreeThread(
-        title=thread.title,
-        messages=[],
-        active_leaf=None,
-        metadata=thread.metadata,
-        agents=thread.agents,
-        id=thread.id,
-        parent_thread_id=thread.parent_thread_id,
-        created_at=to_iso(thread.created_at),
-        updated_at=to_iso(thread.updated_at),
-    )
+    own = tree_of(thread, [], active_leaf=None)
     texts, may_name = agent_ids(thread)
     derived = [str(json.loads(text) or DEFAULT_AGENT) for text in texts]
     # Only a message with a record (or a tool message with text) can name an agent that is
