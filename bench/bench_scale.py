@@ -259,13 +259,10 @@ def _clock(moment: Any) -> str:
 def recount_every_thread() -> None:
     """The thread list's counters of every thread, counted as migration 0016 backfills them
     (the seeder copies rows past the ledger, which keeps them on each write)."""
-    from django.db import connection
-
-    from transcripts.ledger.counters import RECOUNT_SQL, recount_sql_params
+    from transcripts.ledger.counters import recount
 
     started = time.perf_counter()
-    with connection.cursor() as cursor:
-        cursor.execute(RECOUNT_SQL, recount_sql_params(None, cursor))
+    recount(None)
     print(f"thread counters of every thread in {time.perf_counter() - started:.1f} s", flush=True)
 
 

@@ -264,3 +264,52 @@ def test_an_import_counts_its_threads() -> None:
     assert stored(imported) == recount(imported)
     assert stored(imported)["message_count"] == 1
     assert stored(imported)["input_tokens"] == 7
+
+
+def _scans(table: str) -> tuple[int, int]:
+    """Sequential and index scans of table in this transaction so far."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(seq_scan, 0), coalesce(idx_scan, 0)"
+            " FROM pg_stat_xact_user_tables WHERE relname = %s",
+            [table],
+        )
+        row = cursor.fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+@pytest.mark.django_db
+def test_a_recount_of_several_threads_reads_their_messages_by_index() -> None:
+    """An import's recount (several threads) never reads the whole message table per thread,
+    whatever the planner's statistics (right after a bulk import they describe a store of a few
+    threads): on a table this small the planner would pick a sequential scan per thread.
+    The session's setting is as it was afterwards."""
+    from django.db import connection
+
+    from transcripts.ids import to_uuid
+    from transcripts.ledger.counters import recount as recount_threads
+
+    threads = []
+    for n in range(4):
+        thread = ledger.create_thread(project=default_project(), title=f"t{n}")[0]
+        run, _ = ledger.begin_run(thread=thread, model="gpt-4o")
+        ledger.append_events(run=run, events=_answer("coder", n % 2 == 0, {"inputTokens": n}))
+        ledger.commit_run(run=run)
+        threads.append(thread)
+    Thread.objects.filter(pk__in=[t.pk for t in threads]).update(message_count=0, input_tokens=0)
+    seq_before, idx_before = _scans(Message._meta.db_table)
+
+    recount_threads([to_uuid(t.pk) for t in threads])
+
+    seq_after, idx_after = _scans(Message._meta.db_table)
+    assert seq_after == seq_before
+    assert idx_after > idx_before
+    for thread in threads:
+        thread.refresh_from_db()
+        assert stored(thread) == recount(thread)
+        assert stored(thread)["message_count"] == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW enable_seqscan")
+        assert cursor.fetchone() == ("on",)

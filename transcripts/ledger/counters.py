@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 from uuid import UUID
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from transcripts.ids import to_uuid
@@ -124,10 +124,38 @@ def recount_sql_params(
     return {"ids": ids, "models": models, "inputs": inputs, "outputs": outputs}
 
 
+# Around a recount of several threads (an import's batch): sequential scans off for that one
+# statement, then the setting as it was (set_config(..., true): this transaction only).
+NO_SEQSCAN_SQL = (
+    "SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)"
+)
+RESTORE_SEQSCAN_SQL = "SELECT set_config('enable_seqscan', %s, true)"
+
+
 def refresh_counters(thread_ids: Iterable[str]) -> None:
     """Recount the list's counters of these threads (call inside the write's transaction)."""
     ids = [to_uuid(thread_id) for thread_id in dict.fromkeys(thread_ids)]
-    if not ids:
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(RECOUNT_SQL, recount_sql_params(ids, cursor))
+    if ids:
+        recount(ids)
+
+
+def recount(ids: list[UUID] | None) -> None:
+    """Recount the counters of the threads of these uuids (None: of every thread).
+
+    Several threads are recounted by index whatever the statistics say. Right after a bulk
+    import they still describe the store as it was: a few threads, so each thread would hold a
+    fifth of the messages, and the planner read the whole message table once per thread (200
+    threads of a 10,000-thread store: 90 s instead of a fraction of one; docs/scaling.md "Just
+    imported"). One thread's recount (every other write) keeps the planner's choice.
+    """
+    # In a transaction (the caller's, else one of its own): the setting lasts until its end.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        params = recount_sql_params(ids, cursor)
+        if ids is not None and len(ids) == 1:
+            cursor.execute(RECOUNT_SQL, params)
+            return
+        cursor.execute(NO_SEQSCAN_SQL)
+        row = cursor.fetchone()
+        assert row is not None
+        cursor.execute(RECOUNT_SQL, params)
+        cursor.execute(RESTORE_SEQSCAN_SQL, [row[0]])
