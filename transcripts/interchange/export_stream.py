@@ -18,8 +18,8 @@ are made:
   recursive query, its messages a batch at a time by primary key, and each message's actions
   are written as it is read (`formats.threadprotocol.threadprotocol_stream`: the whole
   export's own functions). Memory holds the path's ids and one batch. With `branches=all`
-  the main thread is written so, then the whole tree is read for the child threads, each
-  built only once the one before is written.
+  the main thread is written so, then each child thread from the tree's structure (its
+  leaves, each one's path ids), its path read a batch at a time (`_json_lines`).
 
 The other formats are written whole, as before, and sent in pieces.
 
