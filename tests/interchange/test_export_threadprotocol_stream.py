@@ -217,7 +217,7 @@ def _tree_thread(active: int = 8) -> Thread:
     """A tree: the main path (1-8), branches at depths 1, 2, 3 and 6, a nested fork (20-24),
     leaves at the same instant (their order falls to their anchors), a leaf before its
     parent, a leaf without actions, a result whose call is in the shared prefix, an orphan,
-    annotations and agents only a branch names."""
+    annotations, an agent only the shared prefix's actions name and one only a branch's."""
     call = {"type": "tool-call", "toolCallId": "c1", "toolName": "look", "input": {"q": 1}}
     call2 = {**call, "toolCallId": "c2"}
 
@@ -235,7 +235,7 @@ def _tree_thread(active: int = 8) -> Thread:
         _node(1, None, "system", [_text("rules ✓")], "10:00:00"),
         _node(2, 1, "user", [_text("q")], "10:01:00"),
         _node(3, 2, "assistant", [_text("looking"), call, call2], "10:02:00", agentId="finder"),
-        _node(4, 3, "tool", [result("c1")], "10:03:00"),
+        _node(4, 3, "tool", [result("c1"), _text("seen")], "10:03:00", agentId="prefix-tool"),
         _node(5, 4, "user", [_text("and?")], "10:04:00"),
         _node(
             6,

@@ -82,16 +82,18 @@ def threadprotocol_stream(
     derived: Iterable[str],
     agents: Iterable[JsonValue],
     path: Iterable[JsonObject],
+    forks: Forks | None = None,
 ) -> tuple[JsonObject, Iterator[list[JsonObject]]]:
     """`export_threadprotocol`'s document written as its path is read: the document with an
-    empty list at "actions", then the actions, a message's at a time.
+    empty list at "actions", then the actions, a message's at a time; forks: kept at its
+    `at` messages as they are read (for the child threads).
 
     thread: the thread's own fields (no messages; its times set); derived: `derived_agent`
     of every message of the thread, in its order; agents: the agent ids the path's actions
     name (`threadprotocol_path_agents`; only those not derived matter, and only a message
     with a record or a tool message with text can name one); path: the path's messages,
     root first, read while the actions are written."""
-    return _Export(thread, derived).streamed(agents, path)
+    return _Export(thread, derived).streamed(agents, path, forks)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,13 +108,46 @@ class BranchMarks:
     agents: tuple[str, ...]
 
 
+@dataclasses.dataclass
+class Forks:
+    """The main thread's reading kept at the messages child threads fork from, so a child's
+    first reading (`threadprotocol_branch_marks`) starts there, not at the root: after the
+    at-th message of the path (at in `at`), the clock, how many tool calls (of `calls`) and
+    new agents (of `agents`) it had met, and the id of that message's last action."""
+
+    at: set[int] = dataclasses.field(default_factory=set)
+    points: dict[int, tuple[str, int, int, str]] = dataclasses.field(default_factory=dict)
+    calls: list[str] = dataclasses.field(default_factory=list)
+    agents: list[str] = dataclasses.field(default_factory=list)
+    read: int = 0
+
+    def step(self, key: str, batch: list[JsonObject], clock: str, registry: JsonObject) -> None:
+        """After a message (key) of the main path and its actions (batch)."""
+        self.read += 1
+        for action in batch:
+            if action["action_type"] == "tool_call":
+                self.calls.append(text_of(action["tool_call_id"]))
+            agent = action.get("agent_id")
+            if isinstance(agent, str) and agent not in registry and agent not in self.agents:
+                self.agents.append(agent)
+        if self.read in self.at:
+            last = _anchor_of(batch, key, last=True)
+            self.points[self.read] = (clock, len(self.calls), len(self.agents), last)
+
+
 def threadprotocol_branch_marks(
-    thread: TreeThread, *, derived: Iterable[str], path: Iterable[JsonObject], shared: int
+    thread: TreeThread,
+    *,
+    derived: Iterable[str],
+    tail: Iterable[JsonObject],
+    shared: int,
+    forks: Forks,
 ) -> BranchMarks:
-    """A first reading of a child thread's path (root first, its leaf last), for
-    `threadprotocol_branch_stream`: thread and derived as for `threadprotocol_stream`;
-    shared: how many of the path's first messages are also the main thread's."""
-    return _Export(thread, derived).branch_marks(path, shared)
+    """A first reading of a child thread's path, for `threadprotocol_branch_stream`: thread
+    and derived as for `threadprotocol_stream`; shared: how many of the path's first
+    messages are also the main thread's (kept in forks by its writing); tail: the path's
+    messages after those, its leaf last."""
+    return _Export(thread, derived).branch_marks(tail, shared, forks)
 
 
 def threadprotocol_branch_stream(
@@ -360,21 +395,24 @@ class _Export:
         document["metadata"] = {**object_of(document.get("metadata")), "fork_from_action_id": fork}
         document["parent_thread_id"] = self.thread_id
 
-    def branch_marks(self, path: Iterable[JsonObject], shared: int) -> BranchMarks:
-        """`threadprotocol_branch_marks`: path read once, keeping one message's actions."""
+    def branch_marks(self, tail: Iterable[JsonObject], shared: int, forks: Forks) -> BranchMarks:
+        """`threadprotocol_branch_marks`: tail read once, keeping one message's actions."""
         current = [""]
 
         def noted() -> Iterator[JsonObject]:
-            for message in path:
+            for message in tail:
                 current[0] = text_of(message["id"])
                 yield message
 
         fork: str | None = None
         agents: list[str] = []
+        clock, called = self.created, set[str]()
+        if shared:
+            clock, calls, named, fork = forks.points[shared]
+            called = set(forks.calls[:calls])
+            agents = forks.agents[:named]
         leaf_actions: list[JsonObject] = []
-        for index, batch in enumerate(self._actions_of(noted(), remember=False), 1):
-            if index == shared:
-                fork = _anchor_of(batch, current[0], last=True)
+        for batch in self._actions_of(noted(), remember=False, clock=clock, called=called):
             for action in batch:
                 agent = action.get("agent_id")
                 if isinstance(agent, str) and agent not in self.agents and agent not in agents:
@@ -441,18 +479,20 @@ class _Export:
         return document
 
     def streamed(
-        self, agents: Iterable[JsonValue], path: Iterable[JsonObject]
+        self, agents: Iterable[JsonValue], path: Iterable[JsonObject], forks: Forks | None = None
     ) -> tuple[JsonObject, Iterator[list[JsonObject]]]:
         """The main document written as its path is read: the document with an empty list
         at "actions", and its actions a message at a time (numbered, each list new).
         agents: `path_agents` of the path (the header names them before any action)."""
         shell = self._shell(agents, [], child=False)
-        return shell, self._numbered(path)
+        return shell, self._numbered(path, forks)
 
-    def _numbered(self, path: Iterable[JsonObject]) -> Iterator[list[JsonObject]]:
+    def _numbered(
+        self, path: Iterable[JsonObject], forks: Forks | None = None
+    ) -> Iterator[list[JsonObject]]:
         """The actions of path's document a message at a time, numbered, each list new."""
         written, messages = 0, 0
-        for batch in self._actions_of(path, remember=False):
+        for batch in self._actions_of(path, remember=False, forks=forks):
             messages += 1
             if batch:
                 self._number(batch, written)
@@ -475,18 +515,27 @@ class _Export:
         return [action for batch in self._actions_of(path) for action in batch]
 
     def _actions_of(
-        self, path: Iterable[JsonObject], remember: bool = True
+        self,
+        path: Iterable[JsonObject],
+        remember: bool = True,
+        *,
+        clock: str | None = None,
+        called: set[str] | None = None,
+        forks: Forks | None = None,
     ) -> Iterator[list[JsonObject]]:
         """Each message's actions along path; remember: keep them for the thread's other
-        documents (a streamed export keeps none)."""
-        clock = self.created
-        called: set[str] = set()
+        documents (a streamed export keeps none); clock and called: where path starts (after
+        a fork, `Forks`; else the root); forks: kept along the way."""
+        clock = clock or self.created
+        called = set() if called is None else called
         for message in path:
             # A message's actions go into one document as they are, into others as copies.
             fresh = message["id"] not in self.actions
             batch = self._message_actions(message, called, clock, remember)
             for action in batch:
                 clock = _later(clock, as_str(action["timestamp"]))
+            if forks is not None:
+                forks.step(text_of(message["id"]), batch, clock, self.agents)
             yield batch if fresh else json_copy(batch)
 
     def _message_actions(

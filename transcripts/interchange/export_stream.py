@@ -42,6 +42,7 @@ from transcripts.formats.canonical import canonical_head
 from transcripts.formats.document import TreeThread
 from transcripts.formats.threadprotocol import (
     BranchMarks,
+    Forks,
     threadprotocol_branch_marks,
     threadprotocol_branch_stream,
     threadprotocol_leaf_age,
@@ -309,7 +310,13 @@ def _order(thread: Thread, leaf: str | None) -> bytes:
 
 
 def _main(
-    thread: Thread, own: TreeThread, derived: list[str], may_name: bool, order: bytes
+    thread: Thread,
+    own: TreeThread,
+    derived: list[str],
+    may_name: bool,
+    order: bytes,
+    forks: Forks | None = None,
+    path: Iterator[JsonObject] | None = None,
 ) -> Iterator[str]:
     # Only a message with a record (or a tool message with text) can name an agent that is
     # neither the thread's nor derived: when the thread has one, the path is read once more,
@@ -317,7 +324,10 @@ def _main(
     agents = []
     if may_name:
         agents = threadprotocol_path_agents(own, derived, _path(order))
-    shell, actions = threadprotocol_stream(own, derived=derived, agents=agents, path=_path(order))
+    path = _path(order) if path is None else path
+    shell, actions = threadprotocol_stream(
+        own, derived=derived, agents=agents, path=path, forks=forks
+    )
     yield from _around(shell, "actions", _joined(actions, ACTION_BATCH))
 
 
@@ -355,28 +365,40 @@ def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str]:
     its path is read.
 
     The children need the tree's structure only: its leaves (ids and times) and each one's
-    path (16 bytes a message, `path_order`), its messages read a batch at a time. Each child's
-    path is read twice: once for what its document says before its actions and the order of
-    the children (`threadprotocol_branch_marks`: the leaf's first action, the agents its
-    actions name, its fork; a few strings a child), once as it is written. Memory holds the
-    main path's ids, one child's and one batch."""
+    path (16 bytes a message, `path_order`), read once the main thread's header is written;
+    the main thread's writing keeps what a child needs at the messages children fork from
+    (`Forks`: a clock, counts and an id each; the tool calls of the main path). Each child's
+    path after its fork is read once for what its document says before its actions
+    (`threadprotocol_branch_marks`: the leaf's first action, the agents only its actions
+    name), then its whole path as it is written, its messages a batch at a time. Memory
+    holds the main path's ids, one child's, the children's marks and one batch."""
     start = _start(thread, leaf)
     own, derived, may_name = _header(thread)
     main = _order(thread, start)
-    yield from _main(thread, own, derived, may_name, main)
+    forks = Forks()
+    children: list[tuple[str, str, int]] = []
+
+    def structure() -> Iterator[JsonObject]:
+        for key, created in leaf_rows(thread):
+            if key != main[-16:]:
+                child = ulid_from_bytes(key)
+                children.append((created, child, _shared(path_order(thread, child), main)))
+        forks.at = {shared for _, _, shared in children}
+        yield from _path(main)
+
+    yield from _main(thread, own, derived, may_name, main, forks, structure())
     yield "\n"
-    children: list[tuple[str, BranchMarks, str]] = []
-    for key, created in leaf_rows(thread):
-        if key == main[-16:]:
-            continue
-        child = ulid_from_bytes(key)
-        order = path_order(thread, child)
-        path = _path(order)
-        shared = _shared(order, main)
-        marks = threadprotocol_branch_marks(own, derived=derived, path=path, shared=shared)
-        children.append((created, marks, child))
-    children.sort(key=lambda item: threadprotocol_leaf_age(item[0], item[1].anchor))
-    for _, marks, child in children:
+    marked: list[tuple[str, BranchMarks, str]] = []
+    for created, child, shared in children:
+        tail = _path(path_order(thread, child)[16 * shared :])
+        marks = threadprotocol_branch_marks(
+            own, derived=derived, tail=tail, shared=shared, forks=forks
+        )
+        marked.append((created, marks, child))
+    forks.calls.clear()
+    children.clear()
+    marked.sort(key=lambda item: threadprotocol_leaf_age(item[0], item[1].anchor))
+    for _, marks, child in marked:
         path = _path(path_order(thread, child))
         shell, actions = threadprotocol_branch_stream(own, derived=derived, marks=marks, path=path)
         yield from _around(shell, "actions", _joined(actions, ACTION_BATCH))
