@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -286,7 +286,7 @@ def _threadprotocol(thread: Thread, leaf: str | None) -> Iterator[str]:
     (the agents they name), then its actions a batch of messages at a time."""
     start = _start(thread, leaf)
     own, derived, may_name = _header(thread)
-    yield from _main(thread, own, derived, may_name, _order(thread, start))
+    yield from _main(own, derived, may_name, lambda: _lazy_path(thread, start))
 
 
 def _start(thread: Thread, leaf: str | None) -> str | None:
@@ -309,22 +309,29 @@ def _order(thread: Thread, leaf: str | None) -> bytes:
     return b"" if leaf is None else path_order(thread, leaf)
 
 
+def _lazy_path(thread: Thread, leaf: str | None) -> Iterator[JsonObject]:
+    """`_path` of the path to leaf, its ids read when its first message is asked for (after
+    the header is written)."""
+    yield from _path(_order(thread, leaf))
+
+
 def _main(
-    thread: Thread,
     own: TreeThread,
     derived: list[str],
     may_name: bool,
-    order: bytes,
+    paths: Callable[[], Iterator[JsonObject]],
     forks: Forks | None = None,
     path: Iterator[JsonObject] | None = None,
 ) -> Iterator[str]:
+    """The main document; paths: a new reading of its path each call (path: the one to
+    write, when given)."""
     # Only a message with a record (or a tool message with text) can name an agent that is
     # neither the thread's nor derived: when the thread has one, the path is read once more,
     # first; else the header goes before the path is looked for.
     agents = []
     if may_name:
-        agents = threadprotocol_path_agents(own, derived, _path(order))
-    path = _path(order) if path is None else path
+        agents = threadprotocol_path_agents(own, derived, paths())
+    path = paths() if path is None else path
     shell, actions = threadprotocol_stream(
         own, derived=derived, agents=agents, path=path, forks=forks
     )
@@ -374,11 +381,13 @@ def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str]:
     holds the main path's ids, one child's, the children's marks and one batch."""
     start = _start(thread, leaf)
     own, derived, may_name = _header(thread)
-    main = _order(thread, start)
     forks = Forks()
     children: list[tuple[str, str, int]] = []
+    main = b""
 
     def structure() -> Iterator[JsonObject]:
+        nonlocal main
+        main = _order(thread, start)
         for key, created in leaf_rows(thread):
             if key != main[-16:]:
                 child = ulid_from_bytes(key)
@@ -386,7 +395,7 @@ def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str]:
         forks.at = {shared for _, _, shared in children}
         yield from _path(main)
 
-    yield from _main(thread, own, derived, may_name, main, forks, structure())
+    yield from _main(own, derived, may_name, lambda: _lazy_path(thread, start), forks, structure())
     yield "\n"
     marked: list[tuple[str, BranchMarks, str]] = []
     for created, child, shared in children:
