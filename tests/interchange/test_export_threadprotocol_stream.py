@@ -202,3 +202,142 @@ def test_every_branch_streams_as_it_exports(batches: None, leaf: str | None) -> 
 def test_an_imported_document_s_branches_stream_as_they_export(batches: None) -> None:
     [thread_id] = interchange.import_data(EXAMPLE, project=_project()).thread_ids
     _same(Thread.objects.get(pk=thread_id), branches="all")
+
+
+def _node(key: int, parent: int | None, role: str, parts: list[Any], at: str, **meta: Any) -> Any:
+    return {
+        **_message(key, parent, role, parts, **meta),
+        "id": f"01HZZ0A00000000000000000{key:02d}",
+        "parentMessageId": None if parent is None else f"01HZZ0A00000000000000000{parent:02d}",
+        "createdAt": f"2025-03-01T{at}+00:00",
+    }
+
+
+def _tree_thread(active: int = 8) -> Thread:
+    """A tree: the main path (1-8), branches at depths 1, 2, 3 and 6, a nested fork (20-24),
+    leaves at the same instant (their order falls to their anchors), a leaf before its
+    parent, a leaf without actions, a result whose call is in the shared prefix, an orphan,
+    annotations, an agent only the shared prefix's actions name and one only a branch's."""
+    call = {"type": "tool-call", "toolCallId": "c1", "toolName": "look", "input": {"q": 1}}
+    call2 = {**call, "toolCallId": "c2"}
+
+    def result(call_id: str) -> dict[str, Any]:
+        return {
+            "type": "tool-result",
+            "toolCallId": call_id,
+            "toolName": "look",
+            "output": {"n": 2.5},
+            "isError": False,
+        }
+
+    same = "11:00:00"
+    messages = [
+        _node(1, None, "system", [_text("rules ✓")], "10:00:00"),
+        _node(2, 1, "user", [_text("q")], "10:01:00"),
+        _node(3, 2, "assistant", [_text("looking"), call, call2], "10:02:00", agentId="finder"),
+        _node(4, 3, "tool", [result("c1"), _text("seen")], "10:03:00", agentId="prefix-tool"),
+        _node(5, 4, "user", [_text("and?")], "10:04:00"),
+        _node(
+            6,
+            5,
+            "assistant",
+            [_text("so")],
+            "10:05:00.5",
+            annotations=[{"action_type": "system.note", "data": {"x": 1}}],
+        ),
+        _node(7, 6, "user", [_text("thanks")], "10:06:00"),
+        _node(8, 7, "assistant", [_text("welcome")], "10:07:00"),
+        _node(20, 1, "user", [_text("another start")], "10:10:00"),
+        _node(21, 20, "assistant", [_text("fine")], "10:11:00", agentId="nested"),
+        _node(22, 21, "user", [_text("deeper")], "10:12:00"),
+        _node(23, 21, "user", [_text("sideways")], same),
+        _node(24, 22, "assistant", [_text("deepest")], same, agentId=""),
+        _node(30, 3, "tool", [result("c2")], "10:20:00"),
+        _node(31, 30, "assistant", [_text("found")], same, agentId="finder"),
+        _node(32, 3, "tool", [result("gone")], "09:00:00"),
+        _node(40, 6, "user", [], "10:30:00"),
+        _node(41, 2, "assistant", [{"type": "reasoning", "text": "hm"}], "10:40:00"),
+        _node(42, 7, "tool", [_text("branch tool text")], "10:50:00", agentId="tool-branch"),
+    ]
+    document = {
+        "format": "transcripts.message_schema",
+        "version": 1,
+        "thread": {
+            "id": None,
+            "title": "Tree ✓",
+            "metadata": {"n": 0.5},
+            "agents": {"finder": {"agent_name": "F"}},
+            "parentThreadId": None,
+            "createdAt": "2025-03-01T09:30:00+00:00",
+            "updatedAt": "2025-03-01T12:00:00+00:00",
+            "activeLeafId": f"01HZZ0A00000000000000000{active:02d}",
+        },
+        "messages": messages,
+    }
+    [thread_id] = interchange.import_data(document, project=_project()).thread_ids
+    return Thread.objects.get(pk=thread_id)
+
+
+def _lines(exported: bytes) -> list[dict[str, Any]]:
+    text = exported.decode()
+    assert text.endswith("\n")
+    return [json.loads(line) for line in text.split("\n")[:-1]]
+
+
+@pytest.mark.parametrize(
+    "leaf",
+    [
+        None,
+        "01HZZ0A0000000000000000024",
+        "01HZZ0A0000000000000000005",
+        "01HZZ0A0000000000000000040",
+    ],
+)
+def test_a_tree_s_branches_at_every_depth_stream_as_they_export(
+    batches: None, leaf: str | None
+) -> None:
+    documents = _lines(_same(_tree_thread(), leaf=leaf, branches="all"))
+    main, children = documents[0], documents[1:]
+    # Every leaf but the main thread's has its child thread, each naming its fork.
+    assert len(children) == (8 if leaf == "01HZZ0A0000000000000000005" else 7)
+    assert all(child["parent_thread_id"] == main["thread_id"] for child in children)
+    assert len({child["thread_id"] for child in children}) == len(children)
+    forks = {child["metadata"]["fork_from_action_id"] for child in children}
+    assert forks <= {a["action_id"] for a in main["actions"]}
+    named = {a["agent_id"] for c in documents for a in c["actions"] if "agent_id" in a}
+    assert all(a in c["agents"] for c in documents for a in named & set(c["agents"]))
+
+
+def test_a_tree_whose_head_is_on_a_nested_branch_streams_as_it_exports(batches: None) -> None:
+    _same(_tree_thread(active=23), branches="all")
+    _same(_tree_thread(active=32), branches="all")
+
+
+def test_a_tree_s_documents_imported_back_stream_as_they_export(batches: None) -> None:
+    documents = _lines(_same(_tree_thread(), branches="all"))
+    imported = interchange.import_data(documents, project=_project()).thread_ids
+    # The children that export back as they were join their parent as branches.
+    assert len(imported) < len(documents)
+    first = Thread.objects.get(pk=imported[0])
+    again = _lines(_same(first, branches="all"))
+    assert len(again) > 1
+    assert again[0] == documents[0]
+    _same(first, leaf=Message.objects.filter(thread=first).order_by("-depth", "-id")[0].id)
+    _same(
+        first,
+        leaf=Message.objects.filter(thread=first).order_by("depth", "id")[2].id,
+        branches="all",
+    )
+    for thread_id in imported[1:]:
+        _same(Thread.objects.get(pk=thread_id), branches="all")
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(document=threadprotocol_threads(max_actions=8))
+def test_imported_documents_stream_every_branch_as_they_export(document: dict[str, Any]) -> None:
+    [thread_id] = interchange.import_data(document, project=_project()).thread_ids
+    _same(Thread.objects.get(pk=thread_id), branches="all")

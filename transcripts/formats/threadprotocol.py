@@ -82,16 +82,88 @@ def threadprotocol_stream(
     derived: Iterable[str],
     agents: Iterable[JsonValue],
     path: Iterable[JsonObject],
+    forks: Forks | None = None,
 ) -> tuple[JsonObject, Iterator[list[JsonObject]]]:
     """`export_threadprotocol`'s document written as its path is read: the document with an
-    empty list at "actions", then the actions, a message's at a time.
+    empty list at "actions", then the actions, a message's at a time; forks: kept at its
+    `at` messages as they are read (for the child threads).
 
     thread: the thread's own fields (no messages; its times set); derived: `derived_agent`
     of every message of the thread, in its order; agents: the agent ids the path's actions
     name (`threadprotocol_path_agents`; only those not derived matter, and only a message
     with a record or a tool message with text can name one); path: the path's messages,
     root first, read while the actions are written."""
-    return _Export(thread, derived).streamed(agents, path)
+    return _Export(thread, derived).streamed(agents, path, forks)
+
+
+@dataclasses.dataclass(frozen=True)
+class BranchMarks:
+    """What a child thread's document needs of its path's actions before they are written
+    (`threadprotocol_branch_marks`): the anchor and moment its thread_id is made from, its
+    fork_from_action_id, and the agents its actions name that the registry lacks."""
+
+    anchor: str
+    moment: str | None
+    fork: str | None
+    agents: tuple[str, ...]
+
+
+@dataclasses.dataclass
+class Forks:
+    """The main thread's reading kept at the messages child threads fork from, so a child's
+    first reading (`threadprotocol_branch_marks`) starts there, not at the root: after the
+    at-th message of the path (at in `at`), the clock, how many tool calls (of `calls`) and
+    new agents (of `agents`) it had met, and the id of that message's last action."""
+
+    at: set[int] = dataclasses.field(default_factory=set)
+    points: dict[int, tuple[str, int, int, str]] = dataclasses.field(default_factory=dict)
+    calls: list[str] = dataclasses.field(default_factory=list)
+    agents: list[str] = dataclasses.field(default_factory=list)
+    read: int = 0
+
+    def step(self, key: str, batch: list[JsonObject], clock: str, registry: JsonObject) -> None:
+        """After a message (key) of the main path and its actions (batch)."""
+        self.read += 1
+        for action in batch:
+            if action["action_type"] == "tool_call":
+                self.calls.append(text_of(action["tool_call_id"]))
+            agent = action.get("agent_id")
+            if isinstance(agent, str) and agent not in registry and agent not in self.agents:
+                self.agents.append(agent)
+        if self.read in self.at:
+            last = _anchor_of(batch, key, last=True)
+            self.points[self.read] = (clock, len(self.calls), len(self.agents), last)
+
+
+def threadprotocol_branch_marks(
+    thread: TreeThread,
+    *,
+    derived: Iterable[str],
+    tail: Iterable[JsonObject],
+    shared: int,
+    forks: Forks,
+) -> BranchMarks:
+    """A first reading of a child thread's path, for `threadprotocol_branch_stream`: thread
+    and derived as for `threadprotocol_stream`; shared: how many of the path's first
+    messages are also the main thread's (kept in forks by its writing); tail: the path's
+    messages after those, its leaf last."""
+    return _Export(thread, derived).branch_marks(tail, shared, forks)
+
+
+def threadprotocol_branch_stream(
+    thread: TreeThread, *, derived: Iterable[str], marks: BranchMarks, path: Iterable[JsonObject]
+) -> tuple[JsonObject, Iterator[list[JsonObject]]]:
+    """`export_threadprotocol_branches`' child thread of path's leaf written as its path is
+    read (as `threadprotocol_stream`): marks from `threadprotocol_branch_marks` of the same
+    path."""
+    return _Export(thread, derived).branch_streamed(marks, path)
+
+
+def threadprotocol_leaf_age(created: JsonValue, anchor: str) -> tuple[float, str]:
+    """The key child threads are ordered by (a stable sort of the leaves in the thread's
+    order): the leaf's createdAt, then its anchor (its first action's id, else its id)."""
+    moment = parse_iso_utc(created)
+    return (moment.timestamp() if moment else 0.0), anchor
 
 
 def threadprotocol_path_agents(
@@ -290,8 +362,7 @@ class _Export:
         by_id = {message["id"]: message for message in self.thread.messages}
 
         def age(leaf: str) -> tuple[float, str]:
-            moment = parse_iso_utc(by_id[leaf]["createdAt"])
-            return (moment.timestamp() if moment else 0.0), self._anchor(leaf)
+            return threadprotocol_leaf_age(by_id[leaf]["createdAt"], self._anchor(leaf))
 
         return sorted((leaf for leaf in leaves(self.thread) if leaf != main_leaf), key=age)
 
@@ -299,8 +370,7 @@ class _Export:
         """The id of the first (or last) action of a message, else the message's id."""
         if leaf not in self.actions:
             self._path_actions(path_to(self.thread, leaf))
-        ids = [i for a in self.actions[leaf] if isinstance(i := a.get("action_id"), str)]
-        return (ids[-1] if last else ids[0]) if ids else leaf
+        return _anchor_of(self.actions[leaf], leaf, last)
 
     def branch(self, leaf: str) -> JsonObject:
         """The child thread holding the path from the root to leaf."""
@@ -310,11 +380,54 @@ class _Export:
         document = self._document(path, child=True)
         fork = self._anchor(text_of(shared[-1]["id"]), last=True) if shared else None
         anchor = self._anchor(leaf)
-        moment = next((as_str(a["timestamp"]) for a in self.actions[leaf]), self.created)
+        self._as_child(document, anchor, self._moment(self.actions[leaf]), fork)
+        return document
+
+    def _moment(self, leaf_actions: list[JsonObject]) -> str | None:
+        """The time a child thread's id is made from: its leaf's first action's."""
+        return next((as_str(a["timestamp"]) for a in leaf_actions), self.created)
+
+    def _as_child(
+        self, document: JsonObject, anchor: str, moment: str | None, fork: str | None
+    ) -> None:
+        """document (a `_shell(child=True)`) made the child thread of the leaf of anchor."""
         document["thread_id"] = _uuid(_minted(f"{self.thread_id}/{anchor}", moment))
         document["metadata"] = {**object_of(document.get("metadata")), "fork_from_action_id": fork}
         document["parent_thread_id"] = self.thread_id
-        return document
+
+    def branch_marks(self, tail: Iterable[JsonObject], shared: int, forks: Forks) -> BranchMarks:
+        """`threadprotocol_branch_marks`: tail read once, keeping one message's actions."""
+        current = [""]
+
+        def noted() -> Iterator[JsonObject]:
+            for message in tail:
+                current[0] = text_of(message["id"])
+                yield message
+
+        fork: str | None = None
+        agents: list[str] = []
+        clock, called = self.created, set[str]()
+        if shared:
+            clock, calls, named, fork = forks.points[shared]
+            called = set(forks.calls[:calls])
+            agents = forks.agents[:named]
+        leaf_actions: list[JsonObject] = []
+        for batch in self._actions_of(noted(), remember=False, clock=clock, called=called):
+            for action in batch:
+                agent = action.get("agent_id")
+                if isinstance(agent, str) and agent not in self.agents and agent not in agents:
+                    agents.append(agent)
+            leaf_actions = batch
+        anchor = _anchor_of(leaf_actions, current[0], last=False)
+        return BranchMarks(anchor, self._moment(leaf_actions), fork, tuple(agents))
+
+    def branch_streamed(
+        self, marks: BranchMarks, path: Iterable[JsonObject]
+    ) -> tuple[JsonObject, Iterator[list[JsonObject]]]:
+        """`branch`'s document written as its path is read (as `streamed`)."""
+        shell = self._shell(marks.agents, [], child=True)
+        self._as_child(shell, marks.anchor, marks.moment, marks.fork)
+        return shell, self._numbered(path)
 
     def _document(self, path: list[JsonObject], child: bool = False) -> JsonObject:
         """The thread holding path: the thread's own fields, unless it is a child thread."""
@@ -366,27 +479,29 @@ class _Export:
         return document
 
     def streamed(
-        self, agents: Iterable[JsonValue], path: Iterable[JsonObject]
+        self, agents: Iterable[JsonValue], path: Iterable[JsonObject], forks: Forks | None = None
     ) -> tuple[JsonObject, Iterator[list[JsonObject]]]:
         """The main document written as its path is read: the document with an empty list
         at "actions", and its actions a message at a time (numbered, each list new).
         agents: `path_agents` of the path (the header names them before any action)."""
         shell = self._shell(agents, [], child=False)
+        return shell, self._numbered(path, forks)
 
-        def actions() -> Iterator[list[JsonObject]]:
-            written, messages = 0, 0
-            for batch in self._actions_of(path, remember=False):
-                messages += 1
-                if batch:
-                    self._number(batch, written)
-                    written += len(batch)
-                    yield batch
-            if not messages:
-                kept = self._kept_actions()
-                self._number(kept, 0)
-                yield kept
-
-        return shell, actions()
+    def _numbered(
+        self, path: Iterable[JsonObject], forks: Forks | None = None
+    ) -> Iterator[list[JsonObject]]:
+        """The actions of path's document a message at a time, numbered, each list new."""
+        written, messages = 0, 0
+        for batch in self._actions_of(path, remember=False, forks=forks):
+            messages += 1
+            if batch:
+                self._number(batch, written)
+                written += len(batch)
+                yield batch
+        if not messages:
+            kept = self._kept_actions()
+            self._number(kept, 0)
+            yield kept
 
     def path_agents(self, path: Iterable[JsonObject]) -> list[JsonValue]:
         """The agent ids the actions of path name, in order (`_document`'s agents)."""
@@ -400,18 +515,27 @@ class _Export:
         return [action for batch in self._actions_of(path) for action in batch]
 
     def _actions_of(
-        self, path: Iterable[JsonObject], remember: bool = True
+        self,
+        path: Iterable[JsonObject],
+        remember: bool = True,
+        *,
+        clock: str | None = None,
+        called: set[str] | None = None,
+        forks: Forks | None = None,
     ) -> Iterator[list[JsonObject]]:
         """Each message's actions along path; remember: keep them for the thread's other
-        documents (a streamed export keeps none)."""
-        clock = self.created
-        called: set[str] = set()
+        documents (a streamed export keeps none); clock and called: where path starts (after
+        a fork, `Forks`; else the root); forks: kept along the way."""
+        clock = clock or self.created
+        called = set() if called is None else called
         for message in path:
             # A message's actions go into one document as they are, into others as copies.
             fresh = message["id"] not in self.actions
             batch = self._message_actions(message, called, clock, remember)
             for action in batch:
                 clock = _later(clock, as_str(action["timestamp"]))
+            if forks is not None:
+                forks.step(text_of(message["id"]), batch, clock, self.agents)
             yield batch if fresh else json_copy(batch)
 
     def _message_actions(
@@ -445,6 +569,12 @@ class _Export:
             action["action_id"] = _uuid(base + offset * ACTION_STEP)
             action["timestamp"] = moment
         return actions
+
+
+def _anchor_of(actions: list[JsonObject], key: str, last: bool) -> str:
+    """The id of the first (or last) of a message's actions, else the message's id."""
+    ids = [i for a in actions if isinstance(i := a.get("action_id"), str)]
+    return (ids[-1] if last else ids[0]) if ids else key
 
 
 def _calls_known(actions: list[JsonObject], called: set[str]) -> bool:

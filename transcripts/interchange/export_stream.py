@@ -18,8 +18,8 @@ are made:
   recursive query, its messages a batch at a time by primary key, and each message's actions
   are written as it is read (`formats.threadprotocol.threadprotocol_stream`: the whole
   export's own functions). Memory holds the path's ids and one batch. With `branches=all`
-  the main thread is written so, then the whole tree is read for the child threads, each
-  built only once the one before is written.
+  the main thread is written so, then each child thread from the tree's structure (its
+  leaves, each one's path ids), its path read a batch at a time (`_json_lines`).
 
 The other formats are written whole, as before, and sent in pieces.
 
@@ -33,14 +33,19 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
 from transcripts.errors import NotFound
 from transcripts.formats.canonical import canonical_head
+from transcripts.formats.document import TreeThread
 from transcripts.formats.threadprotocol import (
-    threadprotocol_children,
+    BranchMarks,
+    Forks,
+    threadprotocol_branch_marks,
+    threadprotocol_branch_stream,
+    threadprotocol_leaf_age,
     threadprotocol_path_agents,
     threadprotocol_stream,
 )
@@ -54,7 +59,6 @@ from transcripts.interchange.export import (
     export_thread,
     judgement_of,
     no_collection,
-    thread_tree,
     tree_of,
     wants_every_branch,
 )
@@ -67,6 +71,7 @@ from transcripts.selectors.exports import (
     agent_ids,
     is_message_of,
     last_message,
+    leaf_rows,
     message_texts,
     path_order,
     path_rows,
@@ -279,29 +284,65 @@ def _threadprotocol(thread: Thread, leaf: str | None) -> Iterator[str]:
     """The ThreadProtocol document of the active path (or the path to leaf), written as the
     path is read: its header from the thread's row and what PostgreSQL says of its messages
     (the agents they name), then its actions a batch of messages at a time."""
+    start = _start(thread, leaf)
+    own, derived, may_name = _header(thread)
+    yield from _main(own, derived, may_name, lambda: _lazy_path(thread, start))
+
+
+def _start(thread: Thread, leaf: str | None) -> str | None:
+    """The leaf of the main thread: leaf, else the head, else the last message."""
     start: str | None = leaf or thread.head_id
     if start is None or not is_message_of(thread, start):
         start = last_message(thread)
+    return start
+
+
+def _header(thread: Thread) -> tuple[TreeThread, list[str], bool]:
+    """The thread's own fields (no messages), `derived_agent` of its messages in its order,
+    and whether a message may name an agent only its actions show (`agent_ids`)."""
     own = tree_of(thread, [], active_leaf=None)
     texts, may_name = agent_ids(thread)
-    derived = [str(json.loads(text) or DEFAULT_AGENT) for text in texts]
+    return own, [str(json.loads(text) or DEFAULT_AGENT) for text in texts], may_name
+
+
+def _order(thread: Thread, leaf: str | None) -> bytes:
+    return b"" if leaf is None else path_order(thread, leaf)
+
+
+def _lazy_path(thread: Thread, leaf: str | None) -> Iterator[JsonObject]:
+    """`_path` of the path to leaf, its ids read when its first message is asked for (after
+    the header is written)."""
+    yield from _path(_order(thread, leaf))
+
+
+def _main(
+    own: TreeThread,
+    derived: list[str],
+    may_name: bool,
+    paths: Callable[[], Iterator[JsonObject]],
+    forks: Forks | None = None,
+    path: Iterator[JsonObject] | None = None,
+) -> Iterator[str]:
+    """The main document; paths: a new reading of its path each call (path: the one to
+    write, when given)."""
     # Only a message with a record (or a tool message with text) can name an agent that is
     # neither the thread's nor derived: when the thread has one, the path is read once more,
     # first; else the header goes before the path is looked for.
     agents = []
     if may_name:
-        agents = threadprotocol_path_agents(own, derived, _path(thread, start))
-    path = _path(thread, start)
-    shell, actions = threadprotocol_stream(own, derived=derived, agents=agents, path=path)
-    batches = _joined(actions, ACTION_BATCH)
-    yield from _around(shell, "actions", batches)
+        agents = threadprotocol_path_agents(own, derived, paths())
+    path = paths() if path is None else path
+    shell, actions = threadprotocol_stream(
+        own, derived=derived, agents=agents, path=path, forks=forks
+    )
+    yield from _around(shell, "actions", _joined(actions, ACTION_BATCH))
 
 
-def _path(thread: Thread, leaf: str | None) -> Iterator[JsonObject]:
-    """The messages from the root of thread down to leaf as thread_tree reads them, the ids
-    in one query when the first is asked for, then the rows a batch at a time."""
+def _path(order: bytes) -> Iterator[JsonObject]:
+    """The messages of order (`path_order`, root first) as thread_tree reads them, a batch
+    of rows at a time."""
     loads = json.loads
-    rows = path_rows(b"" if leaf is None else path_order(thread, leaf), MESSAGE_BATCH)
+    rows = path_rows(order, MESSAGE_BATCH)
     while batch := _next(rows):
         for key, parent, role, parts, created, metadata in batch:
             yield message_object(
@@ -327,10 +368,60 @@ def _joined(batches: Iterator[list[T]], size: int) -> Iterator[list[T]]:
 
 
 def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str]:
-    """The main thread, written as its path is read, then each child thread (from the whole
-    tree, read once the main thread is written), one JSON document a line."""
-    yield from _threadprotocol(thread, leaf)
+    """The main thread, then each child thread, one JSON document a line, each written as
+    its path is read.
+
+    The children need the tree's structure only: its leaves (ids and times) and each one's
+    path (16 bytes a message, `path_order`), read once the main thread's header is written;
+    the main thread's writing keeps what a child needs at the messages children fork from
+    (`Forks`: a clock, counts and an id each; the tool calls of the main path). Each child's
+    path after its fork is read once for what its document says before its actions
+    (`threadprotocol_branch_marks`: the leaf's first action, the agents only its actions
+    name), then its whole path as it is written, its messages a batch at a time. Memory
+    holds the main path's ids, one child's, the children's marks and one batch."""
+    start = _start(thread, leaf)
+    own, derived, may_name = _header(thread)
+    forks = Forks()
+    children: list[tuple[str, str, int]] = []
+    main = b""
+
+    def structure() -> Iterator[JsonObject]:
+        nonlocal main
+        main = _order(thread, start)
+        for key, created in leaf_rows(thread):
+            if key != main[-16:]:
+                child = ulid_from_bytes(key)
+                children.append((created, child, _shared(path_order(thread, child), main)))
+        forks.at = {shared for _, _, shared in children}
+        yield from _path(main)
+
+    yield from _main(own, derived, may_name, lambda: _lazy_path(thread, start), forks, structure())
     yield "\n"
-    for document in threadprotocol_children(thread_tree(thread, leaf=leaf)):
-        yield from _document(document, "actions")
+    marked: list[tuple[str, BranchMarks, str]] = []
+    for created, child, shared in children:
+        tail = _path(path_order(thread, child)[16 * shared :])
+        marks = threadprotocol_branch_marks(
+            own, derived=derived, tail=tail, shared=shared, forks=forks
+        )
+        marked.append((created, marks, child))
+    forks.calls.clear()
+    children.clear()
+    marked.sort(key=lambda item: threadprotocol_leaf_age(item[0], item[1].anchor))
+    for _, marks, child in marked:
+        path = _path(path_order(thread, child))
+        shell, actions = threadprotocol_branch_stream(own, derived=derived, marks=marks, path=path)
+        yield from _around(shell, "actions", _joined(actions, ACTION_BATCH))
         yield "\n"
+
+
+def _shared(order: bytes, main: bytes) -> int:
+    """How many messages two paths (`path_order`) begin with in common (in a tree, once two
+    paths part they never meet again: a binary search)."""
+    low, high = 0, min(len(order), len(main)) // 16
+    while low < high:
+        middle = (low + high + 1) // 2
+        if order[: 16 * middle] == main[: 16 * middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low

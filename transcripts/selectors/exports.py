@@ -249,3 +249,22 @@ def path_rows(order: bytes, size: int) -> Iterator[list[PathRow]]:
             cursor.execute(sql, [ids])
             rows = cursor.fetchall()
         yield [(bytes(r[0]), _bytes(r[1]), r[2], r[3], r[4], r[5]) for r in rows]
+
+
+# The leaves of a thread (messages no message answers), by depth, then id: id (16 bytes) and
+# created_at as isoformat() spells it (thread_tree's text): the structure the child threads
+# of a ThreadProtocol export are ordered by, without any message's text.
+_LEAVES = (
+    f"SELECT uuid_send(m.id), {_iso('m.created_at', zone='+00:00')} "
+    'FROM "{table}" m WHERE m.thread_id = %s AND NOT EXISTS '
+    '(SELECT 1 FROM "{table}" c WHERE c.parent_id = m.id AND c.thread_id = m.thread_id) '
+    "ORDER BY m.depth, m.id"
+)
+
+
+def leaf_rows(thread: Thread) -> list[tuple[bytes, str]]:
+    """The thread's leaves, by depth then id: (id as 16 bytes, created_at's text)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_LEAVES.format(table=Message._meta.db_table), [to_uuid(thread.id)])
+        rows = cursor.fetchall()
+    return [(bytes(key), created) for key, created in rows]
