@@ -148,12 +148,13 @@ def recount(ids: list[UUID] | None) -> None:
     threads of a 10,000-thread store: 90 s instead of a fraction of one; docs/scaling.md "Just
     imported"). One thread's recount (every other write) keeps the planner's choice.
     """
+    if ids is not None and len(ids) == 1:
+        with connection.cursor() as cursor:
+            cursor.execute(RECOUNT_SQL, recount_sql_params(ids, cursor))
+        return
     # In a transaction (the caller's, else one of its own): the setting lasts until its end.
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         params = recount_sql_params(ids, cursor)
-        if ids is not None and len(ids) == 1:
-            cursor.execute(RECOUNT_SQL, params)
-            return
         cursor.execute(NO_SEQSCAN_SQL)
         row = cursor.fetchone()
         assert row is not None
