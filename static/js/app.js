@@ -745,19 +745,25 @@
   });
 
   /* --- Score panel (issue 28): after a save or a removal swaps the answer's scores part, the
-     focus goes back to the form's Save button (the button pressed was disabled meanwhile) --- */
+     focus goes back to the form's Save button (the button pressed was disabled meanwhile),
+     unless the reader has moved it elsewhere while the answer came --- */
   var scoreFocus = "";
+  var scoreFrom = null;
   document.addEventListener("submit", function (event) {
     var form = event.target;
     if (!form.classList || !form.classList.contains("score-form")) return;
     var save = form.querySelector("button[value=save]");
     scoreFocus = save ? save.id : "";
+    scoreFrom = document.activeElement;
   }, true);
   document.addEventListener("htmx:afterSettle", function () {
     if (!scoreFocus) return;
     var back = document.getElementById(scoreFocus);
+    var active = document.activeElement;
+    var moved = active && active !== document.body && active !== scoreFrom && active.isConnected;
     scoreFocus = "";
-    if (back) back.focus();
+    scoreFrom = null;
+    if (back && !moved) back.focus();
   });
 })();
 

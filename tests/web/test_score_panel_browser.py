@@ -25,6 +25,12 @@ LISTEN = """() => {
     .observe(region, {childList: true, characterData: true, subtree: true});
 }"""
 
+SLOW_SETTLE = """() => {
+  window.settled = 0;
+  htmx.config.defaultSettleDelay = 1500;
+  document.addEventListener('htmx:afterSettle', () => { window.settled += 1; });
+}"""
+
 
 def test_an_editor_scores_an_answer_by_keyboard_and_the_chip_shows(
     browser: Any, live_server: Any
@@ -75,14 +81,21 @@ def test_an_editor_scores_an_answer_by_keyboard_and_the_chip_shows(
     number = page.locator(f"{part} input[name=value][type=number]")
     number.evaluate("input => { input.removeAttribute('max'); }")
     number.fill("9")
+    # A slow settle (as on a busy machine): the reader moves on before the answer settles.
+    page.evaluate(SLOW_SETTLE)
     page.locator(f"#sc-save-{answer.id}-{helpfulness.pk}").click()
     refusal = page.locator(f"{part} .gen-refusal").filter(has_text="value must be from 1 to 5")
     refusal.wait_for()
     assert not Score.objects.filter(name="helpfulness").exists()
 
-    # The whole conversation, from its own panel after the last message.
+    # The whole conversation, from its own panel after the last message. The focus the reader
+    # moved there stays there when the refusal settles (it is not pulled back to the form).
     whole = f"#sc-thread-{thread.id}"
-    page.locator(f"{whole} .score-panel > summary").focus()
+    summary = page.locator(f"{whole} .score-panel > summary")
+    summary.focus()
+    page.wait_for_function("window.settled > 0")
+    assert summary.evaluate("element => element === document.activeElement")
+    page.evaluate("htmx.config.defaultSettleDelay = 20")
     page.keyboard.press("Enter")
     page.locator(f"{whole} input[name=value][value=pass]").focus()
     page.keyboard.press("Space")
