@@ -97,7 +97,21 @@ def require_ulid(value: object, field: str) -> str:
 
 def ulid_to_uuid(value: str) -> str:
     """A ULID string's 128 bits as a UUID string: how ids leave in formats that want UUIDs."""
-    digits = f"{ulid_to_int(value):032x}"
+    return uuid_text(ulid_to_int(value))
+
+
+def ulid_number(value: object) -> int | None:
+    """The 128 bits of a ULID string (either case), None when value is none: `is_ulid` and
+    `ulid_to_int` in one step, for a loop over many ids."""
+    if not is_ulid(value):
+        return None
+    assert isinstance(value, str)
+    return int(value.translate(_AS_BASE32), 32)
+
+
+def uuid_text(number: int) -> str:
+    """A 128-bit number as str(uuid.UUID(int=number)) spells it, no UUID object made."""
+    digits = f"{number:032x}"
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 

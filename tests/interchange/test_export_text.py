@@ -88,6 +88,38 @@ def test_odd_numbers_and_strings_are_written_as_python_wrote_them(literal: str) 
     assert export_stream._json(text, numbers) == _as_python_wrote_it(text)
 
 
+def _typed(value: Any) -> Any:
+    """value with each number's type beside it (1 and 1.0 are equal in Python, not in JSON)."""
+    if isinstance(value, dict):
+        return {key: _typed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_typed(item) for item in value]
+    return (type(value).__name__, repr(value))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_JSON)
+def test_the_fast_reader_reads_jsonb_text_as_json_loads_does(value: Any) -> None:
+    # The ThreadProtocol export reads each message's parts and metadata with orjson.
+    text, _ = _through_postgres(json.dumps(value))
+    assert _typed(export_stream._loads(text)) == _typed(json.loads(text))
+
+
+@pytest.mark.parametrize(
+    "literal",
+    [
+        "[9223372036854775807, 9223372036854775808, 18446744073709551616, -9223372036854775809]",
+        "[123456789012345678901234, 1e400, -1e400, 1e-400, 100000000000000000000]",
+        '{"a": 1.10, "b": 2.00, "d": -0.0, "e": 0.1, "f": 5e-324, "g": 1.7976931348623157e308}',
+        '{"text": "phone 0123456789012345678901 is text", "n": 12}',
+        "{}",
+    ],
+)
+def test_the_fast_reader_reads_odd_numbers_as_json_loads_does(literal: str) -> None:
+    text, _ = _through_postgres(literal)
+    assert _typed(export_stream._loads(text)) == _typed(json.loads(text))
+
+
 def _times_through_postgres(moment: datetime) -> tuple[str, str, str]:
     """(the export's SQL text of moment as a message's and a run's time, PostgreSQL's plain
     text of it)."""

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from transcripts.ids import derived_ulid, is_ulid, ulid_to_uuid
+from transcripts.ids import derived_ulid, is_ulid, ulid_number, ulid_to_uuid, uuid_text
 from transcripts.jsonvalue import (
     JsonObject,
     JsonValue,
@@ -255,6 +255,8 @@ def _written(original: JsonValue, stored: str | None) -> str | None:
 
 def _later(clock: str, stamp: str | None) -> str:
     """stamp when it is a timestamp not before clock: action times never go back."""
+    if stamp == clock:  # a message's actions after the first (each has its time)
+        return clock
     moment, current = parse_iso(stamp), parse_iso(clock)
     if stamp is None or moment is None or (current is not None and moment < current):
         return clock
@@ -279,7 +281,7 @@ def _minted(seed: str, moment: str | None) -> int:
 
 
 def _uuid(number: int) -> str:
-    return str(uuid.UUID(int=number % _UUID_SPACE))
+    return uuid_text(number % _UUID_SPACE)
 
 
 class _Export:
@@ -564,7 +566,9 @@ class _Export:
         actions = message_actions(message, called)
         moment = _later(clock, as_str(message["createdAt"]))
         key = text_of(message["id"])
-        base = uuid.UUID(ulid_to_uuid(key)).int if is_ulid(key) else _minted(key, moment)
+        base = ulid_number(key)
+        if base is None:
+            base = _minted(key, moment)
         for offset, action in enumerate(actions):
             action["action_id"] = _uuid(base + offset * ACTION_STEP)
             action["timestamp"] = moment
