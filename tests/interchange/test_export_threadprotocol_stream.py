@@ -52,6 +52,8 @@ def batches(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         monkeypatch.setattr(export_stream, "MESSAGE_BATCH", size)
         monkeypatch.setattr(export_stream, "ACTION_BATCH", size)
         monkeypatch.setattr(export_stream, "CHUNK_BYTES", 50)
+        # The main thread's actions kept for the children: in a file from the first bytes.
+        monkeypatch.setattr(export_stream, "SPOOL_MEMORY", 8)
 
 
 def _message(key: int, parent: int | None, role: str, parts: list[Any], **metadata: Any) -> Any:
@@ -306,6 +308,46 @@ def test_a_tree_s_branches_at_every_depth_stream_as_they_export(
     assert forks <= {a["action_id"] for a in main["actions"]}
     named = {a["agent_id"] for c in documents for a in c["actions"] if "agent_id" in a}
     assert all(a in c["agents"] for c in documents for a in named & set(c["agents"]))
+
+
+def test_a_child_thread_s_shared_messages_are_not_read_again(
+    batches: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each child's document begins with the main thread's first actions: they are written
+    # from the main thread's text, kept as it was written, so only the messages after the
+    # fork are read (twice: once for what the child's document says first, once as it is
+    # written), never the shared ones again.
+    from transcripts.interchange import export_stream
+
+    thread = _tree_thread()
+    reads: list[list[str]] = []
+    path = export_stream._path
+
+    def counted(order: bytes) -> Any:
+        reads.append([])
+        for message in path(order):
+            reads[-1].append(message["id"])
+            yield message
+
+    monkeypatch.setattr(export_stream, "_path", counted)
+    documents = _lines(_same(thread, branches="all"))
+    main = [f"01HZZ0A00000000000000000{key:02d}" for key in range(1, 9)]
+    # The main path (twice here: first for the agents a tool message's text names).
+    assert reads[:2] == [main, main]
+    tails = [key for read in reads[2:] for key in read]
+    assert not set(main) & set(tails)
+    # Each child's messages after its fork: the path from its leaf up to the main thread.
+    parents = dict(thread.messages.values_list("id", "parent_id"))
+    leaves = set(parents) - set(parents.values()) - {main[-1]}
+    own = []
+    for leaf in leaves:
+        key: str | None = leaf
+        while key is not None and key not in main:
+            own.append(key)
+            key = parents[key]
+    assert sorted(tails) == sorted(2 * own)
+    assert len(documents) == 1 + len(leaves)
+    assert sum(len(d["actions"]) for d in documents[1:]) > len(own)  # shared ones too
 
 
 def test_a_tree_whose_head_is_on_a_nested_branch_streams_as_it_exports(batches: None) -> None:

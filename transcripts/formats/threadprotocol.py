@@ -113,17 +113,20 @@ class Forks:
     """The main thread's reading kept at the messages child threads fork from, so a child's
     first reading (`threadprotocol_branch_marks`) starts there, not at the root: after the
     at-th message of the path (at in `at`), the clock, how many tool calls (of `calls`) and
-    new agents (of `agents`) it had met, and the id of that message's last action."""
+    new agents (of `agents`) it had met, the id of that message's last action and how many
+    actions the path had by then (`written`, counted as they are read)."""
 
     at: set[int] = dataclasses.field(default_factory=set)
-    points: dict[int, tuple[str, int, int, str]] = dataclasses.field(default_factory=dict)
+    points: dict[int, tuple[str, int, int, str, int]] = dataclasses.field(default_factory=dict)
     calls: list[str] = dataclasses.field(default_factory=list)
     agents: list[str] = dataclasses.field(default_factory=list)
     read: int = 0
+    written: int = 0
 
     def step(self, key: str, batch: list[JsonObject], clock: str, registry: JsonObject) -> None:
         """After a message (key) of the main path and its actions (batch)."""
         self.read += 1
+        self.written += len(batch)
         for action in batch:
             if action["action_type"] == "tool_call":
                 self.calls.append(text_of(action["tool_call_id"]))
@@ -132,7 +135,7 @@ class Forks:
                 self.agents.append(agent)
         if self.read in self.at:
             last = _anchor_of(batch, key, last=True)
-            self.points[self.read] = (clock, len(self.calls), len(self.agents), last)
+            self.points[self.read] = (clock, len(self.calls), len(self.agents), last, self.written)
 
 
 def threadprotocol_branch_marks(
@@ -143,20 +146,29 @@ def threadprotocol_branch_marks(
     shared: int,
     forks: Forks,
 ) -> BranchMarks:
-    """A first reading of a child thread's path, for `threadprotocol_branch_stream`: thread
+    """A first reading of a child thread's path, for `threadprotocol_branch_tail_stream`: thread
     and derived as for `threadprotocol_stream`; shared: how many of the path's first
     messages are also the main thread's (kept in forks by its writing); tail: the path's
     messages after those, its leaf last."""
     return _Export(thread, derived).branch_marks(tail, shared, forks)
 
 
-def threadprotocol_branch_stream(
-    thread: TreeThread, *, derived: Iterable[str], marks: BranchMarks, path: Iterable[JsonObject]
+def threadprotocol_branch_tail_stream(
+    thread: TreeThread,
+    *,
+    derived: Iterable[str],
+    marks: BranchMarks,
+    tail: Iterable[JsonObject],
+    shared: int,
+    forks: Forks,
 ) -> tuple[JsonObject, Iterator[list[JsonObject]]]:
-    """`export_threadprotocol_branches`' child thread of path's leaf written as its path is
-    read (as `threadprotocol_stream`): marks from `threadprotocol_branch_marks` of the same
-    path."""
-    return _Export(thread, derived).branch_streamed(marks, path)
+    """`export_threadprotocol_branches`' child thread of a path's leaf written as its path is
+    read (as `threadprotocol_stream`), but for the actions of its first shared messages:
+    those are the main thread's first actions, as its writing wrote them (the caller keeps
+    and writes them). Gives the document, with an empty list at "actions", and the actions
+    of tail (the path after those messages, as for `threadprotocol_branch_marks`, whose
+    marks of the same path it takes) numbered after them."""
+    return _Export(thread, derived).branch_tail_streamed(marks, tail, shared, forks)
 
 
 def threadprotocol_leaf_age(created: JsonValue, anchor: str) -> tuple[float, str]:
@@ -410,7 +422,7 @@ class _Export:
         agents: list[str] = []
         clock, called = self.created, set[str]()
         if shared:
-            clock, calls, named, fork = forks.points[shared]
+            clock, calls, named, fork, _ = forks.points[shared]
             called = set(forks.calls[:calls])
             agents = forks.agents[:named]
         leaf_actions: list[JsonObject] = []
@@ -423,13 +435,18 @@ class _Export:
         anchor = _anchor_of(leaf_actions, current[0], last=False)
         return BranchMarks(anchor, self._moment(leaf_actions), fork, tuple(agents))
 
-    def branch_streamed(
-        self, marks: BranchMarks, path: Iterable[JsonObject]
+    def branch_tail_streamed(
+        self, marks: BranchMarks, tail: Iterable[JsonObject], shared: int, forks: Forks
     ) -> tuple[JsonObject, Iterator[list[JsonObject]]]:
-        """`branch`'s document written as its path is read (as `streamed`)."""
+        """`threadprotocol_branch_tail_stream`: `branch`'s document and tail's actions, from
+        where the main thread's writing was after its shared-th message."""
         shell = self._shell(marks.agents, [], child=True)
         self._as_child(shell, marks.anchor, marks.moment, marks.fork)
-        return shell, self._numbered(path)
+        if not shared:
+            return shell, self._numbered(tail)
+        clock, calls, _, _, written = forks.points[shared]
+        after = self._numbered(tail, clock=clock, called=set(forks.calls[:calls]), offset=written)
+        return shell, after
 
     def _document(self, path: list[JsonObject], child: bool = False) -> JsonObject:
         """The thread holding path: the thread's own fields, unless it is a child thread."""
@@ -490,17 +507,26 @@ class _Export:
         return shell, self._numbered(path, forks)
 
     def _numbered(
-        self, path: Iterable[JsonObject], forks: Forks | None = None
+        self,
+        path: Iterable[JsonObject],
+        forks: Forks | None = None,
+        *,
+        clock: str | None = None,
+        called: set[str] | None = None,
+        offset: int = 0,
     ) -> Iterator[list[JsonObject]]:
-        """The actions of path's document a message at a time, numbered, each list new."""
-        written, messages = 0, 0
-        for batch in self._actions_of(path, remember=False, forks=forks):
+        """The actions of path's document a message at a time, numbered, each list new;
+        clock, called and offset: where path starts when it is not the root (after a fork:
+        the clock, the tool calls met and the actions written by then)."""
+        written, messages = offset, 0
+        actions = self._actions_of(path, remember=False, clock=clock, called=called, forks=forks)
+        for batch in actions:
             messages += 1
             if batch:
                 self._number(batch, written)
                 written += len(batch)
                 yield batch
-        if not messages:
+        if not messages and not offset:
             kept = self._kept_actions()
             self._number(kept, 0)
             yield kept

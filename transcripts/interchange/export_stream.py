@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -46,7 +47,7 @@ from transcripts.formats.threadprotocol import (
     BranchMarks,
     Forks,
     threadprotocol_branch_marks,
-    threadprotocol_branch_stream,
+    threadprotocol_branch_tail_stream,
     threadprotocol_leaf_age,
     threadprotocol_path_agents,
     threadprotocol_stream,
@@ -87,6 +88,9 @@ RUN_BATCH = 500
 ACTION_BATCH = 200
 # 256 KB: each chunk costs a hop to the database thread under ASGI (14 for 3.5 MB).
 CHUNK_BYTES = 1 << 18
+# The main thread's actions a JSON Lines export keeps in memory for its child threads; past
+# that, in a temporary file.
+SPOOL_MEMORY = 1 << 20
 
 # json.dumps(value, ensure_ascii=False), without making an encoder per value.
 _encode = json.JSONEncoder(ensure_ascii=False).encode
@@ -96,7 +100,7 @@ _encode = json.JSONEncoder(ensure_ascii=False).encode
 class ExportStream:
     """An export checked and ready to write: its text comes piece by piece."""
 
-    pieces: Iterator[str]
+    pieces: Iterator[str | bytes]  # text, or text already UTF-8
     content_type: str
     filename: str
 
@@ -129,7 +133,7 @@ def stream_thread(
     return ExportStream(chunks(whole.content), whole.content_type, whole.filename)
 
 
-def chunked(pieces: Iterator[str], size: int | None = None) -> Iterator[bytes]:
+def chunked(pieces: Iterator[str | bytes], size: int | None = None) -> Iterator[bytes]:
     """pieces as UTF-8, the first at once (the first byte should not wait for a full chunk),
     the rest joined into chunks of about size bytes (CHUNK_BYTES)."""
     size = size or CHUNK_BYTES
@@ -137,7 +141,7 @@ def chunked(pieces: Iterator[str], size: int | None = None) -> Iterator[bytes]:
     held = 0
     first = True
     for piece in pieces:
-        encoded = piece.encode()
+        encoded = piece if isinstance(piece, bytes) else piece.encode()
         if first:
             first = False
             yield encoded
@@ -259,7 +263,7 @@ def _next(batches: Iterator[list[T]]) -> list[T]:
         return next(batches, [])
 
 
-def _document(document: JsonObject, key: str) -> Iterator[str]:
+def _document(document: JsonObject, key: str) -> Iterator[str | bytes]:
     """json.dumps(document, ensure_ascii=False) in pieces: the list at key a batch at a time."""
     items = document[key]
     assert isinstance(items, list)
@@ -267,22 +271,103 @@ def _document(document: JsonObject, key: str) -> Iterator[str]:
     yield from _around(document, key, batches)
 
 
-def _around(document: JsonObject, key: str, batches: Iterator[list[JsonObject]]) -> Iterator[str]:
+def _around(
+    document: JsonObject,
+    key: str,
+    batches: Iterator[list[JsonObject]],
+    *,
+    written: Iterable[bytes] = (),
+    spool: _Spool | None = None,
+) -> Iterator[str | bytes]:
     """json.dumps(document, ensure_ascii=False) with the list at key made of batches, each
-    written as it comes."""
+    written as it comes; written: the list's first items as JSON text already (", " between
+    them), before the batches; spool: keeps the text of the batches too."""
     # A placeholder no document holds (a NUL is written escaped, and the rest is random).
     marker = f"\x00{uuid.uuid4().hex}"
     head, tail = _encode({**document, key: marker}).split(_encode(marker), 1)
     yield head + "["
     separator = ""
+    for piece in written:
+        yield piece
+        separator = ", "
     for batch in batches:
         if batch:
-            yield separator + _encode(batch)[1:-1]
+            text = _encode(batch)[1:-1]
+            yield separator + text
             separator = ", "
+            if spool is not None:
+                spool.add(text)
     yield "]" + tail
 
 
-def _threadprotocol(thread: Thread, leaf: str | None) -> Iterator[str]:
+class _Spool:
+    """The main thread's actions as its document wrote them (JSON text, ", " between them),
+    kept for the child threads, whose documents begin with the same actions up to their
+    fork: in memory up to SPOOL_MEMORY bytes, then in a temporary file. `ends` holds where
+    the text of the first n messages' actions ends (n a message children fork after)."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)  # noqa: SIM115
+        self.ends: dict[int, int] = {}
+
+    def add(self, text: str) -> None:
+        if self.file.tell():
+            self.file.write(b", ")
+        self.file.write(text.encode())
+
+    def mark(self, messages: int) -> None:
+        self.ends[messages] = self.file.tell()
+
+    def prefix(self, messages: int) -> Iterator[bytes]:
+        """The text of the first messages' actions, CHUNK_BYTES at a time."""
+        left = self.ends[messages]
+        self.file.seek(0)
+        while left > 0:
+            chunk = self.file.read(min(left, CHUNK_BYTES))
+            if not chunk:
+                raise RuntimeError("the spooled actions ended early")
+            left -= len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _cut_at_forks(
+    batches: Iterator[list[T]], size: int, forks: Forks, spool: _Spool
+) -> Iterator[list[T]]:
+    """`_joined`, but a list also ends after each message children fork after (in forks.at,
+    which the path's reading sets before its first message), where spool marks the end of
+    the actions written so far. batches: one per message with actions (none for one
+    without), each given right after forks stepped over its message."""
+    pending: list[T] = []
+    points: list[int] = []
+    first = True
+    for batch in batches:
+        if first:
+            points, first = sorted(forks.at, reverse=True), False
+        # Messages read before this one that children fork after: all that came is theirs.
+        while points and points[-1] < forks.read:
+            if pending:
+                yield pending
+                pending = []
+            spool.mark(points.pop())
+        pending.extend(batch)
+        if points and points[-1] == forks.read:
+            yield pending
+            pending = []
+            spool.mark(points.pop())
+        elif len(pending) >= size:
+            yield pending
+            pending = []
+    if pending:
+        yield pending
+    for point in sorted(forks.at):
+        if point not in spool.ends:
+            spool.mark(point)
+
+
+def _threadprotocol(thread: Thread, leaf: str | None) -> Iterator[str | bytes]:
     """The ThreadProtocol document of the active path (or the path to leaf), written as the
     path is read: its header from the thread's row and what PostgreSQL says of its messages
     (the agents they name), then its actions a batch of messages at a time."""
@@ -324,9 +409,10 @@ def _main(
     paths: Callable[[], Iterator[JsonObject]],
     forks: Forks | None = None,
     path: Iterator[JsonObject] | None = None,
-) -> Iterator[str]:
+    spool: _Spool | None = None,
+) -> Iterator[str | bytes]:
     """The main document; paths: a new reading of its path each call (path: the one to
-    write, when given)."""
+    write, when given); forks and spool: kept for the child threads as it is written."""
     # Only a message with a record (or a tool message with text) can name an agent that is
     # neither the thread's nor derived: when the thread has one, the path is read once more,
     # first; else the header goes before the path is looked for.
@@ -337,7 +423,11 @@ def _main(
     shell, actions = threadprotocol_stream(
         own, derived=derived, agents=agents, path=path, forks=forks
     )
-    yield from _around(shell, "actions", _joined(actions, ACTION_BATCH))
+    if forks is None or spool is None:
+        yield from _around(shell, "actions", _joined(actions, ACTION_BATCH))
+    else:
+        batches = _cut_at_forks(actions, ACTION_BATCH, forks, spool)
+        yield from _around(shell, "actions", batches, spool=spool)
 
 
 def _path(order: bytes) -> Iterator[JsonObject]:
@@ -402,7 +492,7 @@ def _joined(batches: Iterator[list[T]], size: int) -> Iterator[list[T]]:
         yield pending
 
 
-def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str]:
+def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str | bytes]:
     """The main thread, then each child thread, one JSON document a line, each written as
     its path is read.
 
@@ -412,8 +502,11 @@ def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str]:
     (`Forks`: a clock, counts and an id each; the tool calls of the main path). Each child's
     path after its fork is read once for what its document says before its actions
     (`threadprotocol_branch_marks`: the leaf's first action, the agents only its actions
-    name), then its whole path as it is written, its messages a batch at a time. Memory
-    holds the main path's ids, one child's, the children's marks and one batch."""
+    name), then once more as it is written, its messages a batch at a time, after the
+    actions it shares with the main thread: those are the main thread's first actions, whose
+    text its writing kept (`_Spool`, on disk past SPOOL_MEMORY). Memory holds the main
+    path's ids, one child's, the main path's tool call ids, the children's marks and one
+    batch."""
     start = _start(thread, leaf)
     own, derived, may_name = _header(thread)
     forks = Forks()
@@ -430,23 +523,32 @@ def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str]:
         forks.at = {shared for _, _, shared in children}
         yield from _path(main)
 
-    yield from _main(own, derived, may_name, lambda: _lazy_path(thread, start), forks, structure())
-    yield "\n"
-    marked: list[tuple[str, BranchMarks, str]] = []
-    for created, child, shared in children:
-        tail = _path(path_order(thread, child)[16 * shared :])
-        marks = threadprotocol_branch_marks(
-            own, derived=derived, tail=tail, shared=shared, forks=forks
-        )
-        marked.append((created, marks, child))
-    forks.calls.clear()
-    children.clear()
-    marked.sort(key=lambda item: threadprotocol_leaf_age(item[0], item[1].anchor))
-    for _, marks, child in marked:
-        path = _path(path_order(thread, child))
-        shell, actions = threadprotocol_branch_stream(own, derived=derived, marks=marks, path=path)
-        yield from _around(shell, "actions", _joined(actions, ACTION_BATCH))
+    def paths() -> Iterator[JsonObject]:
+        return _lazy_path(thread, start)
+
+    spool = _Spool()
+    try:
+        yield from _main(own, derived, may_name, paths, forks, structure(), spool)
         yield "\n"
+        marked: list[tuple[str, BranchMarks, str, int]] = []
+        for created, child, shared in children:
+            tail = _path(path_order(thread, child)[16 * shared :])
+            marks = threadprotocol_branch_marks(
+                own, derived=derived, tail=tail, shared=shared, forks=forks
+            )
+            marked.append((created, marks, child, shared))
+        children.clear()
+        marked.sort(key=lambda item: threadprotocol_leaf_age(item[0], item[1].anchor))
+        for _, marks, child, shared in marked:
+            tail = _path(path_order(thread, child)[16 * shared :])
+            shell, actions = threadprotocol_branch_tail_stream(
+                own, derived=derived, marks=marks, tail=tail, shared=shared, forks=forks
+            )
+            written = spool.prefix(shared) if shared else ()
+            yield from _around(shell, "actions", _joined(actions, ACTION_BATCH), written=written)
+            yield "\n"
+    finally:
+        spool.close()
 
 
 def _shared(order: bytes, main: bytes) -> int:
