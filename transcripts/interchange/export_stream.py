@@ -19,7 +19,9 @@ are made:
   are written as it is read (`formats.threadprotocol.threadprotocol_stream`: the whole
   export's own functions). Memory holds the path's ids and one batch. With `branches=all`
   the main thread is written so, then each child thread from the tree's structure (its
-  leaves, each one's path ids), its path read a batch at a time (`_json_lines`).
+  leaves, each one's path ids): the actions it shares with the main thread copied from the
+  main thread's text, kept as it was written, the rest of its path read a batch at a time
+  (`_json_lines`).
 
 The other formats are written whole, as before, and sent in pieces.
 
@@ -497,7 +499,8 @@ def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str | bytes]:
     its path is read.
 
     The children need the tree's structure only: its leaves (ids and times) and each one's
-    path (16 bytes a message, `path_order`), read once the main thread's header is written;
+    path (16 bytes a message, `path_order`; kept from where it leaves the main thread's),
+    read once the main thread's header is written;
     the main thread's writing keeps what a child needs at the messages children fork from
     (`Forks`: a clock, counts and an id each; the tool calls of the main path). Each child's
     path after its fork is read once for what its document says before its actions
@@ -505,12 +508,14 @@ def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str | bytes]:
     name), then once more as it is written, its messages a batch at a time, after the
     actions it shares with the main thread: those are the main thread's first actions, whose
     text its writing kept (`_Spool`, on disk past SPOOL_MEMORY). Memory holds the main
-    path's ids, one child's, the main path's tool call ids, the children's marks and one
-    batch."""
+    path's ids, each child's ids after its fork, the main path's tool call ids, the
+    children's marks and one batch."""
     start = _start(thread, leaf)
     own, derived, may_name = _header(thread)
     forks = Forks()
-    children: list[tuple[str, str, int]] = []
+    # Each child: its leaf's created_at, its leaf, how many messages it shares with the main
+    # thread, and the ids of its messages after those.
+    children: list[tuple[str, str, int, bytes]] = []
     main = b""
 
     def structure() -> Iterator[JsonObject]:
@@ -519,8 +524,10 @@ def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str | bytes]:
         for key, created in leaf_rows(thread):
             if key != main[-16:]:
                 child = ulid_from_bytes(key)
-                children.append((created, child, _shared(path_order(thread, child), main)))
-        forks.at = {shared for _, _, shared in children}
+                order = path_order(thread, child)
+                shared = _shared(order, main)
+                children.append((created, child, shared, order[16 * shared :]))
+        forks.at = {shared for _, _, shared, _ in children}
         yield from _path(main)
 
     def paths() -> Iterator[JsonObject]:
@@ -530,19 +537,17 @@ def _json_lines(thread: Thread, leaf: str | None) -> Iterator[str | bytes]:
     try:
         yield from _main(own, derived, may_name, paths, forks, structure(), spool)
         yield "\n"
-        marked: list[tuple[str, BranchMarks, str, int]] = []
-        for created, child, shared in children:
-            tail = _path(path_order(thread, child)[16 * shared :])
+        marked: list[tuple[str, BranchMarks, int, bytes]] = []
+        for created, _, shared, tail in children:
             marks = threadprotocol_branch_marks(
-                own, derived=derived, tail=tail, shared=shared, forks=forks
+                own, derived=derived, tail=_path(tail), shared=shared, forks=forks
             )
-            marked.append((created, marks, child, shared))
+            marked.append((created, marks, shared, tail))
         children.clear()
         marked.sort(key=lambda item: threadprotocol_leaf_age(item[0], item[1].anchor))
-        for _, marks, child, shared in marked:
-            tail = _path(path_order(thread, child)[16 * shared :])
+        for _, marks, shared, tail in marked:
             shell, actions = threadprotocol_branch_tail_stream(
-                own, derived=derived, marks=marks, tail=tail, shared=shared, forks=forks
+                own, derived=derived, marks=marks, tail=_path(tail), shared=shared, forks=forks
             )
             written = spool.prefix(shared) if shared else ()
             yield from _around(shell, "actions", _joined(actions, ACTION_BATCH), written=written)
