@@ -10,7 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from ulid import ULID
 
-from transcripts.ids import is_ulid, ulid_from_bytes, ulid_to_int, ulid_to_uuid
+from transcripts.ids import (
+    is_ulid,
+    ulid_from_bytes,
+    ulid_number,
+    ulid_to_int,
+    ulid_to_uuid,
+    uuid_text,
+)
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ALMOST = st.text(
@@ -50,3 +57,14 @@ def test_ids_go_both_ways(number: int) -> None:
 def test_what_is_not_a_string_is_no_ulid() -> None:
     assert not is_ulid(None)
     assert not is_ulid(12345678901234567890123456)
+
+
+@given(ULIDS | ULIDS.map(str.lower) | ALMOST)
+def test_a_ulid_s_number_is_the_ulid_package_s(value: str) -> None:
+    valid, _ = _package(value)
+    assert ulid_number(value) == (int(ULID.from_str(value)) if valid else None)
+
+
+@given(st.integers(min_value=0, max_value=(1 << 128) - 1))
+def test_a_number_s_uuid_text_is_uuid_s(number: int) -> None:
+    assert uuid_text(number) == str(uuid.UUID(int=number))
