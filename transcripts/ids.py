@@ -66,9 +66,10 @@ def is_ulid(value: object) -> bool:
 
 def ulid_to_int(value: str) -> int:
     """A ULID string's 128 bits (ValueError, as ULID.from_str, when it is none)."""
-    if not is_ulid(value):
+    number = ulid_number(value)
+    if number is None:
         return int(ULID.from_str(value))  # its error, with its message (or a ULID after all)
-    return int(value.translate(_AS_BASE32), 32)
+    return number
 
 
 def derived_ulid(timestamp_ms: int, counter: int, *seed: str | int) -> str:

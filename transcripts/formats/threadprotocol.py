@@ -20,11 +20,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from transcripts.ids import derived_ulid, is_ulid, ulid_number, ulid_to_uuid, uuid_text
+from transcripts.ids import (
+    derived_ulid,
+    is_ulid,
+    ulid_number,
+    ulid_to_int,
+    ulid_to_uuid,
+    uuid_text,
+)
 from transcripts.jsonvalue import (
     JsonObject,
     JsonValue,
@@ -289,7 +295,7 @@ def _minted(seed: str, moment: str | None) -> int:
     """A UUID number holding a ULID made from seed (and the time, to keep ULID order)."""
     parsed = parse_iso_utc(moment)
     millis = int(parsed.timestamp() * 1000) if parsed is not None else 0
-    return uuid.UUID(ulid_to_uuid(derived_ulid(millis, 0, seed))).int
+    return ulid_to_int(derived_ulid(millis, 0, seed))
 
 
 def _uuid(number: int) -> str:
