@@ -808,4 +808,32 @@
     if (region && progress) region.textContent = progress.textContent.trim();
     if (pair) pair.focus();
   });
+
+  // A block that scrolls (a long tool input or result, code wider than a phone) takes the
+  // focus, so a keyboard can scroll it: only while it does scroll, so short ones add no stop.
+  function focusScrollers(root) {
+    (root || document).querySelectorAll("pre").forEach(function (pre) {
+      if (pre.hasAttribute("data-scroll-stop") || !pre.hasAttribute("tabindex")) {
+        var scrolls = pre.scrollWidth > pre.clientWidth + 1 || pre.scrollHeight > pre.clientHeight + 1;
+        if (scrolls) {
+          pre.setAttribute("tabindex", "0");
+          pre.setAttribute("data-scroll-stop", "");
+        } else if (pre.hasAttribute("data-scroll-stop")) {
+          pre.removeAttribute("tabindex");
+          pre.removeAttribute("data-scroll-stop");
+        }
+      }
+    });
+  }
+  var refocusing = null;
+  function focusScrollersSoon() {
+    if (refocusing) return;
+    refocusing = window.requestAnimationFrame(function () { refocusing = null; focusScrollers(); });
+  }
+  document.addEventListener("DOMContentLoaded", function () { focusScrollers(); });
+  document.addEventListener("htmx:afterSettle", function () { focusScrollers(); });
+  document.addEventListener("toggle", function (event) {
+    if (event.target && event.target.open) focusScrollers(event.target);
+  }, true);
+  window.addEventListener("resize", focusScrollersSoon);
 })();

@@ -39,11 +39,13 @@ def _thread(project: Project, title: str) -> Thread:
 def run_experiment(
     project: Project, user: object, threads: list[Thread], name: str = "brief", **extra: object
 ) -> Experiment:
-    """An experiment on threads, every item generated."""
+    """An experiment on threads, every item generated (`seed`: the demo model's, so the
+    candidates' answers are known; else each run's id)."""
+    seed = extra.pop("seed", None)
     request = ExperimentRequest(
         name=name,
         model=str(extra.pop("model", "demo-brief")),
-        parameters={"delayMs": 0},
+        parameters={"delayMs": 0, **({"seed": seed} if seed is not None else {})},
         thread_ids=tuple(t.id for t in threads),
         **extra,  # type: ignore[arg-type]
     )

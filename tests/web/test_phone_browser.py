@@ -3,8 +3,9 @@
 At 390 px the header's links sit in a "Menu" (a `<details>`) that opens without JavaScript
 and holds every link; at 1366 px the same links show inline without opening anything. "Skip
 to content" is the first Tab stop and Enter moves focus into `<main>`. Each message action is
-at least 24 x 24 px (WCAG 2.5.8) at phone and desk widths, and a long code line scrolls inside
-its own box, not the page.
+at least 24 x 24 px (WCAG 2.5.8) at phone and desk widths, the footer's run link too, and a
+long code line scrolls inside its own box, not the page, and takes the focus so a keyboard
+can scroll it.
 """
 
 from __future__ import annotations
@@ -140,8 +141,12 @@ def test_every_message_action_is_at_least_24_px_square(
     page = open_page(browser, live_server, admin, viewport=viewport)
     page.goto(f"{live_server.url}/t/{haiku.id}/?leaf={stopped.id}")
     page.wait_for_selector("article.msg")
-    boxes = page.evaluate(BOXES, ".msg-tools .icon-btn, .switcher a.sib, .sib-compare")
+    boxes = page.evaluate(
+        BOXES, ".msg-tools .icon-btn, .switcher a.sib, .sib-compare, .msg-meta > a"
+    )
     labels = {box["label"] for box in boxes}
+    # The footer's link to the run's trace ("run · stopped") is a target of its own too.
+    assert any(label.startswith("run") for label in labels), sorted(labels)
     for expected in ("Copy text", "Edit", "Regenerate", "Regenerate with another model",
                      "Continue", "Permalink", "More actions", "Previous alternative",
                      "Next alternative", "Compare"):  # fmt: skip
@@ -157,12 +162,22 @@ def test_a_long_code_line_scrolls_inside_its_box_not_the_page(
 ) -> None:
     thread = make_thread("Long code")
     ask(thread, "Show me the line")
-    make_run(thread, ("text-delta", {"delta": f"Here:\n\n```python\n{LONG_LINE}\n```\n"}))
+    answer = f"Here:\n\n```python\n{LONG_LINE}\n```\n\nand short:\n\n```python\nx = 1\n```\n"
+    make_run(thread, ("text-delta", {"delta": answer}))
     page = open_page(browser, live_server, admin, viewport={"width": width, "height": 844})
     page.goto(f"{live_server.url}/t/{thread.id}/")
     code = page.locator(".msg-body pre", has_text="abcdefghij")
     scrolls = code.evaluate("(pre) => pre.scrollWidth > pre.clientWidth")
     assert scrolls, "the long line should scroll inside its <pre>"
+    # A keyboard reaches the block that scrolls (WCAG 2.1.1), and scrolls it with the arrows;
+    # a block that fits is no Tab stop.
+    assert code.get_attribute("tabindex") == "0"
+    assert page.locator(".msg-body pre", has_text="x = 1").get_attribute("tabindex") is None
+    code.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "() => document.querySelector('pre[tabindex=\"0\"]').scrollLeft > 0", timeout=5_000
+    )
     assert code.bounding_box()["x"] + code.bounding_box()["width"] <= width
     assert overflow(page) == 0
 
