@@ -115,7 +115,9 @@ def _experiments(admin: Any, threads: list[Thread]) -> tuple[str, str]:
     first = run_experiment(
         project, admin, threads, "Brief answers", evaluators=[{"type": "exact-match"}], seed="6"
     )
-    second = run_experiment(project, admin, threads[1:], "Detailed answers", model="demo-detailed")
+    second = run_experiment(
+        project, admin, threads[1:], "Detailed answers", model="demo-detailed", seed="7"
+    )
     # The experiment page shows a win and an adopted candidate; judge mode the pairs after it.
     judged = first.items.order_by("position").first()
     assert judged is not None
