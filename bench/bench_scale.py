@@ -80,7 +80,7 @@ VACUUMED = "vacuumed"
 # The big tables, whose autovacuum is off during the run (the phases say when they are analyzed).
 BIG = ("transcripts_thread", "transcripts_run", "transcripts_message", "transcripts_event")
 # The figures whose plans --explain prints (labels start so).
-EXPLAINED = ("search:", "conversation:", "thread list: first page")
+EXPLAINED = ("search:", "conversation:", "thread list:", "tree map:", "export:")
 
 
 @dataclass(frozen=True)
@@ -616,7 +616,9 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="a tenth: 10,000 threads")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument(
-        "--explain", action="store_true", help="plans of the search, conversation and list"
+        "--explain",
+        action="store_true",
+        help="plans of the searches, the conversation, the lists, the tree map and the export",
     )
     args = parser.parse_args()
     # Stopped with SIGTERM, still run the exit handlers that stop and delete the database.

@@ -1,12 +1,13 @@
 """The reads of a streamed export (issue 30): a thread's messages and runs in batches.
 
 First the order: the ids of the thread's messages (by depth, then id) and of its runs (by
-creation), 16 bytes each, in one query apiece; then the rows themselves, a batch at a time by
-primary key (the batch's ids joined in their order: primary key lookups whatever the
-planner thinks of the table). Memory holds those ids and one batch, never the thread's text;
-no cursor outlives its query (a pooler in transaction mode, PgBouncer, changes nothing); and
-each batch is an index lookup, where a keyset on (depth, id) would scan the whole thread
-again for each batch (no index has the thread, the depth and the id).
+creation), 16 bytes each, in one query apiece; then the rows themselves, a batch at a time,
+each row looked up by its primary key in a fenced LATERAL (a plain join of a batch's 1,000
+ids hashed the whole message table when the planner took the table for small: 25 ms a batch
+at 29,000 messages, against 3 ms by key). Memory holds those ids and one batch, never the
+thread's text; no cursor outlives its query (a pooler in transaction mode, PgBouncer,
+changes nothing); and each batch is an index lookup, where a keyset on (depth, id) would
+scan the whole thread again for each batch (no index has the thread, the depth and the id).
 
 The rows come as PostgreSQL writes them (`MessageText`, `RunText`): jsonb as its text, with
 whether it holds a number, times as Python's isoformat() spells them, ids as 16 bytes; the
@@ -83,7 +84,8 @@ MessageText = tuple[bytes, bytes | None, str, str, bool, str, str, bool]
 _MESSAGES = (
     "SELECT uuid_send(m.id), uuid_send(m.parent_id), to_json(m.role)::text, "
     f"{_json('m.parts')}, {_iso('m.created_at', zone='+00:00')}, {_json('m.metadata')} "
-    'FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) JOIN "{table}" m ON m.id = k.id '
+    "FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) "
+    'CROSS JOIN LATERAL (SELECT * FROM "{table}" WHERE id = k.id OFFSET 0) m '
     "ORDER BY k.n"
 )
 # A run likewise: id, status (JSON), fork_from, superseded_by (16 bytes each or None),
@@ -102,7 +104,8 @@ _RUNS = (
     f"{_iso('r.created_at', zone='Z')}, {_iso('r.finished_at', zone='Z')}, r.last_seq, "
     "(SELECT string_agg(uuid_send(m.id), ''::bytea ORDER BY m.position, m.id) "
     ' FROM "{messages}" m WHERE m.run_id = r.id) '
-    'FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) JOIN "{table}" r ON r.id = k.id '
+    "FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) "
+    'CROSS JOIN LATERAL (SELECT * FROM "{table}" WHERE id = k.id OFFSET 0) r '
     "ORDER BY k.n"
 )
 
@@ -236,7 +239,8 @@ PathRow = tuple[bytes, bytes | None, str, str, str, str]
 _PATH_ROWS = (
     "SELECT uuid_send(m.id), uuid_send(m.parent_id), m.role, m.parts::text, "
     f"{_iso('m.created_at', zone='+00:00')}, m.metadata::text "
-    'FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) JOIN "{table}" m ON m.id = k.id '
+    "FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) "
+    'CROSS JOIN LATERAL (SELECT * FROM "{table}" WHERE id = k.id OFFSET 0) m '
     "ORDER BY k.n"
 )
 

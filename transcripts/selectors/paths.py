@@ -197,6 +197,9 @@ def tree_rows(thread: Thread) -> list[TreeRow]:
     The status of a run stopped in the browser (committed with what streamed) is "stopped".
     Ids come back as 32-digit hex (same order as the ULIDs) because turning thousands of them
     into ULID strings costs more than the query; `ulid_from_hex` converts the few shown.
+    Each message's run is looked up by its key (the fenced LATERAL), whatever the planner's
+    statistics: a hash join read every run of the store when they were stale (after a bulk
+    load), 110 ms in the database at 2,000,000 messages.
     """
     with connection.cursor() as cursor:
         cursor.execute(
@@ -204,7 +207,10 @@ def tree_rows(thread: Thread) -> list[TreeRow]:
             SELECT replace(m.id::text, '-', ''), replace(m.parent_id::text, '-', ''),
                    m.role, m.depth, m.active,
                    CASE WHEN r.metadata ? 'stopped' THEN 'stopped' ELSE r.status END
-            FROM transcripts_message m JOIN transcripts_run r ON r.id = m.run_id
+            FROM transcripts_message m
+            CROSS JOIN LATERAL (
+                SELECT status, metadata FROM transcripts_run WHERE id = m.run_id OFFSET 0
+            ) r
             WHERE m.thread_id = %s
             """,
             [to_uuid(thread.id)],
