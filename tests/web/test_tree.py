@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.base import Team
 from tests.factories import ask, last_message, make_run, make_thread, say
+from tests.support import read_where_joins_look_cheap
 from transcripts import ledger
 from transcripts.models import Message, Project, RunOrigin, Thread
 from transcripts.web.presenters.tree_layout import MAX_ALTERNATIVES
@@ -168,16 +169,6 @@ def test_each_message_s_run_is_looked_up_by_its_key_whatever_the_statistics(team
     thread, _ = _regenerated(team.alpha, 3)
     for n in range(5):
         say(make_thread(f"other {n}", project=team.alpha), "an answer elsewhere")
-    with connection.cursor() as cursor:
-        # What stale statistics tell the planner: a lookup per message dear, a join of all the
-        # runs cheap (and no sequential scan, which is what tables this small get).
-        cursor.execute("SET LOCAL enable_nestloop = off")
-        cursor.execute("SET LOCAL random_page_cost = 1000")
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        with CaptureQueriesContext(connection) as queries:
-            rows = tree_rows(thread)
-        (sql,) = [q["sql"] for q in queries.captured_queries]
-        cursor.execute(f"EXPLAIN {sql}")
-        plan = "\n".join(line for (line,) in cursor.fetchall())
+    rows, plan = read_where_joins_look_cheap(lambda: tree_rows(thread), "transcripts_run")
     assert len(rows) == Message.objects.filter(thread=thread).count() == 4
     assert "Index Cond: (id = m.run_id)" in plan, plan
