@@ -428,17 +428,19 @@ def explain_request(get: Callable[[], Any]) -> tuple[float, int]:
 
     with CaptureQueriesContext(connection) as captured:
         get()
-    total_ms, pages, slowest = 0.0, 0, (-1.0, "")
+    total_ms, planning_ms, pages, slowest = 0.0, 0.0, 0, (-1.0, "")
     with connection.cursor() as cursor:
         for query in captured.captured_queries:
             sql = query["sql"]
-            if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
+            # A UNION comes as "(SELECT …) UNION ALL (SELECT …)".
+            if not sql.lstrip(" (").upper().startswith(("SELECT", "WITH")):
                 continue
             cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}")
             (raw,) = cursor.fetchone()
             plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]
             took = float(plan["Execution Time"])
             total_ms += took
+            planning_ms += float(plan.get("Planning Time", 0.0))
             pages += int(plan["Plan"].get("Shared Hit Blocks", 0))
             pages += int(plan["Plan"].get("Shared Read Blocks", 0))
             slowest = max(slowest, (took, sql))
@@ -446,7 +448,11 @@ def explain_request(get: Callable[[], Any]) -> tuple[float, int]:
             cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {slowest[1]}")
             text = "\n".join(f"      {line}" for (line,) in cursor.fetchall())
             print(f"    slowest, {slowest[0]:.1f} ms: {slowest[1][:300]}\n{text}")
-    print(f"    plans: {total_ms:.1f} ms in the database, {pages:,} pages", flush=True)
+    print(
+        f"    plans: {total_ms:.1f} ms in the database ({planning_ms:.1f} ms more planning"
+        f" them), {pages:,} pages",
+        flush=True,
+    )
     return total_ms, pages
 
 
