@@ -831,7 +831,11 @@
     refocusing = window.requestAnimationFrame(function () { refocusing = null; focusScrollers(); });
   }
   document.addEventListener("DOMContentLoaded", function () { focusScrollers(); });
-  document.addEventListener("htmx:afterSettle", function () { focusScrollers(); });
+  // After a swap, only what was swapped (a live run swaps often): the whole page when it is gone.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var swapped = event.detail && event.detail.target;
+    focusScrollers(swapped && swapped.isConnected ? swapped : document);
+  });
   document.addEventListener("toggle", function (event) {
     if (event.target && event.target.open) focusScrollers(event.target);
   }, true);

@@ -76,6 +76,17 @@ def _json(column: str) -> str:
     )
 
 
+def _by_key(alias: str) -> str:
+    """SQL that ends a batch's read: the rows of "{table}" whose ids the parameter lists, as
+    alias, each looked up by its primary key (fenced, so no plan joins the whole table), in
+    the ids' order."""
+    return (
+        "FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) "
+        f'CROSS JOIN LATERAL (SELECT * FROM "{{table}}" WHERE id = k.id OFFSET 0) {alias} '
+        "ORDER BY k.n"
+    )
+
+
 # A message as a streamed canonical export writes it, mostly as PostgreSQL's text: its id and
 # parent id as 16 bytes each (uuid_send), its role as a JSON string, its parts as jsonb's
 # text (and whether it holds a number), created_at as isoformat() spells it, its metadata as
@@ -84,9 +95,7 @@ MessageText = tuple[bytes, bytes | None, str, str, bool, str, str, bool]
 _MESSAGES = (
     "SELECT uuid_send(m.id), uuid_send(m.parent_id), to_json(m.role)::text, "
     f"{_json('m.parts')}, {_iso('m.created_at', zone='+00:00')}, {_json('m.metadata')} "
-    "FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) "
-    'CROSS JOIN LATERAL (SELECT * FROM "{table}" WHERE id = k.id OFFSET 0) m '
-    "ORDER BY k.n"
+    + _by_key("m")
 )
 # A run likewise: id, status (JSON), fork_from, superseded_by (16 bytes each or None),
 # generator, model (JSON), parameters, metadata, usage, error (jsonb text and whether it holds
@@ -103,10 +112,7 @@ _RUNS = (
     f"{_json('r.parameters')}, {_json('r.metadata')}, {_json('r.usage')}, {_json('r.error')}, "
     f"{_iso('r.created_at', zone='Z')}, {_iso('r.finished_at', zone='Z')}, r.last_seq, "
     "(SELECT string_agg(uuid_send(m.id), ''::bytea ORDER BY m.position, m.id) "
-    ' FROM "{messages}" m WHERE m.run_id = r.id) '
-    "FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) "
-    'CROSS JOIN LATERAL (SELECT * FROM "{table}" WHERE id = k.id OFFSET 0) r '
-    "ORDER BY k.n"
+    ' FROM "{messages}" m WHERE m.run_id = r.id) ' + _by_key("r")
 )
 
 
@@ -238,10 +244,7 @@ def path_order(thread: Thread, leaf: str) -> bytes:
 PathRow = tuple[bytes, bytes | None, str, str, str, str]
 _PATH_ROWS = (
     "SELECT uuid_send(m.id), uuid_send(m.parent_id), m.role, m.parts::text, "
-    f"{_iso('m.created_at', zone='+00:00')}, m.metadata::text "
-    "FROM unnest(%s::uuid[]) WITH ORDINALITY AS k (id, n) "
-    'CROSS JOIN LATERAL (SELECT * FROM "{table}" WHERE id = k.id OFFSET 0) m '
-    "ORDER BY k.n"
+    f"{_iso('m.created_at', zone='+00:00')}, m.metadata::text " + _by_key("m")
 )
 
 
