@@ -122,3 +122,55 @@ def test_the_filters_patterns_can_use_a_trigram_index(
         cursor.execute("SET LOCAL enable_seqscan = off")
         plan = queryset().explain()  # type: ignore[operator]
     assert index in plan
+
+
+def test_matches_among_newest_counts_only_the_newest_rows_up_to_a_bound(team: Team) -> None:
+    thread = make_thread("Runs", project=team.alpha)
+    for n in range(8):
+        say(thread, "hi", model="claude-x" if n % 2 else "gpt-4o")
+    say(thread, "hi", model="odd%_model")
+    newest = sorted(Run.objects.values_list("id", "model"), reverse=True)
+    claude = Run.objects.filter(model__icontains="CLAUDE")
+
+    for window in (1, 3, 5, 9, 20):
+        expected = sum("claude" in model for _, model in newest[:window])
+        assert thread_selectors.matches_among_newest(claude, window, 100) == expected
+    assert thread_selectors.matches_among_newest(claude, 20, 2) == 2
+    # The pattern's % and _ are letters, as the filter reads them.
+    literal = Run.objects.filter(model__icontains="%_")
+    assert thread_selectors.matches_among_newest(literal, 20, 100) == 1
+    assert (
+        thread_selectors.matches_among_newest(Run.objects.filter(model__icontains="d%m"), 20, 9)
+        == 0
+    )
+
+
+def test_who_walks_the_list_without_the_indexes_when_the_newest_runs_match_often(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model most new runs use is common: the trigram index, whose bitmap holds every match
+    (the whole table for such a model), is not asked, whatever the planner's statistics say."""
+    from django.test.utils import CaptureQueriesContext
+
+    alpha = team.alpha
+    wanted = {make_thread(f"Claude {n}", project=alpha) for n in range(4)}
+    for thread in wanted:
+        say(thread, "hi", model="claude-x")
+    say(make_thread("Other", project=alpha), "hi", model="gpt-4o")
+    say(make_thread("Beta claude", project=team.beta), "hi", model="claude-x")
+    visible = Thread.objects.filter(project=alpha)
+    monkeypatch.setattr(thread_selectors, "FEW_MATCHES", 3)
+
+    def listed() -> tuple[set[Thread], list[str]]:
+        with CaptureQueriesContext(connection) as captured:
+            found = set(selectors.filter_threads(visible, agent_or_model="Claude"))
+        return found, [query["sql"] for query in captured.captured_queries]
+
+    common, common_sql = listed()
+    # Among the 2 newest runs at most 2 match: few enough to ask the indexes.
+    monkeypatch.setattr(thread_selectors, "NEWEST_RUNS", 2)
+    few, few_sql = listed()
+
+    assert common == few == wanted
+    assert not any("UNION ALL" in sql for sql in common_sql)
+    assert any("UNION ALL" in sql for sql in few_sql)
