@@ -8,7 +8,8 @@ single-event appends from one client (the latency target's setting). Then measur
 from the moment an append request is sent to the event's arrival on an SSE subscriber (and,
 for comparison, from its response), and says which targets were met.
 Targets: batch 256 >= 50,000 events/s (4 clients); single-event append p99 <= 20 ms at 1 client;
-append->SSE p95 <= 50 ms from the request's send.
+append->SSE p95 <= 50 ms from the request's send. Every server is warmed first (`warm_up`: its
+workers' first appends, which load the code and the pool, are printed on their own).
 
 Issue 30's figures (FIGURE lines, bench/_record.py): the ledger in-process at batch 256, HTTP at
 batch 256 from 4 clients and its share of the ledger (goal >= 75 %), single-event append p50/p99
@@ -239,6 +240,22 @@ def post_all(port: int, token: str, jobs: list[tuple[str, list[bytes]]]) -> list
     return latencies
 
 
+def warm_up(port: int, token: str, workers: int) -> float:
+    """Batches of 256 from 4 connections per worker at once, 5 each (every worker gets some);
+    returns the slowest (ms). A worker's first append loads what the path needs (the API's
+    routes and schemas, the sync middleware chain, the pool's connections): up to 1.8 s on
+    this box. Once per worker and start, so the rates are measured after it, as the ledger's
+    own (in a process that has run it before); the cold start is printed on its own."""
+    from tests.factories import make_thread
+    from transcripts import ledger
+
+    jobs = []
+    for _ in range(4 * workers):
+        run, _ = ledger.begin_run(thread=make_thread("bench warm-up"))
+        jobs.append((run.id, _batches(run.id, 5 * 256, 256)))
+    return max(post_all(port, token, jobs)) * 1000
+
+
 def bench_api(port: int, token: str, total: int, size: int, clients: int) -> dict[str, float]:
     """events/s and latency percentiles of posting total events in batches of size."""
     from tests.factories import make_thread
@@ -364,6 +381,7 @@ def bench_ab(
                 server=variant.server,
             )
             try:
+                warm_up(port, token, args.workers)
                 cpu = server_cpu(server)
                 bulk = bench_api(port, token, args.events, 256, args.clients)
                 bulk["cpu"] = (server_cpu(server) - cpu) * 1000 / -(-args.events // 256)
@@ -491,6 +509,11 @@ def main() -> None:
             f"API: uvicorn --workers {args.workers}, {args.clients} client connections,"
             f" CONN_MAX_AGE={args.conn_max_age}"
         )
+        cold = warm_up(port, token, args.workers)
+        print(
+            f"the first appends after the start: the slowest took {cold:,.0f} ms (measured after)"
+        )
+        figure("slowest of the first appends after a server start", cold, "ms")
         for size in sizes:
             result = bench_api(port, token, args.events, size, args.clients)
             print(
