@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.db.models import QuerySet
 
 from tests.base import Team
 from tests.factories import make_run, make_thread, say
@@ -57,16 +58,21 @@ def test_who_finds_threads_by_run_model_and_by_agent_in_any_case(team: Team) -> 
     assert "Agents thread" in reviewer and "Model thread" not in reviewer
 
 
+def threads_of_a_model(team: Team, model: str, count: int) -> tuple[set[Thread], QuerySet[Thread]]:
+    """count threads of alpha answered by model (returned), one of alpha by another model and
+    one of beta by model; and alpha's threads, as its list reads them."""
+    wanted = {make_thread(f"{model} {n}", project=team.alpha) for n in range(count)}
+    for thread in wanted:
+        say(thread, "hi", model=model)
+    say(make_thread("Other model", project=team.alpha), "hi", model="gpt-4o")
+    say(make_thread(f"Beta {model}", project=team.beta), "hi", model=model)
+    return wanted, Thread.objects.filter(project=team.alpha)
+
+
 def test_who_finds_the_same_threads_by_index_and_by_walking_the_list(
     team: Team, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    alpha = team.alpha
-    wanted = {make_thread(f"Common {n}", project=alpha) for n in range(3)}
-    for thread in wanted:
-        say(thread, "hi", model="demo-model")
-    say(make_thread("Other model", project=alpha), "hi", model="gpt-4o")
-    say(make_thread("Beta demo", project=team.beta), "hi", model="demo-model")
-    visible = Thread.objects.filter(project=alpha)
+    wanted, visible = threads_of_a_model(team, "demo-model", 3)
 
     indexed = set(selectors.filter_threads(visible, agent_or_model="DEMO"))
     # As if the matches were many: the list is walked with a check per thread.
@@ -152,13 +158,7 @@ def test_who_walks_the_list_without_the_indexes_when_the_newest_runs_match_often
     (the whole table for such a model), is not asked, whatever the planner's statistics say."""
     from django.test.utils import CaptureQueriesContext
 
-    alpha = team.alpha
-    wanted = {make_thread(f"Claude {n}", project=alpha) for n in range(4)}
-    for thread in wanted:
-        say(thread, "hi", model="claude-x")
-    say(make_thread("Other", project=alpha), "hi", model="gpt-4o")
-    say(make_thread("Beta claude", project=team.beta), "hi", model="claude-x")
-    visible = Thread.objects.filter(project=alpha)
+    wanted, visible = threads_of_a_model(team, "claude-x", 4)
     monkeypatch.setattr(thread_selectors, "FEW_MATCHES", 3)
 
     def listed() -> tuple[set[Thread], list[str]]:
