@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.db.models import QuerySet
+from django.test.utils import CaptureQueriesContext
 
 from tests.base import Team
 from tests.factories import make_run, make_thread, say
@@ -156,8 +157,6 @@ def test_who_walks_the_list_without_the_indexes_when_the_newest_runs_match_often
 ) -> None:
     """A model most new runs use is common: the trigram index, whose bitmap holds every match
     (the whole table for such a model), is not asked, whatever the planner's statistics say."""
-    from django.test.utils import CaptureQueriesContext
-
     wanted, visible = threads_of_a_model(team, "claude-x", 4)
     monkeypatch.setattr(thread_selectors, "FEW_MATCHES", 3)
 
